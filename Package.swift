@@ -1,0 +1,60 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// One module per part of SPEC.md section 1. Libraries live in Sources/ (server side and shared)
+// and Clients/ (client side); executables are thin shells over them.
+let package = Package(
+    name: "Tether",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "TetherBinding", targets: ["TetherBinding"]),
+        .library(name: "TetherState", targets: ["TetherState"]),
+        .library(name: "TetherProtocol", targets: ["TetherProtocol"]),
+        .library(name: "TetherTUI", targets: ["TetherTUI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
+    targets: [
+        // Binding core: Observable<T>, operators, observable collections. Plain Swift.
+        .target(name: "TetherBinding"),
+
+        // State and diffs: JSON value, JSON Pointer, JSON Patch, the ViewModel API.
+        .target(name: "TetherState", dependencies: ["TetherBinding"]),
+
+        // Wire protocol v1: message types and their codec.
+        .target(name: "TetherProtocol", dependencies: ["TetherState"]),
+
+        // The demo ViewModels of SPEC section 3, written with the public ViewModel API only.
+        .target(name: "TetherDemos", dependencies: ["TetherState", "TetherBinding"]),
+
+        // Transport: libwebsockets (system library + shim header) wrapped for server and client.
+        .systemLibrary(name: "CLibWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev", "libssl-dev"])]),
+        .target(
+            name: "TetherTransport",
+            dependencies: ["CLibWebSockets", .product(name: "Logging", package: "swift-log")]
+        ),
+
+        // Terminal widget toolkit: cell buffer, widgets, diffing renderer, test backend.
+        .target(name: "TetherTUI", path: "Clients/TetherTUI"),
+
+        // Benchmarks (release mode): `swift run -c release tether-bench`.
+        .executableTarget(
+            name: "tether-bench",
+            dependencies: ["TetherBinding", "TetherState", "TetherProtocol"],
+            path: "Benchmarks/tether-bench"
+        ),
+
+        // Test utilities shared by the test targets (seeded generators, random JSON, ...).
+        .target(name: "TetherTestSupport", dependencies: ["TetherState"], path: "Tests/TetherTestSupport"),
+
+        .testTarget(name: "TetherBindingTests", dependencies: ["TetherBinding"]),
+        .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherBinding", "TetherTestSupport"]),
+        .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherState", "TetherTestSupport"]),
+        .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState"]),
+        .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport"]),
+        .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI"]),
+    ]
+)

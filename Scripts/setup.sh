@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tether needs (only those missing), then builds.
+# Usage: Scripts/setup.sh [debug|release]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+    pkg-config
+    libwebsockets-dev   # WebSocket transport, server and client
+    libssl-dev          # TLS (through libwebsockets) and HMAC for tokens
+    libsqlite3-dev      # durable rooms
+    openssl             # test certificates
+    python3-websockets  # interop test client
+    python3-jsonpatch
+    tmux                # end-to-end tests of the terminal client
+    gnuplot-nox         # load-test report plots
+)
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+command -v swift >/dev/null || { echo "setup: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }
+
+configuration="${1:-debug}"
+echo "setup: building ($configuration)"
+swift build -c "$configuration"

@@ -1,0 +1,323 @@
+import TetherState
+
+// MARK: - Decoding
+
+/// The members of a received message object, read with clear errors for wrong types.
+/// Unknown members are ignored.
+struct MessageFields {
+    let object: [String: JSON]
+    /// Echoed in errors about this message when it could be read.
+    let id: Int?
+    let room: String?
+
+    init(_ object: [String: JSON]) {
+        self.object = object
+        self.id = object["id"]?.intValue
+        self.room = object["room"]?.stringValue
+    }
+
+    func fail(_ code: ErrorCode, _ message: String) -> ProtocolError {
+        ProtocolError(code, message, id: id, room: room)
+    }
+
+    private func wrongType(_ key: String, _ expected: String, _ value: JSON) -> ProtocolError {
+        fail(.badMessage, "field \"\(key)\" must be \(expected), got \(value.typeName)")
+    }
+
+    func string(_ key: String) throws(ProtocolError) -> String {
+        guard let value = object[key] else { throw fail(.badMessage, "missing field \"\(key)\"") }
+        guard case .string(let string) = value else { throw wrongType(key, "a string", value) }
+        return string
+    }
+
+    func optionalString(_ key: String) throws(ProtocolError) -> String? {
+        guard let value = object[key], !value.isNull else { return nil }
+        guard case .string(let string) = value else { throw wrongType(key, "a string", value) }
+        return string
+    }
+
+    func int(_ key: String) throws(ProtocolError) -> Int {
+        guard let value = object[key] else { throw fail(.badMessage, "missing field \"\(key)\"") }
+        guard let int = value.intValue else { throw wrongType(key, "an integer", value) }
+        return int
+    }
+
+    func optionalInt(_ key: String) throws(ProtocolError) -> Int? {
+        guard let value = object[key], !value.isNull else { return nil }
+        guard let int = value.intValue else { throw wrongType(key, "an integer", value) }
+        return int
+    }
+
+    func json(_ key: String) throws(ProtocolError) -> JSON {
+        guard let value = object[key] else { throw fail(.badMessage, "missing field \"\(key)\"") }
+        return value
+    }
+}
+
+extension MessageFields {
+    /// Parses a frame into its members and `type`; anything else is `bad_message`.
+    static func parse(_ bytes: UnsafeRawBufferPointer) throws(ProtocolError) -> (type: String, fields: MessageFields) {
+        let json: JSON
+        do {
+            json = try JSONParser().parse(bytes)
+        } catch {
+            throw ProtocolError(.badMessage, "not valid JSON: \(error)")
+        }
+        return try parse(json)
+    }
+
+    static func parse(_ json: JSON) throws(ProtocolError) -> (type: String, fields: MessageFields) {
+        guard case .object(let object) = json else {
+            throw ProtocolError(.badMessage, "a message is a JSON object, got \(json.typeName)")
+        }
+        let fields = MessageFields(object)
+        guard let type = object["type"] else { throw fields.fail(.badMessage, "missing field \"type\"") }
+        guard case .string(let name) = type else { throw fields.fail(.badMessage, "field \"type\" must be a string, got \(type.typeName)") }
+        return (name, fields)
+    }
+}
+
+extension ClientMessage {
+    /// Decodes a received frame. Never traps; every failure is a `ProtocolError` carrying the
+    /// code to send back and, when readable, the message's `id` and `room`.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(ProtocolError) -> ClientMessage {
+        let (type, fields) = try MessageFields.parse(bytes)
+        return try decode(type: type, fields)
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(ProtocolError) -> ClientMessage {
+        do {
+            return try bytes.withUnsafeBytes { raw throws(ProtocolError) in try decode(raw) }
+        } catch let error as ProtocolError {
+            throw error
+        } catch {
+            throw ProtocolError(.internal, "\(error)")
+        }
+    }
+
+    public init(json: JSON) throws(ProtocolError) {
+        let (type, fields) = try MessageFields.parse(json)
+        self = try Self.decode(type: type, fields)
+    }
+
+    private static func decode(type: String, _ fields: MessageFields) throws(ProtocolError) -> ClientMessage {
+        switch type {
+        case "join":
+            var since: ResumePoint?
+            if let value = fields.object["since"], !value.isNull {
+                guard case .object(let object) = value else {
+                    throw fields.fail(.badMessage, "field \"since\" must be an object {epoch, version}, got \(value.typeName)")
+                }
+                let inner = MessageFields(object)
+                do {
+                    since = ResumePoint(epoch: try inner.string("epoch"), version: try inner.int("version"))
+                } catch {
+                    throw fields.fail(.badMessage, "in \"since\": \(error.message)")
+                }
+            }
+            return .join(room: try fields.string("room"), id: try fields.optionalInt("id"), since: since, token: try fields.optionalString("token"))
+        case "leave":
+            return .leave(room: try fields.string("room"), id: try fields.optionalInt("id"))
+        case "action":
+            let id = try fields.int("id")
+            let room = try fields.string("room")
+            let name = try fields.string("name")
+            var args: JSON?
+            if let value = fields.object["args"], !value.isNull {
+                guard case .object = value else {
+                    throw fields.fail(.invalidArgs, "field \"args\" must be an object, got \(value.typeName)")
+                }
+                args = value
+            }
+            return .action(room: room, name: name, args: args, id: id)
+        default:
+            throw fields.fail(.badMessage, "unknown message type \"\(type)\"")
+        }
+    }
+}
+
+extension ServerMessage {
+    /// Decodes a frame from the server (clients use this). Never traps.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(ProtocolError) -> ServerMessage {
+        let (type, fields) = try MessageFields.parse(bytes)
+        return try decode(type: type, fields)
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(ProtocolError) -> ServerMessage {
+        do {
+            return try bytes.withUnsafeBytes { raw throws(ProtocolError) in try decode(raw) }
+        } catch let error as ProtocolError {
+            throw error
+        } catch {
+            throw ProtocolError(.internal, "\(error)")
+        }
+    }
+
+    public init(json: JSON) throws(ProtocolError) {
+        let (type, fields) = try MessageFields.parse(json)
+        self = try Self.decode(type: type, fields)
+    }
+
+    private static func decode(type: String, _ fields: MessageFields) throws(ProtocolError) -> ServerMessage {
+        switch type {
+        case "hello":
+            return .hello(protocolVersion: try fields.int("protocol"), server: try fields.string("server"), session: try fields.string("session"))
+        case "snapshot":
+            return .snapshot(room: try fields.string("room"), epoch: try fields.string("epoch"), version: try fields.int("version"), state: try fields.json("state"))
+        case "patch":
+            let ops = try fields.json("ops")
+            let operations: [PatchOperation]
+            do {
+                operations = try JSONPatch.decode(ops)
+            } catch {
+                throw fields.fail(.badMessage, "field \"ops\": \(error)")
+            }
+            return .patch(room: try fields.string("room"), epoch: try fields.string("epoch"), from: try fields.int("from"), version: try fields.int("version"), operations: operations)
+        case "ack":
+            return .ack(id: try fields.int("id"), room: try fields.string("room"), version: try fields.int("version"))
+        case "error":
+            let codeName = try fields.string("code")
+            guard let code = ErrorCode(rawValue: codeName) else { throw fields.fail(.badMessage, "unknown error code \"\(codeName)\"") }
+            return .error(ProtocolError(code, try fields.string("message"), id: try fields.optionalInt("id"), room: try fields.optionalString("room")))
+        default:
+            throw fields.fail(.badMessage, "unknown message type \"\(type)\"")
+        }
+    }
+}
+
+// MARK: - Encoding
+
+/// Writes one message object with a fixed member order (`type` first) straight into bytes.
+/// Member names are ASCII constants and need no escaping.
+struct MessageWriter {
+    var bytes: [UInt8]
+    private var first = true
+
+    init(type: String, capacity: Int = 128) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(contentsOf: #"{"type":""#.utf8)
+        bytes.append(contentsOf: type.utf8)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func key(_ name: StaticString) {
+        bytes.append(contentsOf: #",""#.utf8)
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: #"":"#.utf8)
+    }
+
+    mutating func field(_ name: StaticString, _ value: String) {
+        key(name)
+        JSONWriter.writeString(value, to: &bytes)
+    }
+
+    mutating func field(_ name: StaticString, _ value: Int) {
+        key(name)
+        JSONWriter.writeInt(value, to: &bytes)
+    }
+
+    mutating func field(_ name: StaticString, _ value: JSON) {
+        key(name)
+        value.write(to: &bytes)
+    }
+
+    mutating func optionalField(_ name: StaticString, _ value: Int?) {
+        if let value { field(name, value) }
+    }
+
+    mutating func optionalField(_ name: StaticString, _ value: String?) {
+        if let value { field(name, value) }
+    }
+
+    /// Opens a member whose value the caller writes itself (e.g. pre-encoded operations).
+    mutating func rawField(_ name: StaticString) {
+        key(name)
+    }
+
+    consuming func finish() -> [UInt8] {
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+}
+
+extension ClientMessage {
+    public func encoded() -> [UInt8] {
+        switch self {
+        case .join(let room, let id, let since, let token):
+            var writer = MessageWriter(type: "join")
+            writer.field("room", room)
+            writer.optionalField("id", id)
+            if let since { writer.field("since", ["epoch": .string(since.epoch), "version": .int(since.version)]) }
+            writer.optionalField("token", token)
+            return writer.finish()
+        case .leave(let room, let id):
+            var writer = MessageWriter(type: "leave")
+            writer.field("room", room)
+            writer.optionalField("id", id)
+            return writer.finish()
+        case .action(let room, let name, let args, let id):
+            var writer = MessageWriter(type: "action")
+            writer.field("room", room)
+            writer.field("name", name)
+            if let args { writer.field("args", args) }
+            writer.field("id", id)
+            return writer.finish()
+        }
+    }
+}
+
+extension ServerMessage {
+    public func encoded() -> [UInt8] {
+        switch self {
+        case .hello(let version, let server, let session):
+            var writer = MessageWriter(type: "hello")
+            writer.field("protocol", version)
+            writer.field("server", server)
+            writer.field("session", session)
+            return writer.finish()
+        case .snapshot(let room, let epoch, let version, let state):
+            var writer = MessageWriter(type: "snapshot")
+            writer.field("room", room)
+            writer.field("epoch", epoch)
+            writer.field("version", version)
+            writer.field("state", state)
+            return writer.finish()
+        case .patch(let room, let epoch, let from, let version, let operations):
+            var encoded: [UInt8] = []
+            JSONPatch.writeOperations(operations, to: &encoded)
+            return Self.encodePatch(room: room, epoch: epoch, from: from, version: version, encodedOperations: encoded)
+        case .ack(let id, let room, let version):
+            var writer = MessageWriter(type: "ack")
+            writer.field("id", id)
+            writer.field("room", room)
+            writer.field("version", version)
+            return writer.finish()
+        case .error(let error):
+            var writer = MessageWriter(type: "error")
+            writer.field("code", error.code.rawValue)
+            writer.field("message", error.message)
+            writer.optionalField("id", error.id)
+            writer.optionalField("room", error.room)
+            return writer.finish()
+        }
+    }
+
+    /// A `patch` frame around operations that were encoded already (comma-separated, no
+    /// brackets, as `JSONPatch.writeOperations` writes them). The server encodes each version's
+    /// operations once and builds merged patches by concatenating such runs.
+    public static func encodePatch<Operations: Collection<UInt8>>(
+        room: String, epoch: String, from: Int, version: Int, encodedOperations: Operations
+    ) -> [UInt8] {
+        var writer = MessageWriter(type: "patch", capacity: 96 + room.utf8.count + epoch.utf8.count + encodedOperations.count)
+        writer.field("room", room)
+        writer.field("epoch", epoch)
+        writer.field("from", from)
+        writer.field("version", version)
+        writer.rawField("ops")
+        writer.bytes.append(UInt8(ascii: "["))
+        writer.bytes.append(contentsOf: encodedOperations)
+        writer.bytes.append(UInt8(ascii: "]"))
+        return writer.finish()
+    }
+}

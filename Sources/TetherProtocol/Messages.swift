@@ -1,0 +1,88 @@
+import TetherState
+
+/// Wire protocol version 1 (docs/PROTOCOL.md): WebSocket text frames, one JSON object each.
+public enum TetherProtocol {
+    public static let version = 1
+    public static let subprotocol = "tether.v1"
+}
+
+/// Where a client left a room's stream: resume after this version of this epoch.
+public struct ResumePoint: Hashable, Sendable {
+    public var epoch: String
+    public var version: Int
+
+    public init(epoch: String, version: Int) {
+        self.epoch = epoch
+        self.version = version
+    }
+}
+
+/// Messages a client sends.
+public enum ClientMessage: Hashable, Sendable {
+    /// Subscribe to `room`; with `since`, resume from that version.
+    case join(room: String, id: Int? = nil, since: ResumePoint? = nil, token: String? = nil)
+    case leave(room: String, id: Int? = nil)
+    /// Ask the room's ViewModel to act. `id` is the client's, echoed in the ack or error.
+    case action(room: String, name: String, args: JSON? = nil, id: Int)
+
+    public var room: String {
+        switch self {
+        case .join(let room, _, _, _), .leave(let room, _), .action(let room, _, _, _): return room
+        }
+    }
+
+    public var id: Int? {
+        switch self {
+        case .join(_, let id, _, _), .leave(_, let id): return id
+        case .action(_, _, _, let id): return id
+        }
+    }
+}
+
+/// Messages the server sends.
+public enum ServerMessage: Hashable, Sendable {
+    /// First message on every connection.
+    case hello(protocolVersion: Int, server: String, session: String)
+    /// The whole state of `room` at `version`.
+    case snapshot(room: String, epoch: String, version: Int, state: JSON)
+    /// Applying `operations` to the state at `from` gives exactly the state at `version`.
+    case patch(room: String, epoch: String, from: Int, version: Int, operations: [PatchOperation])
+    /// The action `id` was applied; its effects are in the state at `version` or earlier.
+    case ack(id: Int, room: String, version: Int)
+    case error(ProtocolError)
+}
+
+/// The error codes of SPEC section 2.
+public enum ErrorCode: String, Hashable, Sendable, CaseIterable {
+    /// Not JSON, no type, an unknown type, or a field of the wrong type.
+    case badMessage = "bad_message"
+    case unknownRoom = "unknown_room"
+    case unknownAction = "unknown_action"
+    /// The action's arguments are missing, of the wrong type or refer to nothing.
+    case invalidArgs = "invalid_args"
+    case unauthorized
+    case rateLimited = "rate_limited"
+    case tooLarge = "too_large"
+    case `internal`
+}
+
+/// An `error` message: what went wrong and, when known, which request and room it concerns.
+public struct ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var code: ErrorCode
+    public var message: String
+    public var id: Int?
+    public var room: String?
+
+    public init(_ code: ErrorCode, _ message: String, id: Int? = nil, room: String? = nil) {
+        self.code = code
+        self.message = message
+        self.id = id
+        self.room = room
+    }
+
+    public var description: String {
+        var text = "\(code.rawValue): \(message)"
+        if let room { text += " (room \(room))" }
+        return text
+    }
+}

@@ -1,0 +1,216 @@
+/// One JSON Patch operation (RFC 6902).
+public enum PatchOperation: Hashable, Sendable {
+    case add(path: JSONPointer, value: JSON)
+    case remove(path: JSONPointer)
+    case replace(path: JSONPointer, value: JSON)
+    case move(from: JSONPointer, path: JSONPointer)
+    case copy(from: JSONPointer, path: JSONPointer)
+    case test(path: JSONPointer, value: JSON)
+
+    public var path: JSONPointer {
+        switch self {
+        case .add(let path, _), .remove(let path), .replace(let path, _), .move(_, let path),
+            .copy(_, let path), .test(let path, _):
+            return path
+        }
+    }
+
+    public var name: String {
+        switch self {
+        case .add: return "add"
+        case .remove: return "remove"
+        case .replace: return "replace"
+        case .move: return "move"
+        case .copy: return "copy"
+        case .test: return "test"
+        }
+    }
+}
+
+public enum JSONPatchError: Error, Equatable, CustomStringConvertible {
+    /// The patch document itself is malformed (missing member, unknown op, bad pointer).
+    case invalidPatch(String)
+    case pathNotFound(JSONPointer)
+    case invalidArrayIndex(JSONPointer)
+    /// The parent of the target is a scalar.
+    case notAContainer(JSONPointer)
+    case testFailed(JSONPointer)
+    case moveIntoOwnChild(from: JSONPointer, path: JSONPointer)
+    case cannotRemoveRoot
+
+    public var description: String {
+        switch self {
+        case .invalidPatch(let reason): return "invalid patch: \(reason)"
+        case .pathNotFound(let p): return "path \"\(p)\" does not exist"
+        case .invalidArrayIndex(let p): return "path \"\(p)\" has an invalid or out-of-range array index"
+        case .notAContainer(let p): return "path \"\(p)\" goes through a value that is not an object or array"
+        case .testFailed(let p): return "test failed at \"\(p)\""
+        case .moveIntoOwnChild(let from, let path): return "cannot move \"\(from)\" into its own child \"\(path)\""
+        case .cannotRemoveRoot: return "cannot remove the whole document"
+        }
+    }
+}
+
+// MARK: - Apply
+
+extension JSON {
+    /// Applies `operations` in order, in place. Atomic: when one fails, the ones before it are
+    /// undone and `self` is left as it was.
+    public mutating func apply(_ operations: [PatchOperation]) throws(JSONPatchError) {
+        var undo: [PatchOperation] = []
+        undo.reserveCapacity(operations.count)
+        do {
+            for operation in operations { try apply(operation, recordingInverseInto: &undo) }
+        } catch {
+            var ignored: [PatchOperation] = []
+            for inverse in undo.reversed() { try? apply(inverse, recordingInverseInto: &ignored) }
+            throw error
+        }
+    }
+
+    /// Applies one operation in place. On error `self` is unchanged.
+    public mutating func apply(_ operation: PatchOperation) throws(JSONPatchError) {
+        var ignored: [PatchOperation] = []
+        try apply(operation, recordingInverseInto: &ignored)
+    }
+
+    /// The value at `pointer`, or nil when it does not exist.
+    public func value(at pointer: JSONPointer) -> JSON? {
+        var current = self
+        for token in pointer.tokens {
+            switch current {
+            case .object(let object):
+                guard let next = object[token] else { return nil }
+                current = next
+            case .array(let array):
+                guard let index = JSONPointer.arrayIndex(token), index < array.count else { return nil }
+                current = array[index]
+            default:
+                return nil
+            }
+        }
+        return current
+    }
+
+    /// Applies one operation in place and appends the operations that undo it to `undo`.
+    private mutating func apply(_ operation: PatchOperation, recordingInverseInto undo: inout [PatchOperation]) throws(JSONPatchError) {
+        switch operation {
+        case .add(let path, let value):
+            undo.append(try add(value, at: path))
+        case .remove(let path):
+            let removed = try remove(at: path)
+            undo.append(.add(path: path, value: removed))
+        case .replace(let path, let value):
+            if path.isRoot { undo.append(.replace(path: path, value: self)); self = value; return }
+            let old = try withParent(of: path) { (parent: inout JSON, token: String) throws(JSONPatchError) -> JSON in
+                switch parent {
+                case .object(var object):
+                    guard let old = object[token] else { throw .pathNotFound(path) }
+                    parent = .null
+                    object[token] = value
+                    parent = .object(object)
+                    return old
+                case .array(var array):
+                    guard let index = JSONPointer.arrayIndex(token), index < array.count else { throw .invalidArrayIndex(path) }
+                    parent = .null
+                    let old = array[index]
+                    array[index] = value
+                    parent = .array(array)
+                    return old
+                default:
+                    throw .notAContainer(path)
+                }
+            }
+            undo.append(.replace(path: path, value: old))
+        case .move(let from, let path):
+            if from == path { return }
+            if from.isPrefix(of: path) { throw .moveIntoOwnChild(from: from, path: path) }
+            let value = try remove(at: from)
+            undo.append(.add(path: from, value: value))
+            undo.append(try add(value, at: path))
+        case .copy(let from, let path):
+            guard let value = value(at: from) else { throw .pathNotFound(from) }
+            undo.append(try add(value, at: path))
+        case .test(let path, let expected):
+            guard let actual = value(at: path) else { throw .pathNotFound(path) }
+            guard actual == expected else { throw .testFailed(path) }
+        }
+    }
+
+    /// Adds per RFC 6902 and returns the operation that undoes it.
+    private mutating func add(_ value: JSON, at path: JSONPointer) throws(JSONPatchError) -> PatchOperation {
+        if path.isRoot {
+            let old = self
+            self = value
+            return .replace(path: path, value: old)
+        }
+        return try withParent(of: path) { (parent: inout JSON, token: String) throws(JSONPatchError) -> PatchOperation in
+            switch parent {
+            case .object(var object):
+                parent = .null
+                let old = object.updateValue(value, forKey: token)
+                parent = .object(object)
+                return old.map { .replace(path: path, value: $0) } ?? .remove(path: path)
+            case .array(var array):
+                let index: Int
+                if token == "-" {
+                    index = array.count
+                } else {
+                    guard let parsed = JSONPointer.arrayIndex(token), parsed <= array.count else { throw .invalidArrayIndex(path) }
+                    index = parsed
+                }
+                parent = .null
+                array.insert(value, at: index)
+                parent = .array(array)
+                return .remove(path: path.parent.appending(index: index))
+            default:
+                throw .notAContainer(path)
+            }
+        }
+    }
+
+    private mutating func remove(at path: JSONPointer) throws(JSONPatchError) -> JSON {
+        if path.isRoot { throw .cannotRemoveRoot }
+        return try withParent(of: path) { (parent: inout JSON, token: String) throws(JSONPatchError) -> JSON in
+            switch parent {
+            case .object(var object):
+                parent = .null
+                defer { parent = .object(object) }
+                guard let removed = object.removeValue(forKey: token) else { throw .pathNotFound(path) }
+                return removed
+            case .array(var array):
+                guard let index = JSONPointer.arrayIndex(token), index < array.count else { throw .invalidArrayIndex(path) }
+                parent = .null
+                defer { parent = .array(array) }
+                return array.remove(at: index)
+            default:
+                throw .notAContainer(path)
+            }
+        }
+    }
+
+    /// Walks to the container holding `path`'s last token and runs `body` on it in place.
+    /// Each level is detached from its parent while edited, so no copy-on-write copies happen.
+    private mutating func withParent<R>(
+        of path: JSONPointer, depth: Int = 0,
+        _ body: (inout JSON, String) throws(JSONPatchError) -> R
+    ) throws(JSONPatchError) -> R {
+        let tokens = path.tokens
+        if depth == tokens.count - 1 { return try body(&self, tokens[depth]) }
+        let token = tokens[depth]
+        switch self {
+        case .object(var object):
+            guard object[token] != nil else { throw .pathNotFound(path) }
+            self = .null
+            defer { self = .object(object) }
+            return try object[token]!.withParent(of: path, depth: depth + 1, body)
+        case .array(var array):
+            guard let index = JSONPointer.arrayIndex(token), index < array.count else { throw .pathNotFound(path) }
+            self = .null
+            defer { self = .array(array) }
+            return try array[index].withParent(of: path, depth: depth + 1, body)
+        default:
+            throw .pathNotFound(path)
+        }
+    }
+}

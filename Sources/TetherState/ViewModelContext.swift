@@ -1,0 +1,181 @@
+import TetherBinding
+
+/// What a ViewModel's initializer receives: the place to declare its published state under
+/// names, and its timers. Each published observable becomes one top-level member of the room's
+/// JSON document; its changes become operations at that member's path only.
+public final class ViewModelContext {
+    /// The full room name, e.g. "todo:team-a".
+    public let room: String
+    /// The part after the colon ("team-a"), or nil for a bare kind name.
+    public let instance: String?
+
+    let document = StateDocument()
+    private var slots: [Slot] = []
+    private(set) var timers: [ViewModelTimer] = []
+    private let bindings = CancellableBag()
+
+    /// A published member: how to read it for a snapshot, and how to restore it.
+    private struct Slot {
+        let name: String
+        let current: () -> JSON
+        let restore: ((JSON) throws -> Void)?
+    }
+
+    public init(room: String) {
+        self.room = room
+        if let colon = room.firstIndex(of: ":") {
+            instance = String(room[room.index(after: colon)...])
+        } else {
+            instance = nil
+        }
+    }
+
+    // MARK: Declaring state
+
+    /// A writable value published at `/name`. Every assignment becomes one `replace /name`
+    /// (none when the encoded value is unchanged).
+    public func property<Value: Codable & SendableMetatype>(_ name: String, _ initial: Value) -> Observable<Value> {
+        let observable = Observable(initial)
+        publish(name, observable, restore: { json in
+            observable.value = try JSONValueDecoder().decode(Value.self, from: json)
+        })
+        return observable
+    }
+
+    /// Publishes a derived, read-only observable at `/name` (for example a `combineLatest`
+    /// of private inputs). It is recomputed, not restored, after a restart.
+    public func publish<Value: Encodable>(_ name: String, _ observable: ReadOnlyObservable<Value>) {
+        publish(name, observable, restore: nil)
+    }
+
+    private func publish<Value: Encodable>(
+        _ name: String, _ observable: ReadOnlyObservable<Value>, restore: ((JSON) throws -> Void)?
+    ) {
+        let path = JSONPointer(tokens: [name])
+        document.define(name, Self.encode(observable.value))
+        slots.append(Slot(name: name, current: { Self.encode(observable.value) }, restore: restore))
+        observable.observe { [document] value in
+            let json = Self.encode(value)
+            guard document.state[name] != json else { return }
+            document.record(.replace(path: path, value: json))
+        }.store(in: bindings)
+    }
+
+    /// An ordered list published at `/name`. Each insert, remove and replace becomes one
+    /// operation at `/name/i`; a replaced object element yields operations on its changed
+    /// members only (`replace /name/i/done`).
+    public func list<Element: Codable & SendableMetatype>(_ name: String, _ initial: [Element] = []) -> ObservableList<Element> {
+        let list = ObservableList(initial)
+        let path = JSONPointer(tokens: [name])
+        document.define(name, .array(initial.map(Self.encode)))
+        slots.append(Slot(
+            name: name,
+            current: { .array(list.elements.map(Self.encode)) },
+            restore: { json in
+                let restored = try JSONValueDecoder().decode([Element].self, from: json)
+                list.removeAll { _ in true }
+                for element in restored { list.append(element) }
+            }))
+        list.observeChanges { [document] change in
+            switch change {
+            case .insert(let index, let element):
+                document.record(.add(path: path.appending(index: index), value: Self.encode(element)))
+            case .remove(let index, _):
+                document.record(.remove(path: path.appending(index: index)))
+            case .replace(let index, let old, let new):
+                for operation in Self.elementChanges(at: path.appending(index: index), from: Self.encode(old), to: Self.encode(new)) {
+                    document.record(operation)
+                }
+            }
+        }.store(in: bindings)
+        return list
+    }
+
+    /// A keyed map published as an object at `/name`. Setting a key becomes one `add` (new key)
+    /// or `replace` (existing key) at `/name/key`; removing it one `remove`.
+    public func map<Value: Codable & SendableMetatype>(_ name: String, _ initial: [String: Value] = [:]) -> ObservableMap<String, Value> {
+        let map = ObservableMap(initial)
+        let path = JSONPointer(tokens: [name])
+        document.define(name, .object(initial.mapValues(Self.encode)))
+        slots.append(Slot(
+            name: name,
+            current: { .object(map.dictionary.mapValues(Self.encode)) },
+            restore: { json in
+                let restored = try JSONValueDecoder().decode([String: Value].self, from: json)
+                for key in Array(map.keys) where restored[key] == nil { map.removeValue(forKey: key) }
+                for (key, value) in restored { map[key] = value }
+            }))
+        map.observeChanges { [document] change in
+            switch change {
+            case .set(let key, let value, let old):
+                let json = Self.encode(value)
+                document.record(old == nil ? .add(path: path.appending(key), value: json) : .replace(path: path.appending(key), value: json))
+            case .remove(let key, _):
+                document.record(.remove(path: path.appending(key)))
+            }
+        }.store(in: bindings)
+        return map
+    }
+
+    // MARK: Timers
+
+    /// Runs `tick` every `interval` on the room's executor while the room lives; the changes a
+    /// tick makes are broadcast as one patch, like an action's.
+    public func every(_ interval: Duration, _ tick: @escaping () -> Void) {
+        timers.append(ViewModelTimer(interval: interval, tick: tick))
+    }
+
+    // MARK: Restore and snapshot
+
+    /// The document rebuilt from the observables' current values. Equal to `document.state`
+    /// whenever the event-to-operation mapping is right; tests check exactly that.
+    public func freshSnapshot() -> JSON {
+        .object(Dictionary(slots.map { ($0.name, $0.current()) }, uniquingKeysWith: { _, last in last }))
+    }
+
+    /// Sets every writable published member from a stored document, recording no operations.
+    /// Members missing from `state` keep their initial values.
+    func restore(from state: JSON) throws {
+        try document.restoring {
+            for slot in slots {
+                guard let restore = slot.restore, let value = state[slot.name] else { continue }
+                try restore(value)
+            }
+        }
+    }
+
+    // MARK: Encoding
+
+    static func encode<Value: Encodable>(_ value: Value) -> JSON {
+        if let json = value as? JSON { return json }
+        do {
+            return try JSONValueEncoder().encode(value)
+        } catch {
+            preconditionFailure("ViewModel state of type \(Value.self) failed to encode as JSON: \(error)")
+        }
+    }
+
+    /// The operations turning one list element into another: per member when both are objects,
+    /// else one replace of the element.
+    static func elementChanges(at path: JSONPointer, from old: JSON, to new: JSON) -> [PatchOperation] {
+        guard case .object(let before) = old, case .object(let after) = new else {
+            return old == new ? [] : [.replace(path: path, value: new)]
+        }
+        var operations: [PatchOperation] = []
+        for key in Set(before.keys).union(after.keys).sorted() {
+            switch (before[key], after[key]) {
+            case let (nil, added?): operations.append(.add(path: path.appending(key), value: added))
+            case (_?, nil): operations.append(.remove(path: path.appending(key)))
+            case let (was?, now?) where was != now: operations.append(.replace(path: path.appending(key), value: now))
+            default: break
+            }
+        }
+        return operations
+    }
+}
+
+/// A periodic tick a ViewModel asked for.
+public struct ViewModelTimer {
+    public let interval: Duration
+    public let tick: () -> Void
+}

@@ -1,0 +1,334 @@
+import CLibWebSockets
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// WebSocket client connections (ws:// and wss://). One client = one lws context and one service
+/// thread, which can hold many connections (thousands, for load generation).
+///
+/// Threading: same rule as `WebSocketServer`: every delegate callback runs on the client's
+/// service thread; other threads only call `connect`, `execute` and `shutdown`.
+public final class WebSocketClient: Sendable {
+    public let configuration: WebSocketClientConfiguration
+    private let loop: ClientLoop
+
+    public init(configuration: WebSocketClientConfiguration = .init(),
+                logger: Logger = Logger(label: "tether.transport.client")) {
+        self.configuration = configuration
+        self.loop = ClientLoop(configuration: configuration, logger: logger)
+    }
+
+    deinit {
+        loop.shutdown(deadline: .zero)
+    }
+
+    /// Creates the context and starts the service thread. Throws `.tls` if the CA file cannot be
+    /// read, `.alreadyStarted` on a second call.
+    public func start() throws {
+        try loop.start()
+    }
+
+    /// Starts connecting to `url` (`ws://host[:port][/path]` or `wss://...`), offering
+    /// `subprotocol` (nil: offer none). Returns at once; the outcome arrives on `delegate`
+    /// (exactly one of `clientConnectFailed` / `clientConnected`, see `WebSocketClientDelegate`).
+    /// The client keeps `delegate` alive until the connection's last callback.
+    /// Throws `TransportError.invalidURL` for a URL it cannot use, `.notRunning` if not started.
+    @discardableResult
+    public func connect(url: String, subprotocol: String? = "tether.v1",
+                        delegate: any WebSocketClientDelegate) throws -> WebSocketConnection {
+        let target = try WebSocketURL(parsing: url)
+        if let subprotocol, subprotocol.isEmpty || !subprotocol.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) {
+            throw TransportError.invalidURL("invalid subprotocol '\(subprotocol)'")
+        }
+        let connection = WebSocketConnection(
+            id: loop.connectionIDs.wrappingAdd(1, ordering: .relaxed).oldValue,
+            remoteAddress: target.host,
+            subprotocol: subprotocol,
+            loop: loop,
+            owner: .client(delegate))
+        connection.endpoint = target.description
+        let loop = self.loop
+        guard loop.execute({ loop.startConnecting(connection, to: target) }) else {
+            throw TransportError.notRunning
+        }
+        return connection
+    }
+
+    /// Runs `work` on the service thread (FIFO). Returns false, dropping `work`, when the client
+    /// is not running.
+    @discardableResult
+    public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+        loop.execute(work)
+    }
+
+    /// Closes every open connection with 1000, waits for the close handshakes up to `deadline`,
+    /// then destroys the context and joins the service thread. Connections still connecting get
+    /// `clientConnectFailed`, open ones `connectionClosed`.
+    public func shutdown(deadline: Duration = .seconds(2)) {
+        loop.shutdown(deadline: deadline)
+    }
+
+    /// `shutdown(deadline:)` for async code: waits without blocking a concurrency thread.
+    public func shutdownAsync(deadline: Duration = .seconds(2)) async {
+        let loop = self.loop
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            detachThread {
+                loop.shutdown(deadline: deadline)
+                continuation.resume()
+            }
+        }
+    }
+}
+
+final class ClientLoop: EventLoop, @unchecked Sendable {
+    let configuration: WebSocketClientConfiguration
+    private static let protocolName = "tether-client"
+
+    init(configuration: WebSocketClientConfiguration, logger: Logger) {
+        self.configuration = configuration
+        super.init(logger: logger, threadName: "tether-ws-cli", maxMessageBytes: configuration.maxMessageBytes)
+    }
+
+    func start() throws {
+        try claimStart()
+        do {
+            try startContext()
+        } catch {
+            releaseStart()
+            throw error
+        }
+    }
+
+    private func startContext() throws {
+        TransportLog.configureIfNeeded(logger: logger)
+        let config = configuration
+        if case .caFile(let path) = config.trust, access(path, R_OK) != 0 {
+            throw TransportError.tls("cannot read CA file '\(path)': \(String(cString: strerror(errno)))")
+        }
+        let protocols = makeProtocols(name: Self.protocolName)
+        var info = baseContextInfo(fdLimit: max(1, config.maxConnections))
+        info.port = -1  // CONTEXT_PORT_NO_LISTEN
+        info.protocols = UnsafePointer(protocols)
+        info.options = TETHER_OPT_DO_SSL_GLOBAL_INIT | (config.validateUTF8 ? TETHER_OPT_VALIDATE_UTF8 : 0)
+        let timeout = UInt32(clamping: max(1, wholeSeconds(config.connectTimeout)))
+        info.timeout_secs = timeout
+        info.connect_timeout_secs = timeout
+        info.alpn = keepCString("http/1.1")
+        if case .caFile(let path) = config.trust {
+            info.client_ssl_ca_filepath = keepCString(path)
+        }
+        _ = makeRetryPolicy(ping: config.pingInterval, idle: config.idleTimeout)
+
+        TransportLog.beginCapture()
+        defer { TransportLog.endCapture() }
+        guard let context = lws_create_context(&info) else {
+            let lines = TransportLog.takeCaptured()
+            destroyUnstartedContext(nil)
+            if case .caFile = config.trust {
+                throw TransportError.tls(explain(lines, fallback: "the CA file was rejected"))
+            }
+            throw TransportError.startFailed(explain(lines, fallback: "lws_create_context failed"))
+        }
+        try startThread(context: context)
+    }
+
+    /// Loop thread: hands one connection to lws.
+    func startConnecting(_ connection: WebSocketConnection, to target: WebSocketURL) {
+        guard !connection.isFinished else { return }
+        if phase != .running {
+            connection.failureReason = "client is shutting down"
+            connection.finish()
+            return
+        }
+        if connection.failureReason != nil {  // closed before we got here
+            connection.finish()
+            return
+        }
+        guard let context else { return }
+        var flags: Int32 = 0
+        if target.secure {
+            flags |= TETHER_LCCSCF_USE_SSL
+            if configuration.trust == .insecure {
+                flags |= TETHER_LCCSCF_ALLOW_SELFSIGNED | TETHER_LCCSCF_ALLOW_INSECURE
+                    | TETHER_LCCSCF_ALLOW_EXPIRED | TETHER_LCCSCF_SKIP_HOSTNAME_CHECK
+            }
+        }
+        _ = TransportLog.takeCaptured()  // lines from earlier events are not about this one
+        let address = strdup(target.host)
+        let path = strdup(target.path)
+        let localProtocol = strdup(Self.protocolName)
+        let offered = connection.subprotocol.map { strdup($0) }
+        let alpn = strdup("http/1.1")
+        defer {
+            free(address); free(path); free(localProtocol); free(alpn)
+            if let offered { free(offered) }
+        }
+        var info = lws_client_connect_info()
+        info.context = context
+        info.address = UnsafePointer(address)
+        info.port = Int32(target.port)
+        info.ssl_connection = flags
+        info.path = UnsafePointer(path)
+        info.host = UnsafePointer(address)
+        info.origin = UnsafePointer(address)
+        info.protocol = offered.map { UnsafePointer($0!) } ?? nil
+        info.local_protocol_name = UnsafePointer(localProtocol)
+        info.alpn = UnsafePointer(alpn)
+        info.retry_and_idle_policy = UnsafePointer(retryPolicy)
+        info.opaque_user_data = connection.retainedOpaquePointer()
+        let wsi = lws_client_connect_via_info(&info)
+        if connection.isFinished { return }  // failed synchronously and already reported
+        if let wsi {
+            connection.attach(wsi)
+        } else {
+            let detail = explain(TransportLog.takeCaptured(), fallback: "lws could not start the connection")
+            connection.failureReason = "\(target): \(detail)"
+            connection.finish()
+        }
+    }
+
+    override func handleOther(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+                              _ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_CLIENT_ESTABLISHED:
+            guard let connection = WebSocketConnection.from(wsi), !connection.isFinished else { return -1 }
+            connection.attach(wsi)
+            connection.markOpened()
+            if phase != .running { lws_callback_on_writable(wsi) }  // shutdown: close at once
+            if case .client(let delegate) = connection.owner {
+                delegate.clientConnected(connection)
+            }
+            return connection.statusAfterUserCode()
+        case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+            if let connection = WebSocketConnection.from(wsi), connection.failureReason == nil {
+                connection.failureReason = describeConnectionError(input, connection.endpoint)
+            }
+            return 0
+        default:
+            return lws_callback_http_dummy(wsi, reason, user, input, len)
+        }
+    }
+
+    override var shutdownClose: (code: UInt16, reason: String) { (1000, "client shutdown") }
+
+    private func describeConnectionError(_ input: UnsafeMutableRawPointer?, _ endpoint: String?) -> String {
+        var reason = "connection failed"
+        if let input {
+            let text = String(cString: input.assumingMemoryBound(to: CChar.self))
+            if !text.isEmpty { reason = text }
+        }
+        reason = clarify(reason, details: TransportLog.takeCaptured())
+        if let endpoint { return "\(endpoint): \(reason)" }
+        return reason
+    }
+}
+
+/// Turns lws' terse connection error strings into one readable line.
+func clarify(_ lwsReason: String, details: [String]) -> String {
+    let lower = lwsReason.lowercased()
+    let tlsDetail = details.last { line in
+        let l = line.lowercased()
+        return l.contains("ssl") || l.contains("tls") || l.contains("certificate") || l.contains("verify")
+    }
+    if lower.contains("ssl") || lower.contains("tls") || tlsDetail != nil {
+        if let tlsDetail { return "TLS handshake failed: \(tlsDetail)" }
+        return "TLS handshake failed (\(lwsReason))"
+    }
+    if lower.contains("unable to connect") || lower.contains("connect failed") || lower.contains("refused") {
+        return "connection refused or host unreachable (lws: \(lwsReason))"
+    }
+    if lower.contains("getaddrinfo") || lower.contains("dns") || lower.contains("resolve") {
+        return "host name could not be resolved (lws: \(lwsReason))"
+    }
+    if lower.contains("timed out") || lower.contains("timeout") {
+        return "timed out (lws: \(lwsReason))"
+    }
+    if lower.contains("read failed") || lower.contains("closed") {
+        return "the server closed the connection during the handshake (lws: \(lwsReason))"
+    }
+    if lower.hasPrefix("hs:") || lower.contains("upgrade") || lower.contains("handshake") {
+        return "WebSocket handshake rejected (lws: \(lwsReason))"
+    }
+    return lwsReason
+}
+
+/// A parsed ws:// or wss:// URL.
+struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
+    var secure: Bool
+    var host: String
+    var port: Int
+    var path: String
+
+    init(secure: Bool, host: String, port: Int, path: String) {
+        self.secure = secure
+        self.host = host
+        self.port = port
+        self.path = path
+    }
+
+    var description: String {
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        return "\(secure ? "wss" : "ws")://\(shownHost):\(port)\(path)"
+    }
+
+    init(parsing url: String) throws {
+        func fail(_ why: String) -> TransportError {
+            .invalidURL("'\(url)': \(why) (expected ws://host[:port][/path] or wss://host[:port][/path])")
+        }
+        guard !url.isEmpty else { throw fail("empty") }
+        guard url.unicodeScalars.allSatisfy({ $0.value > 32 && $0.value < 127 }) else {
+            throw fail("contains spaces, control or non-ASCII characters")
+        }
+        guard let separator = url.firstRange(of: "://") else { throw fail("no scheme") }
+        switch url[..<separator.lowerBound].lowercased() {
+        case "ws": secure = false
+        case "wss": secure = true
+        case let other: throw fail("unsupported scheme '\(other)'")
+        }
+        var rest = url[separator.upperBound...]
+        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        var pathPart = String(rest[authorityEnd...])
+        if pathPart.isEmpty { pathPart = "/" } else if pathPart.hasPrefix("?") { pathPart = "/" + pathPart }
+        path = pathPart
+        guard !authority.contains("@") else { throw fail("user information is not supported") }
+
+        var hostPart: Substring
+        var portPart: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw fail("unterminated IPv6 address") }
+            hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw fail("garbage after IPv6 address") }
+                portPart = after.dropFirst()
+            }
+        } else {
+            let pieces = authority.split(separator: ":", omittingEmptySubsequences: false)
+            guard pieces.count <= 2 else { throw fail("too many ':' in host") }
+            hostPart = pieces[0]
+            if pieces.count == 2 { portPart = pieces[1] }
+        }
+        guard !hostPart.isEmpty else { throw fail("no host") }
+        let allowed = hostPart.unicodeScalars.allSatisfy { scalar in
+            (scalar.value >= 48 && scalar.value <= 57) || (scalar.value >= 65 && scalar.value <= 90)
+                || (scalar.value >= 97 && scalar.value <= 122) || ".-_:%".unicodeScalars.contains(scalar)
+        }
+        guard allowed else { throw fail("invalid host '\(hostPart)'") }
+        host = String(hostPart)
+        if let portPart {
+            guard !portPart.isEmpty, portPart.count <= 5, portPart.allSatisfy(\.isASCII),
+                  let value = Int(portPart), (1...65_535).contains(value) else {
+                throw fail("invalid port '\(portPart)'")
+            }
+            port = value
+        } else {
+            port = secure ? 443 : 80
+        }
+    }
+}

@@ -1,0 +1,319 @@
+import CLibWebSockets
+
+/// One WebSocket connection, server-accepted or client-initiated.
+///
+/// Loop-thread confined: use its members only on the service thread of the server or client that
+/// owns it (inside delegate callbacks or closures given to `execute`). It is `@unchecked
+/// Sendable` only so such closures can capture it; `id`, `remoteAddress` and `subprotocol` are
+/// immutable and safe to read anywhere. Identity lives until the closing callback
+/// (`connectionClosed` / `clientConnectFailed`); after it every send returns false.
+///
+/// Framing, the scratch buffer, receive reassembly and closing are the same code for server and
+/// client connections.
+public final class WebSocketConnection: @unchecked Sendable {
+    /// Unique per server (or per client), never reused.
+    public let id: UInt64
+    /// Peer IP address (server side) or the host from the URL (client side).
+    public let remoteAddress: String
+    /// The negotiated subprotocol; nil when the client offered none.
+    public let subprotocol: String?
+    /// Free slot for the layer above (session object etc.). Cleared by nobody: drop it in the
+    /// closing callback if it references the connection back.
+    public var context: AnyObject?
+    /// The close code sent to or received from the peer, once there is one.
+    public private(set) var closeCode: UInt16?
+
+    enum Owner {
+        case server(any WebSocketServerDelegate)
+        case client(any WebSocketClientDelegate)
+    }
+
+    let loop: EventLoop
+    let owner: Owner
+    var wsi: OpaquePointer?
+    /// Reassembly buffer, allocated only while a message arrives in several pieces.
+    private var rx: [UInt8]?
+    private var pendingClose: (code: UInt16, reason: String)?
+    /// Client side: why the connection never opened, and the URL it was going to.
+    var failureReason: String?
+    var endpoint: String?
+    private(set) var isOpened = false
+    private(set) var isFinished = false
+    private var isRetained = false
+    private var wantsWritable = false
+    private var writeFailed = false
+    private var closeSent = false
+
+    init(id: UInt64, remoteAddress: String, subprotocol: String?, loop: EventLoop, owner: Owner) {
+        self.id = id
+        self.remoteAddress = remoteAddress
+        self.subprotocol = subprotocol
+        self.loop = loop
+        self.owner = owner
+    }
+
+    // MARK: Public API (loop thread only)
+
+    /// True between the open callback and the close callback, until `close` is called.
+    public var isOpen: Bool {
+        isOpened && !isFinished && !closeSent && pendingClose == nil
+    }
+
+    /// True when the kernel send buffer is full (lws_send_pipe_choked): stop writing and call
+    /// `requestWritable()`. A closed connection reports true.
+    public var isChoked: Bool {
+        assertLoopThread()
+        guard let wsi, !isFinished else { return true }
+        return lws_send_pipe_choked(wsi) != 0
+    }
+
+    /// Asks for one `connectionWritable` call when the socket can take data.
+    public func requestWritable() {
+        assertLoopThread()
+        guard let wsi, !isFinished else { return }
+        wantsWritable = true
+        lws_callback_on_writable(wsi)
+    }
+
+    /// Sends one text frame (the bytes must be UTF-8). The payload is copied into the loop's
+    /// private scratch buffer with LWS_PRE headroom, so any buffer may be passed. Returns false if
+    /// the connection is closing/closed or the write failed. Call from `connectionWritable` while
+    /// `!isChoked` (writing several frames per call is the fast path).
+    @discardableResult
+    public func sendText(_ payload: UnsafeRawBufferPointer) -> Bool {
+        write(payload, LWS_WRITE_TEXT)
+    }
+
+    /// Sends one binary frame (same rules as `sendText`).
+    @discardableResult
+    public func sendBinary(_ payload: UnsafeRawBufferPointer) -> Bool {
+        write(payload, LWS_WRITE_BINARY)
+    }
+
+    /// Convenience: sends `text` as one text frame.
+    @discardableResult
+    public func sendText(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { write(UnsafeRawBufferPointer($0), LWS_WRITE_TEXT) }
+    }
+
+    /// Closes the connection with `code` (e.g. 1000, 1001, 1008, 1009) and `reason` (cut to 123
+    /// bytes of UTF-8). At the next writable moment the delegate gets one last
+    /// `connectionWritable` to flush what it still has queued (as far as the socket takes it
+    /// without blocking), then the close frame goes out and the connection is dropped.
+    /// `isOpen` is false from this call on. On a client connection that has not opened yet, this
+    /// cancels the connect attempt (`clientConnectFailed` follows).
+    public func close(code: UInt16 = 1000, reason: String = "") {
+        assertLoopThread()
+        guard !isFinished, !closeSent, pendingClose == nil else { return }
+        if !isOpened {
+            failureReason = "cancelled before the connection opened"
+            if let wsi { lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, -1 /* LWS_TO_KILL_ASYNC */) }
+            return
+        }
+        beginClose(code: code, reason: reason)
+    }
+
+    /// Records the close and asks for the writable callback that sends it. If the close frame
+    /// cannot go out within `closeSendTimeout` seconds (peer not reading), lws drops the socket.
+    private func beginClose(code: UInt16, reason: String) {
+        pendingClose = (code, reason)
+        rx = nil
+        guard let wsi else { return }
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Self.closeSendTimeout)
+        lws_callback_on_writable(wsi)
+    }
+
+    static let closeSendTimeout: Int32 = 5
+
+    // MARK: Loop plumbing
+
+    static func from(_ wsi: OpaquePointer) -> WebSocketConnection? {
+        guard let raw = lws_get_opaque_user_data(wsi) else { return nil }
+        return Unmanaged<WebSocketConnection>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// The opaque pointer to hand to lws; retains self until `finish()`.
+    func retainedOpaquePointer() -> UnsafeMutableRawPointer {
+        if !isRetained {
+            isRetained = true
+            _ = Unmanaged.passUnretained(self).retain()
+        }
+        return Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    func attach(_ wsi: OpaquePointer) {
+        self.wsi = wsi
+        if lws_get_opaque_user_data(wsi) == nil {
+            lws_set_opaque_user_data(wsi, retainedOpaquePointer())
+        }
+    }
+
+    /// Handshake complete: the connection counts as open from now on.
+    func markOpened() {
+        guard !isOpened else { return }
+        isOpened = true
+        loop.openConnections += 1
+    }
+
+    private func assertLoopThread() {
+        assert(loop.isOnLoopThread || isFinished, "WebSocketConnection used off its service thread")
+    }
+
+    private func write(_ payload: UnsafeRawBufferPointer, _ kind: lws_write_protocol) -> Bool {
+        assertLoopThread()
+        guard let wsi, isOpened, !isFinished, !closeSent, !writeFailed else { return false }
+        let destination = loop.scratchPayload(capacity: payload.count)
+        if let source = payload.baseAddress, payload.count > 0 {
+            UnsafeMutableRawPointer(destination).copyMemory(from: source, byteCount: payload.count)
+        }
+        let written = lws_write(wsi, destination, payload.count, kind)
+        if written < 0 || Int(written) < payload.count {
+            // The socket is broken; make sure lws gets a chance to close it from a callback.
+            writeFailed = true
+            lws_callback_on_writable(wsi)
+            return false
+        }
+        return true
+    }
+
+    private func applyClose(code: UInt16, reason: String) {
+        guard let wsi, !closeSent else { return }
+        var bytes: [UInt8] = []
+        for scalar in reason.unicodeScalars {
+            let encoded = Array(String(scalar).utf8)
+            if bytes.count + encoded.count > 123 { break }
+            bytes.append(contentsOf: encoded)
+        }
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), buffer.baseAddress, buffer.count)
+        }
+        closeCode = code
+        closeSent = true
+        pendingClose = nil
+        rx = nil
+    }
+
+    /// What a callback returns after user code ran: -1 makes lws drop the connection.
+    func statusAfterUserCode() -> Int32 {
+        writeFailed ? -1 : 0
+    }
+
+    func didReceive(_ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+        guard let wsi, isOpened, !isFinished else { return -1 }
+        if closeSent || pendingClose != nil { return 0 }  // closing: drop what still arrives
+        let chunk = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : max(0, len))
+        let isFinal = lws_is_final_fragment(wsi) != 0
+        let isBinary = lws_frame_is_binary(wsi) != 0
+        let buffered = rx?.count ?? 0
+        let remaining = Int(clamping: lws_remaining_packet_payload(wsi))
+        let limit = loop.maxMessageBytes
+        if buffered > limit || chunk.count > limit - buffered || remaining > limit - buffered - chunk.count {
+            // Flush what the delegate queued for earlier messages, then 1009; the rest of this
+            // message is dropped unread.
+            beginClose(code: 1009, reason: "message too big")
+            return 0
+        }
+        if rx == nil && isFinal {
+            deliver(chunk, binary: isBinary)  // whole message in one piece: no copy
+        } else {
+            if rx == nil {
+                var buffer: [UInt8] = []
+                buffer.reserveCapacity(chunk.count + remaining)
+                rx = buffer
+            }
+            rx?.append(contentsOf: chunk)
+            if isFinal {
+                let message = rx ?? []
+                rx = nil
+                message.withUnsafeBytes { deliver($0, binary: isBinary) }
+            }
+        }
+        return statusAfterUserCode()
+    }
+
+    private func deliver(_ payload: UnsafeRawBufferPointer, binary: Bool) {
+        switch owner {
+        case .server(let delegate):
+            if binary {
+                delegate.connection(self, receivedBinary: payload)
+            } else {
+                delegate.connection(self, receivedText: payload)
+            }
+        case .client(let delegate):
+            if binary {
+                delegate.connection(self, receivedBinary: payload)
+            } else {
+                delegate.connection(self, receivedText: payload)
+            }
+        }
+    }
+
+    func didBecomeWritable() -> Int32 {
+        guard wsi != nil, isOpened, !isFinished else { return 0 }
+        if closeSent || writeFailed { return -1 }
+        if loop.phase == .closing && pendingClose == nil {
+            let close = loop.shutdownClose
+            applyClose(code: close.code, reason: close.reason)
+            return -1
+        }
+        wantsWritable = false
+        switch owner {
+        case .server(let delegate): delegate.connectionWritable(self)
+        case .client(let delegate): delegate.connectionWritable(self)
+        }
+        if writeFailed { return -1 }
+        if let close = pendingClose {
+            // close() was called before or during this callback: the flush above was the last.
+            applyClose(code: close.code, reason: close.reason)
+            return -1
+        }
+        if loop.phase == .draining && !wantsWritable {
+            // Shutdown drain: nothing more queued for this connection, say goodbye now.
+            let close = loop.shutdownClose
+            applyClose(code: close.code, reason: close.reason)
+            return -1
+        }
+        return 0
+    }
+
+    func peerSentClose(_ input: UnsafeMutableRawPointer?, _ len: Int) {
+        guard !closeSent else { return }
+        if let input, len >= 2 {
+            let bytes = input.assumingMemoryBound(to: UInt8.self)
+            closeCode = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+        } else {
+            closeCode = 1005
+        }
+    }
+
+    /// The lws connection is gone (WSI_DESTROY, or a client connect that never got a wsi):
+    /// report it exactly once and drop the retain taken for lws.
+    func finish() {
+        guard !isFinished else { return }
+        withExtendedLifetime(self) {
+            isFinished = true
+            wsi = nil
+            rx = nil
+            pendingClose = nil
+            if isOpened { loop.openConnections -= 1 }
+            switch owner {
+            case .server(let delegate):
+                if isOpened { delegate.connectionClosed(self) }
+            case .client(let delegate):
+                if isOpened {
+                    delegate.connectionClosed(self, code: closeCode)
+                } else {
+                    let reason = failureReason ?? (loop.isDestroying
+                        ? "client shut down before the connection opened"
+                        : "connection closed before the WebSocket handshake completed")
+                    delegate.clientConnectFailed(self, reason: reason)
+                }
+            }
+            if isRetained {
+                isRetained = false
+                Unmanaged.passUnretained(self).release()
+            }
+        }
+    }
+}

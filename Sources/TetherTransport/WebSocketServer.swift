@@ -1,0 +1,318 @@
+import CLibWebSockets
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A WebSocket (ws:// or wss://) server that also answers plain HTTP GETs on the same port.
+///
+/// Threading: one lws context serviced by one dedicated thread that owns every socket. Every
+/// delegate callback runs on that thread. Other threads only call `execute(_:)` and `shutdown`.
+/// (Full rule at the top of EventLoop.swift.)
+public final class WebSocketServer: Sendable {
+    public let configuration: WebSocketServerConfiguration
+    private let loop: ServerLoop
+
+    public init(configuration: WebSocketServerConfiguration = .init(),
+                logger: Logger = Logger(label: "tether.transport.server")) {
+        self.configuration = configuration
+        self.loop = ServerLoop(configuration: configuration, logger: logger)
+    }
+
+    deinit {
+        loop.shutdown(deadline: .zero)
+    }
+
+    /// Listens and starts the service thread. Returns the bound port (useful with port 0).
+    /// Throws `TransportError.cannotListen` (port in use, bad address...), `.tls` (unreadable or
+    /// invalid certificate/key) or `.alreadyStarted`. A server is started at most once.
+    @discardableResult
+    public func start(delegate: any WebSocketServerDelegate) throws -> Int {
+        try loop.start(delegate: delegate)
+    }
+
+    /// Runs `work` on the service thread, after everything posted before it (FIFO; many posts
+    /// share one wake-up). Returns false, dropping `work`, when the server is not running.
+    @discardableResult
+    public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+        loop.execute(work)
+    }
+
+    /// Graceful stop, blocking until the service thread is gone: new connections are refused,
+    /// `willShutdown()` lets the layer above queue final messages, connections get
+    /// `connectionWritable` until they have nothing left (for up to half the deadline), then every
+    /// WebSocket is closed with 1001; the context is destroyed when all are gone or at the
+    /// deadline (remaining connections are dropped; `connectionClosed` is still called for each).
+    /// Called from a delegate callback it only starts the shutdown.
+    public func shutdown(deadline: Duration = .seconds(5)) {
+        loop.shutdown(deadline: deadline)
+    }
+
+    /// `shutdown(deadline:)` for async code: waits without blocking a concurrency thread.
+    public func shutdownAsync(deadline: Duration = .seconds(5)) async {
+        let loop = self.loop
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            detachThread {
+                loop.shutdown(deadline: deadline)
+                continuation.resume()
+            }
+        }
+    }
+}
+
+final class ServerLoop: EventLoop, @unchecked Sendable {
+    let configuration: WebSocketServerConfiguration
+    /// Set by start, cleared when the loop finishes; used on the loop thread only afterwards.
+    private var delegate: (any WebSocketServerDelegate)?
+
+    init(configuration: WebSocketServerConfiguration, logger: Logger) {
+        self.configuration = configuration
+        super.init(logger: logger, threadName: "tether-ws-srv", maxMessageBytes: configuration.maxMessageBytes)
+    }
+
+    func start(delegate: any WebSocketServerDelegate) throws -> Int {
+        try claimStart()
+        do {
+            return try startContext(delegate: delegate)
+        } catch {
+            self.delegate = nil
+            releaseStart()
+            throw error
+        }
+    }
+
+    private func startContext(delegate: any WebSocketServerDelegate) throws -> Int {
+        TransportLog.configureIfNeeded(logger: logger)
+        let config = configuration
+        let display = "\(config.host):\(config.port)"
+        guard (0...65_535).contains(config.port) else {
+            throw TransportError.cannotListen("\(display): port out of range")
+        }
+        guard !config.subprotocol.isEmpty, config.subprotocol.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != 44 }) else {
+            throw TransportError.startFailed("invalid subprotocol name '\(config.subprotocol)'")
+        }
+        if let tls = config.tls {
+            try checkReadable(tls.certificatePath, what: "certificate")
+            try checkReadable(tls.privateKeyPath, what: "private key")
+        }
+        self.delegate = delegate
+
+        let protocols = makeProtocols(name: config.subprotocol)
+        var options = TETHER_OPT_EXPLICIT_VHOSTS
+        if config.tls != nil { options |= TETHER_OPT_DO_SSL_GLOBAL_INIT }
+        if config.validateUTF8 { options |= TETHER_OPT_VALIDATE_UTF8 }
+        let handshakeSeconds = UInt32(clamping: max(1, wholeSeconds(config.handshakeTimeout)))
+
+        var info = baseContextInfo(fdLimit: max(1, config.maxConnections))
+        info.options = options
+        info.timeout_secs = handshakeSeconds
+
+        TransportLog.beginCapture()
+        defer { TransportLog.endCapture() }
+        guard let context = lws_create_context(&info) else {
+            destroyUnstartedContext(nil)
+            throw TransportError.startFailed(explain(TransportLog.takeCaptured(), fallback: "lws_create_context failed"))
+        }
+
+        let (interface, ipv4Only) = listenInterface(config.host)
+        var vhost = info
+        vhost.port = Int32(config.port)
+        vhost.iface = interface.map { keepCString($0) }
+        vhost.protocols = UnsafePointer(protocols)
+        vhost.vhost_name = keepCString("tether")
+        vhost.alpn = keepCString("http/1.1")
+        vhost.keepalive_timeout = 5
+        vhost.options = options | TETHER_OPT_FAIL_UPON_UNABLE_TO_BIND | (ipv4Only ? TETHER_OPT_DISABLE_IPV6 : 0)
+        vhost.retry_and_idle_policy = UnsafePointer(makeRetryPolicy(ping: config.pingInterval, idle: config.idleTimeout))
+        if let tls = config.tls {
+            vhost.ssl_cert_filepath = keepCString(tls.certificatePath)
+            vhost.ssl_private_key_filepath = keepCString(tls.privateKeyPath)
+        }
+        guard let createdVhost = lws_create_vhost(context, &vhost) else {
+            let lines = TransportLog.takeCaptured()
+            destroyUnstartedContext(context)
+            if let bindError = probeBind(host: interface, port: config.port, ipv4Only: ipv4Only) {
+                throw TransportError.cannotListen("\(display): \(bindError)")
+            }
+            if config.tls != nil {
+                throw TransportError.tls(explain(lines, fallback: "the certificate or private key was rejected"))
+            }
+            throw TransportError.cannotListen("\(display): \(explain(lines, fallback: "lws_create_vhost failed"))")
+        }
+        let boundPort = Int(lws_get_vhost_listen_port(createdVhost))
+        try startThread(context: context)
+        logger.debug("WebSocket server listening on \(config.host):\(boundPort)\(config.tls == nil ? "" : " (TLS)")")
+        return boundPort
+    }
+
+    // MARK: Callbacks
+
+    private var acceptsNewConnections: Bool {
+        phase == .running && openConnections < configuration.maxConnections && delegate != nil
+    }
+
+    override func handleOther(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+                              _ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_FILTER_NETWORK_CONNECTION, LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+            return acceptsNewConnections ? 0 : 1
+        case LWS_CALLBACK_ESTABLISHED:
+            return opened(wsi)
+        case LWS_CALLBACK_HTTP:
+            return serveHTTP(wsi, input, len)
+        default:
+            return lws_callback_http_dummy(wsi, reason, user, input, len)
+        }
+    }
+
+    private func opened(_ wsi: OpaquePointer) -> Int32 {
+        guard acceptsNewConnections, let delegate else { return -1 }
+        let offered = lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) > 0
+        let connection = WebSocketConnection(
+            id: connectionIDs.wrappingAdd(1, ordering: .relaxed).oldValue,
+            remoteAddress: peerAddress(wsi),
+            subprotocol: offered ? configuration.subprotocol : nil,
+            loop: self,
+            owner: .server(delegate))
+        connection.attach(wsi)
+        connection.markOpened()
+        delegate.connectionOpened(connection)
+        return 0
+    }
+
+    private func serveHTTP(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+        let response: HTTPResponse
+        if phase != .running {
+            response = HTTPResponse(status: 503, text: "shutting down\n")
+        } else if lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0 {
+            response = HTTPResponse(status: 405, text: "method not allowed\n")
+        } else {
+            let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: max(0, len)), as: UTF8.self) } ?? "/"
+            response = delegate?.httpGET(path: path) ?? .notFound
+        }
+        return writeHTTP(wsi, response)
+    }
+
+    private func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
+        let headerSpace = 1024
+        let pre = Int(TETHER_LWS_PRE)
+        let headersOK = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pre + headerSpace) { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            let start = base + pre
+            let end = start + headerSpace
+            var cursor: UnsafeMutablePointer<UInt8>? = start
+            let status = UInt32(clamping: (100...599).contains(response.status) ? response.status : 500)
+            let added = response.contentType.withCString { type in
+                lws_add_http_common_headers(wsi, status, type, lws_filepos_t(response.body.count), &cursor, end)
+            }
+            if added != 0 { return false }
+            return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
+        }
+        guard headersOK else { return -1 }
+        if !response.body.isEmpty {
+            let destination = scratchPayload(capacity: response.body.count)
+            response.body.withUnsafeBytes { body in
+                if let source = body.baseAddress {
+                    UnsafeMutableRawPointer(destination).copyMemory(from: source, byteCount: body.count)
+                }
+            }
+            let written = lws_write(wsi, destination, response.body.count, LWS_WRITE_HTTP_FINAL)
+            if written < 0 || Int(written) < response.body.count { return -1 }
+        }
+        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+    }
+
+    override func shutdownWillBegin() -> Bool {
+        delegate?.willShutdown()
+        return true
+    }
+
+    override var shutdownClose: (code: UInt16, reason: String) { (1001, "server shutting down") }
+
+    override func loopDidFinish() {
+        delegate = nil
+    }
+
+    // MARK: Helpers
+
+    private func checkReadable(_ path: String, what: String) throws {
+        if access(path, R_OK) != 0 {
+            throw TransportError.tls("cannot read \(what) file '\(path)': \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// Maps a host setting to lws' `iface` (nil = every interface) and whether IPv6 is off.
+func listenInterface(_ host: String) -> (interface: String?, ipv4Only: Bool) {
+    switch host {
+    case "", "*", "0.0.0.0": return (nil, true)
+    case "::", "[::]": return (nil, false)
+    case "localhost": return ("127.0.0.1", true)
+    default: break
+    }
+    var v4 = in_addr()
+    if inet_pton(AF_INET, host, &v4) == 1 { return (host, true) }
+    var bare = host
+    if bare.hasPrefix("[") && bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
+    var v6 = in6_addr()
+    if inet_pton(AF_INET6, bare, &v6) == 1 { return (bare, false) }
+    return (host, false)  // an interface name such as "lo" or "eth0"
+}
+
+/// After lws failed to listen, binds a throwaway socket the same way to get the OS's reason.
+/// Returns nil when the address can be bound (the failure was something else).
+func probeBind(host: String?, port: Int, ipv4Only: Bool) -> String? {
+    guard port != 0 else { return nil }
+    var v4 = in_addr()
+    let isV4 = host.map { inet_pton(AF_INET, $0, &v4) == 1 } ?? ipv4Only
+    if !isV4, host != nil {
+        var v6 = in6_addr()
+        guard let host, inet_pton(AF_INET6, host, &v6) == 1 else { return nil }
+    }
+    let fd = socket(isV4 ? AF_INET : AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var yes: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+    var result: Int32
+    if isV4 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr = host == nil ? in_addr(s_addr: 0) : v4
+        result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+    } else {
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = in_port_t(UInt16(port).bigEndian)
+        if let host { _ = inet_pton(AF_INET6, host, &address.sin6_addr) }
+        result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
+        }
+    }
+    return result == 0 ? nil : String(cString: strerror(errno))
+}
+
+/// The peer's IP address as text ("::ffff:" prefix of v4-mapped addresses removed).
+func peerAddress(_ wsi: OpaquePointer) -> String {
+    var buffer = [CChar](repeating: 0, count: 128)
+    guard lws_get_peer_simple(wsi, &buffer, buffer.count) != nil else { return "unknown" }
+    var text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    if text.hasPrefix("::ffff:") && text.contains(".") { text.removeFirst(7) }
+    return text.isEmpty ? "unknown" : text
+}
+
+/// One line out of the lws error lines captured during an operation.
+func explain(_ lines: [String], fallback: String) -> String {
+    let useful = lines.suffix(3)
+    return useful.isEmpty ? fallback : useful.joined(separator: "; ")
+}
