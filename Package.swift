@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Binding core: Observable<T>, operators, observable collections. Plain Swift.
@@ -35,6 +36,25 @@ let package = Package(
         .target(
             name: "TetherTransport",
             dependencies: ["CLibWebSockets", .product(name: "Logging", package: "swift-log")]
+        ),
+
+        // The server: rooms, sessions, fan-out, metrics. `tetherd` is a thin shell over it.
+        .target(
+            name: "TetherServer",
+            dependencies: [
+                "TetherState", "TetherProtocol", "TetherTransport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        .executableTarget(
+            name: "tetherd",
+            dependencies: [
+                "TetherServer", "TetherDemos",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         // Terminal widget toolkit: cell buffer, widgets, diffing renderer, test backend.

@@ -193,8 +193,10 @@ struct MessageWriter {
     var bytes: [UInt8]
     private var first = true
 
-    init(type: String, capacity: Int = 128) {
-        bytes = []
+    /// Starts a message in `buffer` (emptied first; pass it with `consume` to reuse its storage).
+    init(type: String, buffer: consuming [UInt8] = [], capacity: Int = 128) {
+        bytes = buffer
+        bytes.removeAll(keepingCapacity: true)
         bytes.reserveCapacity(capacity)
         bytes.append(contentsOf: #"{"type":""#.utf8)
         bytes.append(contentsOf: type.utf8)
@@ -309,15 +311,29 @@ extension ServerMessage {
     public static func encodePatch<Operations: Collection<UInt8>>(
         room: String, epoch: String, from: Int, version: Int, encodedOperations: Operations
     ) -> [UInt8] {
-        var writer = MessageWriter(type: "patch", capacity: 96 + room.utf8.count + epoch.utf8.count + encodedOperations.count)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(96 + room.utf8.count + epoch.utf8.count + encodedOperations.count)
+        writePatch(room: room, epoch: epoch, from: from, version: version, to: &bytes) { $0.append(contentsOf: encodedOperations) }
+        return bytes
+    }
+
+    /// Writes a `patch` frame into `buffer` (replacing its contents, reusing its storage);
+    /// `writeOperations` appends the comma-separated encoded operations.
+    public static func writePatch(
+        room: String, epoch: String, from: Int, version: Int, to buffer: inout [UInt8],
+        writeOperations: (inout [UInt8]) -> Void
+    ) {
+        var storage: [UInt8] = []
+        swap(&storage, &buffer)
+        var writer = MessageWriter(type: "patch", buffer: consume storage)
         writer.field("room", room)
         writer.field("epoch", epoch)
         writer.field("from", from)
         writer.field("version", version)
         writer.rawField("ops")
         writer.bytes.append(UInt8(ascii: "["))
-        writer.bytes.append(contentsOf: encodedOperations)
+        writeOperations(&writer.bytes)
         writer.bytes.append(UInt8(ascii: "]"))
-        return writer.finish()
+        buffer = writer.finish()
     }
 }

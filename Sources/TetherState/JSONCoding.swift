@@ -198,23 +198,25 @@ enum _EncodedNode {
 }
 
 final class _EncodedObject {
-    var values: [String: JSON] = [:]
+    /// Members in the order written; the dictionary is built once, at its final size.
+    var pairs: [(key: String, value: JSON)] = []
     /// Members that are still open containers, resolved by `json`.
     var nested: [String: _EncodedNode] = [:]
 
     func set(_ value: JSON, forKey key: String) {
-        values[key] = value
+        if pairs.capacity == 0 { pairs.reserveCapacity(8) }
+        pairs.append((key, value))
         if !nested.isEmpty { nested[key] = nil }
     }
 
     func setNested(_ node: _EncodedNode, forKey key: String) {
         nested[key] = node
-        values[key] = nil
+        pairs.removeAll { $0.key == key }
     }
 
     var json: JSON {
-        if nested.isEmpty { return .object(values) }
-        var all = values
+        var all = [String: JSON](minimumCapacity: pairs.count + nested.count)
+        for (key, value) in pairs { all[key] = value }  // a key written twice keeps its last value
         for (key, node) in nested { all[key] = node.json }
         return .object(all)
     }

@@ -37,8 +37,10 @@ public struct JSONParser: Sendable {
 
     /// Parses one JSON document from raw UTF-8 bytes without copying them.
     public func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONParseError) -> JSON {
-        var state = _JSONParserState(bytes: bytes.bindMemory(to: UInt8.self), maxDepth: maxDepth)
-        return try state.parseDocument()
+        let result = bytes.withMemoryRebound(to: UInt8.self) { buffer in
+            Result { () throws(JSONParseError) -> JSON in try parse(buffer) }
+        }
+        return try result.get()
     }
 
     /// Parses one JSON document from UTF-8 bytes.

@@ -1,0 +1,161 @@
+import Dispatch
+import Logging
+import TetherProtocol
+import TetherState
+
+/// One live ViewModel instance, its version history and its subscribers.
+///
+/// A room runs on its own serial executor: the ViewModel's actions and timers, the patch
+/// encoding and the subscriber list all live there. It talks to the socket thread only by
+/// posting work to the hub, so rooms never block each other or the sockets. Work for a room is
+/// posted with `enqueue`, which keeps each client's requests in order.
+actor Room {
+    nonisolated let name: String
+    nonisolated let kind: ViewModelKind
+    private nonisolated let executor: QueueExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    private let host: ViewModelHost
+    private let hub: SessionHub
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    private(set) var epoch: String
+    private(set) var version = 0
+    private var history: PatchHistory
+    private var subscribers: Set<SessionHandle> = []
+    /// The subscribers as an array, rebuilt only when they change, so a broadcast shares it.
+    private var subscriberList: [SessionHandle] = []
+    /// The last snapshot frame and its version: many joins at one version encode it once.
+    private var snapshotCache: (version: Int, frame: [UInt8])?
+    private var timers: [any DispatchSourceTimer] = []
+
+    init(name: String, kind: ViewModelKind, configuration: ServerConfiguration, hub: SessionHub, metrics: ServerMetrics, logger: Logger) {
+        self.name = name
+        self.kind = kind
+        self.executor = QueueExecutor(label: "tether.room.\(name)")
+        self.host = kind.instantiate(room: name)
+        self.hub = hub
+        self.metrics = metrics
+        self.logger = logger
+        self.epoch = RandomID.make(length: 10)
+        self.history = PatchHistory(maxPatches: configuration.historyMaxPatches, maxBytes: configuration.historyMaxBytes)
+    }
+
+    /// Runs `work` on the room's executor after everything enqueued before it.
+    nonisolated func enqueue(_ work: @escaping @Sendable (isolated Room) -> Void) {
+        executor.queue.async { self.assumeIsolated(work) }
+    }
+
+    // MARK: Lifecycle
+
+    func start() {
+        for (index, timer) in host.timers.enumerated() {
+            let source = DispatchSource.makeTimerSource(queue: executor.queue)
+            let interval = DispatchTimeInterval.nanoseconds(Int(timer.interval.components.seconds * 1_000_000_000 + timer.interval.components.attoseconds / 1_000_000_000))
+            source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(10))
+            source.setEventHandler { [weak self] in
+                self?.assumeIsolated { room in room.tick(index) }
+            }
+            source.resume()
+            timers.append(source)
+        }
+    }
+
+    func stop() {
+        for timer in timers { timer.cancel() }
+        timers.removeAll()
+    }
+
+    private func tick(_ index: Int) {
+        host.timers[index].tick()
+        if let patch = commitTurn() {
+            let list = subscriberList
+            hub.post { hub in hub.broadcast(patch, to: list) }
+        }
+    }
+
+    // MARK: Subscribers
+
+    /// Subscribes `session`: first a snapshot, or, when `since` names a version of this epoch
+    /// still in the history, the patches after it (an empty patch when nothing changed).
+    func join(_ session: SessionHandle, since: ResumePoint?) {
+        if subscribers.insert(session).inserted { subscriberList = Array(subscribers) }
+        if let since, since.epoch == epoch, let missing = history.patches(after: since.version, newest: version) {
+            metrics.resumes(fromHistory: true)
+            let patches = missing.isEmpty ? [PatchFrame(room: name, epoch: epoch, from: version, version: version, operations: [])] : missing
+            hub.post { hub in
+                for patch in patches { hub.send(.patch(patch), to: session) }
+            }
+        } else {
+            if since != nil { metrics.resumes(fromHistory: false) }
+            sendSnapshot(to: session)
+        }
+    }
+
+    func leave(_ session: SessionHandle) {
+        if subscribers.remove(session) != nil { subscriberList = Array(subscribers) }
+    }
+
+    var subscriberCount: Int { subscribers.count }
+
+    /// After the session's queue overflowed: a fresh snapshot restarts its stream.
+    func resync(_ session: SessionHandle) {
+        guard subscribers.contains(session) else { return }
+        sendSnapshot(to: session)
+    }
+
+    private func sendSnapshot(to session: SessionHandle) {
+        let frame: [UInt8]
+        if let cached = snapshotCache, cached.version == version {
+            frame = cached.frame
+        } else {
+            frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: host.state).encoded()
+            snapshotCache = (version, frame)
+        }
+        let (room, version) = (name, version)
+        hub.post { hub in hub.send(.snapshot(room: room, version: version, frame: frame), to: session) }
+    }
+
+    // MARK: Actions
+
+    /// Runs an action: its changes become one patch for every subscriber, then the sender gets
+    /// an ack with that version (or an error, after any changes made before it failed).
+    func perform(_ action: String, args: JSON?, id: Int, from sender: SessionHandle) {
+        var failure: ProtocolError?
+        do {
+            try host.perform(action, args: args)
+        } catch let error as ActionError {
+            switch error {
+            case .unknownAction: failure = ProtocolError(.unknownAction, error.description, id: id, room: name)
+            case .invalidArgs: failure = ProtocolError(.invalidArgs, error.description, id: id, room: name)
+            case .tooLarge: failure = ProtocolError(.tooLarge, error.description, id: id, room: name)
+            }
+        } catch {
+            logger.error("action \(action) in room \(name) failed: \(error)")
+            failure = ProtocolError(.internal, "the action failed on the server", id: id, room: name)
+        }
+        metrics.action(outcome: failure?.code.rawValue ?? "ok")
+        let patch = commitTurn()
+        let reply = failure.map { ServerMessage.error($0) } ?? .ack(id: id, room: name, version: version)
+        let replyFrame = reply.encoded()
+        let list = subscriberList
+        hub.post { hub in
+            if let patch { hub.broadcast(patch, to: list) }
+            hub.send(.control(replyFrame), to: sender)
+        }
+    }
+
+    /// Gathers the turn's operations into one version step.
+    private func commitTurn() -> PatchFrame? {
+        let operations = host.takeChanges()
+        guard !operations.isEmpty else { return nil }
+        let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations)
+        version += 1
+        history.append(patch)
+        metrics.patchProduced()
+        return patch
+    }
+
+    /// The current state, for tests and tools.
+    var state: JSON { host.state }
+}

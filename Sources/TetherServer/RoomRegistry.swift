@@ -1,0 +1,83 @@
+import TetherProtocol
+import TetherState
+
+/// The kinds the server knows and its live shared rooms, on the socket thread. All joins and
+/// leaves pass through here, so membership counts are exact and an idle room can be dropped
+/// without racing a join.
+final class RoomRegistry {
+    static let maxRoomNameBytes = 128
+
+    private final class Entry {
+        let room: Room
+        var members = 0
+        var idleSince: ContinuousClock.Instant? = .now
+        init(room: Room) { self.room = room }
+    }
+
+    private let kinds: [String: ViewModelKind]
+    private let makeRoom: (String, ViewModelKind) -> Room
+    private var shared: [String: Entry] = [:]
+    /// Live per-session instances (owned by their sessions), counted for metrics.
+    var privateRoomCount = 0
+
+    init(kinds: [ViewModelKind], makeRoom: @escaping (String, ViewModelKind) -> Room) {
+        self.kinds = Dictionary(kinds.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        self.makeRoom = makeRoom
+    }
+
+    var sharedRoomCount: Int { shared.count }
+    var kindNames: [String] { kinds.keys.sorted() }
+
+    /// The kind a room name ("KIND" or "KIND:INSTANCE") refers to, or `unknown_room`.
+    func kind(forRoom name: String) -> Result<ViewModelKind, ProtocolError> {
+        guard !name.isEmpty, name.utf8.count <= Self.maxRoomNameBytes else {
+            return .failure(ProtocolError(.unknownRoom, "a room name has 1 to \(Self.maxRoomNameBytes) bytes", room: name))
+        }
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            return .failure(ProtocolError(.unknownRoom, "a room name has no control characters", room: name))
+        }
+        let parts = name.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        if parts.count == 2, parts[1].isEmpty {
+            return .failure(ProtocolError(.unknownRoom, "\"\(name)\": the instance after the colon is empty", room: name))
+        }
+        guard let kind = kinds[String(parts[0])] else {
+            return .failure(ProtocolError(.unknownRoom, "no room kind \"\(parts[0])\"; kinds are \(kindNames.joined(separator: ", "))", room: name))
+        }
+        return .success(kind)
+    }
+
+    /// The shared room with this name, created (and started) on first use.
+    func sharedRoom(named name: String, kind: ViewModelKind) -> Room {
+        if let entry = shared[name] { return entry.room }
+        let room = makeRoom(name, kind)
+        shared[name] = Entry(room: room)
+        return room
+    }
+
+    func addMember(_ name: String) {
+        guard let entry = shared[name] else { return }
+        entry.members += 1
+        entry.idleSince = nil
+    }
+
+    func removeMember(_ name: String) {
+        guard let entry = shared[name] else { return }
+        entry.members -= 1
+        if entry.members == 0 { entry.idleSince = .now }
+    }
+
+    /// Drops shared rooms that have had no members for `timeout`; returns them so they can be
+    /// stopped.
+    func removeIdleRooms(olderThan timeout: Duration, now: ContinuousClock.Instant = .now) -> [Room] {
+        var removed: [Room] = []
+        for (name, entry) in shared {
+            if let since = entry.idleSince, now - since >= timeout {
+                shared[name] = nil
+                removed.append(entry.room)
+            }
+        }
+        return removed
+    }
+
+    func allRooms() -> [Room] { shared.values.map(\.room) }
+}

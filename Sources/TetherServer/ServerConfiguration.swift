@@ -1,0 +1,34 @@
+import TetherTransport
+
+/// Everything `tetherd` can be told. Defaults are the embedded defaults the README documents.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    /// 0 lets the OS pick a free port; `TetherServer.start()` returns the one bound.
+    public var port = 8080
+    /// A larger frame closes the connection with 1009.
+    public var maxFrameBytes = 1 << 20
+    public var maxConnections = 10_000
+    /// Per room: how many recent patches are kept for resuming clients, and how many bytes.
+    public var historyMaxPatches = 1_000
+    public var historyMaxBytes = 1 << 20
+    /// Per connection: queued bytes before a room's patches are dropped for a fresh snapshot.
+    public var sendQueueBytes = 512 << 10
+    /// Largest merged patch (its operations) built from a connection's queued patches.
+    public var maxMergedPatchBytes = 256 << 10
+    /// A shared room with no subscribers is dropped after this long.
+    public var idleRoomTimeout: Duration = .seconds(60)
+    /// A client whose queue made no progress for this long is closed with 1008.
+    public var stuckClientTimeout: Duration = .seconds(60)
+    /// A client sending this many invalid messages in a row is closed with 1008.
+    public var maxConsecutiveErrors = 50
+    /// WebSocket ping interval and the silence after which a peer counts as dead.
+    public var pingInterval: Duration = .seconds(20)
+    public var peerTimeout: Duration = .seconds(60)
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// Graceful shutdown: how long queued messages may take to drain before clients are closed.
+    public var shutdownGracePeriod: Duration = .seconds(5)
+    public var tls: TLSFiles?
+    public var serverName = "tetherd/\(TetherServer.version)"
+
+    public init() {}
+}

@@ -1,0 +1,250 @@
+import Logging
+import TetherProtocol
+import TetherState
+import TetherTransport
+
+/// The server side of every connection, on the socket thread: decodes what clients send,
+/// routes it to rooms, and feeds each connection's send queue from what rooms produce.
+///
+/// Threading rule: everything here runs on the transport's service thread, except `post`,
+/// which any thread (a room) may call to run work there. Hence `@unchecked Sendable`.
+final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
+    private let configuration: ServerConfiguration
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    private(set) var registry: RoomRegistry!
+    /// Set once before the transport starts.
+    var transport: WebSocketServer!
+    private var sessions: [UInt64: Session] = [:]
+    /// Where merged patches are built; one per socket thread.
+    private var scratch: [UInt8] = []
+
+    init(configuration: ServerConfiguration, kinds: [ViewModelKind], metrics: ServerMetrics, logger: Logger) {
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+        self.registry = RoomRegistry(kinds: kinds) { [unowned self] name, kind in
+            self.makeRoom(name: name, kind: kind)
+        }
+        scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
+    }
+
+    /// Runs `work` on the socket thread, in posting order.
+    func post(_ work: @escaping @Sendable (SessionHub) -> Void) {
+        transport.execute { [self] in work(self) }
+    }
+
+    private func makeRoom(name: String, kind: ViewModelKind) -> Room {
+        let room = Room(name: name, kind: kind, configuration: configuration, hub: self, metrics: metrics, logger: logger)
+        room.enqueue { $0.start() }
+        return room
+    }
+
+    // MARK: Connections
+
+    func connectionOpened(_ connection: WebSocketConnection) {
+        let session = Session(
+            id: RandomID.make(), connection: connection,
+            outbox: Outbox(limitBytes: configuration.sendQueueBytes, maxMergedBytes: configuration.maxMergedPatchBytes))
+        connection.context = session
+        sessions[connection.id] = session
+        metrics.connectionsOpened.increment()
+        metrics.connections.increment()
+        let hello = ServerMessage.hello(protocolVersion: TetherProtocol.version, server: configuration.serverName, session: session.id)
+        enqueue(.control(hello.encoded()), for: session)
+    }
+
+    func connectionClosed(_ connection: WebSocketConnection) {
+        guard let session = connection.context as? Session else { return }
+        connection.context = nil
+        session.isClosed = true
+        sessions[connection.id] = nil
+        metrics.connections.decrement()
+        let handle = SessionHandle(session: session)
+        for (name, room) in session.joined {
+            room.enqueue { $0.leave(handle) }
+            if room.kind.scope == .shared { registry.removeMember(name) }
+        }
+        session.joined.removeAll()
+        for room in session.privateRooms.values { room.enqueue { $0.stop() } }
+        registry.privateRoomCount -= session.privateRooms.count
+        session.privateRooms.removeAll()
+    }
+
+    func connectionWritable(_ connection: WebSocketConnection) {
+        guard let session = connection.context as? Session else { return }
+        let stats = session.outbox.flush(to: connection, scratch: &scratch)
+        guard stats.frames > 0 else { return }
+        metrics.framesSent.increment(by: Int64(stats.frames))
+        metrics.bytesSent.increment(by: Int64(stats.bytes))
+        if stats.patchVersions > 0 { metrics.patchDeliveries.increment(by: Int64(stats.patchVersions)) }
+        if stats.mergedFrames > 0 { metrics.mergedFrames.increment(by: Int64(stats.mergedFrames)) }
+    }
+
+    func connection(_ connection: WebSocketConnection, receivedText payload: UnsafeRawBufferPointer) {
+        metrics.messagesReceived.increment()
+        metrics.bytesReceived.increment(by: Int64(payload.count))
+        guard let session = connection.context as? Session else { return }
+        let message: ClientMessage
+        do {
+            message = try ClientMessage.decode(payload)
+        } catch {
+            reject(error, session: session)
+            return
+        }
+        session.consecutiveErrors = 0
+        switch message {
+        case .join(let room, let id, let since, _):
+            join(room, id: id, since: since, session: session)
+        case .leave(let room, _):
+            leave(room, session: session)
+        case .action(let room, let name, let args, let id):
+            perform(name, args: args, id: id, room: room, session: session)
+        }
+    }
+
+    func connection(_ connection: WebSocketConnection, receivedBinary payload: UnsafeRawBufferPointer) {
+        metrics.messagesReceived.increment()
+        guard let session = connection.context as? Session else { return }
+        reject(ProtocolError(.badMessage, "binary frames are not supported: send JSON in text frames"), session: session)
+    }
+
+    func httpGET(path: String) -> HTTPResponse {
+        switch path {
+        case "/healthz": return HTTPResponse(status: 200, text: "ok")
+        case "/metrics":
+            metrics.rooms.set(Double(registry.sharedRoomCount + registry.privateRoomCount))
+            return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render())
+        default: return .notFound
+        }
+    }
+
+    // MARK: Requests
+
+    private func join(_ name: String, id: Int?, since: ResumePoint?, session: Session) {
+        let kind: ViewModelKind
+        switch registry.kind(forRoom: name) {
+        case .success(let found): kind = found
+        case .failure(var error):
+            error.id = id
+            reject(error, session: session)
+            return
+        }
+        let room = self.room(named: name, kind: kind, for: session)
+        if session.joined[name] == nil {
+            if kind.scope == .shared { registry.addMember(name) }
+            session.joined[name] = room
+        } else {
+            session.outbox.forget(room: name)  // a second join restarts the room's stream
+        }
+        let handle = SessionHandle(session: session)
+        room.enqueue { $0.join(handle, since: since) }
+    }
+
+    private func leave(_ name: String, session: Session) {
+        guard let room = session.joined.removeValue(forKey: name) else { return }
+        session.outbox.forget(room: name)
+        let handle = SessionHandle(session: session)
+        room.enqueue { $0.leave(handle) }
+        if room.kind.scope == .shared { registry.removeMember(name) }
+    }
+
+    private func perform(_ action: String, args: JSON?, id: Int, room name: String, session: Session) {
+        let kind: ViewModelKind
+        switch registry.kind(forRoom: name) {
+        case .success(let found): kind = found
+        case .failure(var error):
+            error.id = id
+            reject(error, session: session)
+            return
+        }
+        guard kind.actionNames.contains(action) else {
+            let known = kind.actionNames.isEmpty ? "it has none" : "its actions are \(kind.actionNames.joined(separator: ", "))"
+            reject(ProtocolError(.unknownAction, "\(kind.name) has no action \"\(action)\"; \(known)", id: id, room: name), session: session)
+            return
+        }
+        let room = session.joined[name] ?? self.room(named: name, kind: kind, for: session)
+        let handle = SessionHandle(session: session)
+        room.enqueue { $0.perform(action, args: args, id: id, from: handle) }
+    }
+
+    private func room(named name: String, kind: ViewModelKind, for session: Session) -> Room {
+        switch kind.scope {
+        case .shared:
+            return registry.sharedRoom(named: name, kind: kind)
+        case .perSession:
+            if let room = session.privateRooms[name] { return room }
+            let room = makeRoom(name: name, kind: kind)
+            session.privateRooms[name] = room
+            registry.privateRoomCount += 1
+            return room
+        }
+    }
+
+    /// Answers an invalid request; a client that sends nothing valid for long enough is closed.
+    private func reject(_ error: ProtocolError, session: Session) {
+        metrics.errorSent(error.code)
+        enqueue(.control(ServerMessage.error(error).encoded()), for: session)
+        session.consecutiveErrors += 1
+        if session.consecutiveErrors >= configuration.maxConsecutiveErrors {
+            logger.info("closing session \(session.id): \(session.consecutiveErrors) invalid messages in a row")
+            session.connection.close(code: 1008, reason: "too many invalid messages")
+        }
+    }
+
+    // MARK: From rooms (socket thread)
+
+    func broadcast(_ patch: PatchFrame, to subscribers: [SessionHandle]) {
+        for handle in subscribers { send(.patch(patch), to: handle) }
+        metrics.fanOutLatency.record(.now - patch.createdAt)
+    }
+
+    /// Queues a room's message for a session, unless it closed or left that room meanwhile.
+    func send(_ message: OutboundMessage, to handle: SessionHandle) {
+        let session = handle.session
+        guard !session.isClosed else { return }
+        if let room = message.room, session.joined[room] == nil { return }
+        enqueue(message, for: session)
+    }
+
+    private func enqueue(_ message: OutboundMessage, for session: Session) {
+        let wasEmpty = session.outbox.isEmpty
+        switch session.outbox.enqueue(message) {
+        case .queued:
+            if wasEmpty { session.connection.requestWritable() }
+        case .dropped:
+            break
+        case .overflowed(let name):
+            metrics.sendQueueOverflows.increment()
+            let handle = SessionHandle(session: session)
+            session.joined[name]?.enqueue { $0.resync(handle) }
+        }
+    }
+
+    // MARK: Housekeeping (socket thread, once a second)
+
+    func sweep() {
+        for room in registry.removeIdleRooms(olderThan: configuration.idleRoomTimeout) {
+            room.enqueue { $0.stop() }
+        }
+        let now = ContinuousClock.now
+        for session in sessions.values {
+            guard !session.outbox.isEmpty, let since = session.outbox.waitingSince,
+                  now - since > configuration.stuckClientTimeout, session.connection.isOpen else { continue }
+            logger.info("closing session \(session.id): its queue made no progress for \(configuration.stuckClientTimeout)")
+            metrics.stuckClientsClosed.increment()
+            session.connection.close(code: 1008, reason: "not reading")
+        }
+        metrics.rooms.set(Double(registry.sharedRoomCount + registry.privateRoomCount))
+    }
+
+    func willShutdown() {
+        for session in sessions.values where !session.outbox.isEmpty {
+            session.connection.requestWritable()
+        }
+    }
+
+    func stopAllRooms() {
+        for room in registry.allRooms() { room.enqueue { $0.stop() } }
+    }
+}
