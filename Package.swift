@@ -11,6 +11,9 @@ let package = Package(
         .library(name: "TetherState", targets: ["TetherState"]),
         .library(name: "TetherProtocol", targets: ["TetherProtocol"]),
         .library(name: "TetherTUI", targets: ["TetherTUI"]),
+        .library(name: "TetherClient", targets: ["TetherClient"]),
+        .library(name: "TetherServer", targets: ["TetherServer"]),
+        .executable(name: "tetherd", targets: ["tetherd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -57,6 +60,17 @@ let package = Package(
             ]
         ),
 
+        // The client library: mirrors of rooms as observables, reconnect and resume.
+        .target(
+            name: "TetherClient",
+            dependencies: [
+                "TetherBinding", "TetherState", "TetherProtocol", "TetherTransport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            path: "Clients/TetherClient"
+        ),
+
         // Terminal widget toolkit: cell buffer, widgets, diffing renderer, test backend.
         .target(name: "TetherTUI", path: "Clients/TetherTUI"),
 
@@ -75,6 +89,11 @@ let package = Package(
         .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherState", "TetherTestSupport"]),
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport"]),
+        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherProtocol", "TetherState", "TetherTestSupport"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["TetherClient", "TetherProtocol", "TetherState", "TetherBinding", "TetherTestSupport"]
+        ),
         .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI"]),
     ]
 )

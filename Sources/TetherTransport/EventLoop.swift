@@ -50,7 +50,7 @@ class EventLoop: @unchecked Sendable {
     // Loop-thread state.
     private(set) var context: OpaquePointer?
     private var drainBuffer: [@Sendable () -> Void] = []
-    private var scratch: UnsafeMutableRawPointer?
+    private var scratch: UnsafeMutablePointer<UInt8>?
     private var scratchCapacity = 0
     let connectionIDs = Atomic<UInt64>(1)
     /// Opened (handshake done) and not yet destroyed connections.
@@ -124,8 +124,8 @@ class EventLoop: @unchecked Sendable {
     /// Keepalive policy: ping after `ping` seconds without rx, hang up after `idle`.
     func makeRetryPolicy(ping: Duration?, idle: Duration?) -> UnsafeMutablePointer<lws_retry_bo_t>? {
         guard ping != nil || idle != nil else { return nil }
-        var hangup = idle.map(wholeSeconds) ?? 0
-        var pingSecs = ping.map(wholeSeconds) ?? 0
+        var hangup = idle.map { min(wholeSeconds($0), 65_534) } ?? 0
+        var pingSecs = ping.map { min(wholeSeconds($0), 65_534) } ?? 0
         if hangup == 0 { hangup = min(65_535, pingSecs * 2 + 1) }
         if pingSecs == 0 || pingSecs >= hangup { pingSecs = max(1, hangup / 2) }
         if hangup <= pingSecs { hangup = pingSecs + 1 }
@@ -177,15 +177,16 @@ class EventLoop: @unchecked Sendable {
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return max(64, needed) }
         var soft = Int(clamping: limit.rlim_cur)
         let hard = Int(clamping: limit.rlim_max)
-        if soft < needed + 32 && hard > soft {
+        if soft < needed + 128 && hard > soft {
             var raised = limit
-            raised.rlim_cur = rlim_t(min(hard, needed + 32))
+            raised.rlim_cur = rlim_t(min(hard, needed + 128))
             if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 {
                 soft = Int(clamping: raised.rlim_cur)
                 logger.notice("raised RLIMIT_NOFILE soft limit to \(soft)")
             }
         }
-        let usable = max(64, soft - 32)
+        // Leave room for the process' other files: past RLIMIT_NOFILE lws spins in accept().
+        let usable = max(64, soft - 128)
         if usable < needed {
             logger.warning("RLIMIT_NOFILE (\(soft)) allows only about \(usable - 64) connections, \(wanted) configured")
         }
@@ -296,7 +297,8 @@ class EventLoop: @unchecked Sendable {
 
     /// Starts the shutdown and, unless called on the loop thread, waits for the loop to finish
     /// and joins it. `deadline` bounds the whole sequence (drain, close handshakes, destroy).
-    func shutdown(deadline: Duration) {
+    func shutdown(deadline requested: Duration) {
+        let deadline = min(max(requested, .zero), .seconds(3_600))
         let first: Bool = shared.withLock { state in
             guard state.started, state.shutdownRequest == nil else { return false }
             state.shutdownRequest = deadline
@@ -305,7 +307,17 @@ class EventLoop: @unchecked Sendable {
         if first {
             _ = execute { [self] in self.beginShutdown(deadline: deadline) }
         }
-        if isOnLoopThread { return }
+        if isOnLoopThread {
+            // Cannot join ourselves: detach so the thread's resources go when it ends. A later
+            // shutdown from another thread still waits for `finished`.
+            let own: pthread_t? = shared.withLock { state in
+                let t = state.thread
+                state.thread = nil
+                return t
+            }
+            if let own { pthread_detach(own) }
+            return
+        }
         // Wait for the loop thread; poke it so lws_service (which may sleep for up to 30 s in
         // poll) returns often enough to check the deadlines.
         while true {
@@ -354,16 +366,17 @@ class EventLoop: @unchecked Sendable {
     /// The loop's private write buffer with `TETHER_LWS_PRE` bytes of headroom. lws writes the
     /// frame header in front of the payload and masks client payloads in place, so writes never
     /// go out of caller-owned or shared storage. Returns the payload start.
-    func scratchPayload(capacity: Int) -> UnsafeMutableRawPointer {
-        let needed = Int(TETHER_LWS_PRE) + capacity
-        if needed > scratchCapacity || scratch == nil {
-            var size = max(4096, scratchCapacity)
-            while size < needed { size *= 2 }
-            scratch?.deallocate()
-            scratch = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
-            scratchCapacity = size
-        }
-        return scratch! + Int(TETHER_LWS_PRE)
+    func scratchPayload(capacity: Int) -> UnsafeMutablePointer<UInt8> {
+        let pre = Int(TETHER_LWS_PRE)
+        let needed = pre + capacity
+        if let scratch, needed <= scratchCapacity { return scratch + pre }
+        var size = max(4096, scratchCapacity)
+        while size < needed { size *= 2 }
+        scratch?.deallocate()
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
+        scratch = buffer
+        scratchCapacity = size
+        return buffer + pre
     }
 
     // MARK: Callback dispatch

@@ -50,7 +50,7 @@ public final class WebSocketClient: Sendable {
             subprotocol: subprotocol,
             loop: loop,
             owner: .client(delegate))
-        connection.endpoint = target.description
+        connection.pendingConnect = PendingConnect(endpoint: target.description, timeout: configuration.connectTimeout)
         let loop = self.loop
         guard loop.execute({ loop.startConnecting(connection, to: target) }) else {
             throw TransportError.notRunning
@@ -140,15 +140,19 @@ final class ClientLoop: EventLoop, @unchecked Sendable {
     func startConnecting(_ connection: WebSocketConnection, to target: WebSocketURL) {
         guard !connection.isFinished else { return }
         if phase != .running {
-            connection.failureReason = "client is shutting down"
+            connection.pendingConnect?.failureReason = "client is shutting down"
             connection.finish()
             return
         }
-        if connection.failureReason != nil {  // closed before we got here
+        if connection.pendingConnect?.failureReason != nil {  // cancelled before we got here
             connection.finish()
             return
         }
-        guard let context else { return }
+        guard let context else {
+            connection.pendingConnect?.failureReason = "client is not running"
+            connection.finish()
+            return
+        }
         var flags: Int32 = 0
         if target.secure {
             flags |= TETHER_LCCSCF_USE_SSL
@@ -174,19 +178,19 @@ final class ClientLoop: EventLoop, @unchecked Sendable {
         info.ssl_connection = flags
         info.path = UnsafePointer(path)
         info.host = UnsafePointer(address)
-        info.origin = UnsafePointer(address)
-        info.protocol = offered.map { UnsafePointer($0!) } ?? nil
+        info.protocol = offered.flatMap { $0 }.map { UnsafePointer($0) }
         info.local_protocol_name = UnsafePointer(localProtocol)
         info.alpn = UnsafePointer(alpn)
         info.retry_and_idle_policy = UnsafePointer(retryPolicy)
         info.opaque_user_data = connection.retainedOpaquePointer()
+        connection.pendingConnect?.startedAt = ContinuousClock.now
         let wsi = lws_client_connect_via_info(&info)
         if connection.isFinished { return }  // failed synchronously and already reported
         if let wsi {
             connection.attach(wsi)
         } else {
             let detail = explain(TransportLog.takeCaptured(), fallback: "lws could not start the connection")
-            connection.failureReason = "\(target): \(detail)"
+            connection.pendingConnect?.failureReason = detail
             connection.finish()
         }
     }
@@ -204,8 +208,8 @@ final class ClientLoop: EventLoop, @unchecked Sendable {
             }
             return connection.statusAfterUserCode()
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-            if let connection = WebSocketConnection.from(wsi), connection.failureReason == nil {
-                connection.failureReason = describeConnectionError(input, connection.endpoint)
+            if let pending = WebSocketConnection.from(wsi)?.pendingConnect, pending.failureReason == nil {
+                pending.failureReason = describeConnectionError(input)
             }
             return 0
         default:
@@ -215,15 +219,13 @@ final class ClientLoop: EventLoop, @unchecked Sendable {
 
     override var shutdownClose: (code: UInt16, reason: String) { (1000, "client shutdown") }
 
-    private func describeConnectionError(_ input: UnsafeMutableRawPointer?, _ endpoint: String?) -> String {
+    private func describeConnectionError(_ input: UnsafeMutableRawPointer?) -> String {
         var reason = "connection failed"
         if let input {
             let text = String(cString: input.assumingMemoryBound(to: CChar.self))
             if !text.isEmpty { reason = text }
         }
-        reason = clarify(reason, details: TransportLog.takeCaptured())
-        if let endpoint { return "\(endpoint): \(reason)" }
-        return reason
+        return clarify(reason, details: TransportLog.takeCaptured())
     }
 }
 

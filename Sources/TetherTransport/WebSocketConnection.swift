@@ -34,9 +34,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Reassembly buffer, allocated only while a message arrives in several pieces.
     private var rx: [UInt8]?
     private var pendingClose: (code: UInt16, reason: String)?
-    /// Client side: why the connection never opened, and the URL it was going to.
-    var failureReason: String?
-    var endpoint: String?
+    /// Client side, until the connection opens: where it goes and why it failed.
+    var pendingConnect: PendingConnect?
     private(set) var isOpened = false
     private(set) var isFinished = false
     private var isRetained = false
@@ -76,9 +75,11 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     /// Sends one text frame (the bytes must be UTF-8). The payload is copied into the loop's
-    /// private scratch buffer with LWS_PRE headroom, so any buffer may be passed. Returns false if
-    /// the connection is closing/closed or the write failed. Call from `connectionWritable` while
-    /// `!isChoked` (writing several frames per call is the fast path).
+    /// private scratch buffer with LWS_PRE headroom (lws writes the frame header there and masks
+    /// client frames in place), so any buffer may be passed. Returns false once the close frame
+    /// is out or the connection is gone, or if the write failed. Call from `connectionWritable`
+    /// while `!isChoked`: writing several frames per call is the fast path. (lws buffers what the
+    /// kernel does not take, so a write on a choked socket still goes out, at the cost of memory.)
     @discardableResult
     public func sendText(_ payload: UnsafeRawBufferPointer) -> Bool {
         write(payload, LWS_WRITE_TEXT)
@@ -107,7 +108,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         assertLoopThread()
         guard !isFinished, !closeSent, pendingClose == nil else { return }
         if !isOpened {
-            failureReason = "cancelled before the connection opened"
+            pendingConnect?.failureReason = "cancelled before the connection opened"
             if let wsi { lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, -1 /* LWS_TO_KILL_ASYNC */) }
             return
         }
@@ -153,6 +154,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     func markOpened() {
         guard !isOpened else { return }
         isOpened = true
+        pendingConnect = nil
         loop.openConnections += 1
     }
 
@@ -304,9 +306,8 @@ public final class WebSocketConnection: @unchecked Sendable {
                 if isOpened {
                     delegate.connectionClosed(self, code: closeCode)
                 } else {
-                    let reason = failureReason ?? (loop.isDestroying
-                        ? "client shut down before the connection opened"
-                        : "connection closed before the WebSocket handshake completed")
+                    let reason = pendingConnect?.describeFailure(destroying: loop.isDestroying)
+                        ?? "connection closed before the WebSocket handshake completed"
                     delegate.clientConnectFailed(self, reason: reason)
                 }
             }
@@ -315,5 +316,28 @@ public final class WebSocketConnection: @unchecked Sendable {
                 Unmanaged.passUnretained(self).release()
             }
         }
+    }
+}
+
+/// Client-side state of a connection that has not opened yet.
+final class PendingConnect {
+    let endpoint: String
+    let timeout: Duration
+    var startedAt: ContinuousClock.Instant?
+    var failureReason: String?
+
+    init(endpoint: String, timeout: Duration) {
+        self.endpoint = endpoint
+        self.timeout = timeout
+    }
+
+    /// One line: "ws://host:port/path: why".
+    func describeFailure(destroying: Bool) -> String {
+        if let failureReason { return "\(endpoint): \(failureReason)" }
+        if destroying { return "\(endpoint): client shut down before the connection opened" }
+        if let startedAt, ContinuousClock.now - startedAt >= timeout - .milliseconds(200) {
+            return "\(endpoint): timed out (no WebSocket handshake within \(timeout))"
+        }
+        return "\(endpoint): connection closed before the WebSocket handshake completed"
     }
 }

@@ -109,6 +109,7 @@ final class ServerLoop: EventLoop, @unchecked Sendable {
         var info = baseContextInfo(fdLimit: max(1, config.maxConnections))
         info.options = options
         info.timeout_secs = handshakeSeconds
+        info.timeout_secs_ah_idle = handshakeSeconds
 
         TransportLog.beginCapture()
         defer { TransportLog.endCapture() }

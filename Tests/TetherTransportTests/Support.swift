@@ -463,3 +463,29 @@ struct TestCertificate {
         try? FileManager.default.removeItem(at: directory)
     }
 }
+
+/// A TCP listener on 127.0.0.1 that never accepts: connections complete at TCP level (kernel
+/// backlog) but nobody ever answers.
+final class SilentListener {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let rc = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+                guard bind(fd, pointer, length) == 0, listen(fd, 16) == 0 else { return -1 }
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        guard rc == 0 else { throw RawSocketError.connect(errno) }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { Glibc.close(fd) }
+}

@@ -413,6 +413,38 @@ struct TransportTests {
         #expect(!recorder.state.current.closed)
     }
 
+    @Test func connectAttemptsTimeOutOrCanBeCancelled() async throws {
+        let listener = try SilentListener()
+        let client = try startClient { $0.connectTimeout = .seconds(1) }
+        defer { client.shutdown() }
+
+        let slow = RecordingClient()
+        let started = ContinuousClock.now
+        try client.connect(url: "ws://127.0.0.1:\(listener.port)/", delegate: slow)
+        try await waitUntil("timeout", timeout: .seconds(8)) { slow.finished }
+        #expect(ContinuousClock.now - started < .seconds(6))
+        let failure = try #require(slow.state.current.failure)
+        #expect(failure.contains("127.0.0.1:\(listener.port)"))
+        #expect(failure.lowercased().contains("timed out"))
+
+        let cancelled = RecordingClient()
+        let connection = try client.connect(url: "ws://127.0.0.1:\(listener.port)/", delegate: cancelled)
+        client.execute { connection.close() }
+        try await waitUntil("cancelled") { cancelled.finished }
+        #expect(cancelled.state.current.failure?.contains("cancelled") == true)
+        #expect(!cancelled.state.current.connected)
+    }
+
+    @Test func silentSocketsAreDroppedAfterTheHandshakeTimeout() async throws {
+        let (server, port, echo) = try startServer { $0.handshakeTimeout = .seconds(1) }
+        defer { server.shutdown(deadline: .seconds(2)) }
+        let socket = try RawSocket(port: port)
+        let started = ContinuousClock.now
+        #expect(try socket.readToEOF().isEmpty)  // the server hangs up without a word
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(echo.state.current.opened.isEmpty)
+    }
+
     @Test func malformedURLsThrow() throws {
         let client = try startClient()
         defer { client.shutdown() }

@@ -1,0 +1,47 @@
+import Foundation
+import TetherTransport
+
+/// How a `TetherClient` connects and reconnects.
+public struct ClientOptions: Sendable {
+    /// `ws://host:port/` or `wss://host:port/`.
+    public var url: String
+    /// Sent with every join; servers with an auth secret require one.
+    public var token: String?
+    /// Which certificates a `wss://` server may present.
+    public var trust: TLSTrust = .system
+    /// Reconnect after a drop: exponential backoff with jitter, capped.
+    public var reconnect = ReconnectPolicy()
+    /// An action without an ack by then fails with `TetherClientError.timedOut`.
+    public var actionTimeout: Duration = .seconds(10)
+    public var maxMessageBytes = 16 << 20
+
+    public init(url: String, token: String? = nil) {
+        self.url = url
+        self.token = token
+    }
+}
+
+public struct ReconnectPolicy: Sendable {
+    /// Whether to reconnect at all (one-shot commands turn it off).
+    public var isEnabled = true
+    public var initialDelay: Duration = .milliseconds(200)
+    public var maximumDelay: Duration = .seconds(5)
+    public var multiplier = 2.0
+
+    public init() {}
+
+    /// The wait before attempt `attempt` (1-based): `initial × multiplier^(attempt-1)`, capped,
+    /// then scaled by a random factor in 0.5...1 so clients dropped together don't return in step.
+    public func delay(forAttempt attempt: Int, jitter: Double = Double.random(in: 0.5...1)) -> Duration {
+        let exponent = Double(max(0, attempt - 1))
+        let base = min(initialDelay.seconds * pow(multiplier, exponent), maximumDelay.seconds)
+        return .milliseconds(Int((base * jitter * 1000).rounded()))
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (whole, attoseconds) = components
+        return Double(whole) + Double(attoseconds) / 1e18
+    }
+}

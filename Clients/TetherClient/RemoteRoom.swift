@@ -1,0 +1,306 @@
+import TetherBinding
+import TetherProtocol
+import TetherState
+
+/// What changed in a room's mirror.
+public enum RoomChange: Sendable {
+    /// The whole state was replaced (first join, or a resync). `resynced` is true when the mirror
+    /// had a version before and lost continuity.
+    case snapshot(version: Int, resynced: Bool)
+    /// Operations applied, taking the mirror from `from` to `version`.
+    case patch(from: Int, version: Int, operations: [PatchOperation])
+}
+
+/// The mirror of one room: its JSON state, epoch and version, built only from the server's
+/// snapshot and patches, with observables for any path.
+///
+/// A patch is applied only when its `from` equals the mirror's version; a gap makes the room
+/// rejoin with `since`, and a patch that does not apply (never half-applied) makes it rejoin for
+/// a fresh snapshot.
+@MainActor
+public final class RemoteRoom {
+    public let name: String
+    public private(set) var state: JSON = .null
+    public private(set) var epoch: String?
+    public private(set) var version: Int?
+    /// The paths the last patch touched (for an inspector's highlight); empty after a snapshot.
+    public private(set) var lastChangedPaths: [JSONPointer] = []
+    /// The last error the server sent about this room outside an action (e.g. a refused join).
+    public let lastError = Observable<ProtocolError?>(nil)
+
+    private weak var client: TetherClient?
+    private let changes = ListenerSet<RoomChange>()
+    private var pathWatchers: [PathWatcher] = []
+    private var listWatchers: [ListWatcher] = []
+    /// While a rejoin is in flight, patches that don't continue the mirror are dropped.
+    private var isRejoining = false
+
+    init(name: String, client: TetherClient) {
+        self.name = name
+        self.client = client
+    }
+
+    var resumePoint: ResumePoint? {
+        guard let epoch, let version else { return nil }
+        return ResumePoint(epoch: epoch, version: version)
+    }
+
+    /// True once the first snapshot (or resumed patch) has arrived.
+    public var isSynced: Bool { version != nil && !isRejoining }
+
+    // MARK: Observing
+
+    /// The value at `path`, decoded as `T`; nil while absent or not decodable as `T`. Its
+    /// listeners fire only when something at or below `path` changed.
+    public func observable<T: Decodable>(_ path: JSONPointer, as type: T.Type) -> ReadOnlyObservable<T?> {
+        let observable = Observable<T?>(Self.decode(T.self, state.value(at: path)))
+        let watcher = PathWatcher(path: path, last: state.value(at: path)) { [weak observable] json in
+            guard let observable else { return false }
+            observable.value = Self.decode(T.self, json)
+            return true
+        }
+        pathWatchers.append(watcher)
+        return observable
+    }
+
+    /// Like `observable(_:as:)`, with `fallback` standing in while the value is absent.
+    public func observable<T: Decodable>(_ path: JSONPointer, as type: T.Type, default fallback: T) -> ReadOnlyObservable<T> {
+        observable(path, as: type).map { $0 ?? fallback }
+    }
+
+    /// An array at `path` as an observable list of `T`, with an event per item for each array
+    /// operation (`add /items/3` is an insert at 3). It is a mirror: don't mutate it.
+    public func list<T: Decodable>(_ path: JSONPointer, of type: T.Type) -> ObservableList<T> {
+        let list = ObservableList<T>()
+        let watcher = ListWatcher(path: path, list: list)
+        watcher.rebuild(from: state.value(at: path))
+        listWatchers.append(watcher)
+        return list
+    }
+
+    /// Every snapshot and patch applied to this mirror.
+    public func observeChanges(_ listener: @escaping (RoomChange) -> Void) -> Cancellable {
+        changes.add(listener)
+    }
+
+    // MARK: Acting
+
+    /// Sends an action to this room; returns the ack's version or throws the server's error.
+    @discardableResult
+    public func send(_ action: String, _ args: JSON? = nil) async throws -> Int {
+        guard let client else { throw TetherClientError.closed }
+        return try await client.send(action, to: name, args: args)
+    }
+
+    /// Unsubscribes; the mirror stops changing.
+    public func leave() {
+        client?.leave(self)
+    }
+
+    // MARK: From the client
+
+    func willJoin() {
+        isRejoining = version != nil
+    }
+
+    func receiveSnapshot(epoch: String, version: Int, state: JSON) {
+        let resynced = self.version != nil && (epoch != self.epoch || isRejoining || version != self.version)
+        self.epoch = epoch
+        self.version = version
+        self.state = state
+        isRejoining = false
+        lastChangedPaths = []
+        for watcher in pathWatchers { watcher.update(from: state) }
+        for watcher in listWatchers { watcher.rebuild(from: state.value(at: watcher.path)) }
+        prune()
+        changes.emit(.snapshot(version: version, resynced: resynced))
+        if resynced { client?.roomResynced(self) }
+    }
+
+    func receivePatch(epoch: String, from: Int, version: Int, operations: [PatchOperation]) {
+        guard epoch == self.epoch, from == self.version else {
+            // A gap, or a patch of another epoch: resume from what we have.
+            if !isRejoining { client?.join(self) }
+            return
+        }
+        var updated = state
+        do {
+            try updated.apply(operations)
+        } catch {
+            client?.logger.warning("room \(name): patch \(from)->\(version) does not apply (\(error)); resyncing from a snapshot")
+            client?.join(self, resume: false)
+            return
+        }
+        state = updated
+        self.version = version
+        isRejoining = false
+        var changed: [JSONPointer] = []
+        for operation in operations {
+            if case .move(let source, _) = operation { changed.append(source) }
+            changed.append(operation.path)
+        }
+        lastChangedPaths = changed
+        for watcher in pathWatchers where changed.contains(where: { $0.overlaps(watcher.path) }) {
+            watcher.update(from: state)
+        }
+        for watcher in listWatchers where changed.contains(where: { $0.overlaps(watcher.path) }) {
+            watcher.apply(operations, finalState: state)
+        }
+        prune()
+        changes.emit(.patch(from: from, version: version, operations: operations))
+    }
+
+    private func prune() {
+        pathWatchers.removeAll { !$0.isAlive }
+        listWatchers.removeAll { !$0.isAlive }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ json: JSON?) -> T? {
+        guard let json else { return nil }
+        return try? JSONValueDecoder().decode(T.self, from: json)
+    }
+}
+
+/// Re-reads one path after changes at or below it, and publishes only real changes.
+@MainActor
+private final class PathWatcher {
+    let path: JSONPointer
+    private var last: JSON?
+    /// Publishes the new value; returns false once the observable is gone.
+    private let publish: (JSON?) -> Bool
+    private(set) var isAlive = true
+
+    init(path: JSONPointer, last: JSON?, publish: @escaping (JSON?) -> Bool) {
+        self.path = path
+        self.last = last
+        self.publish = publish
+    }
+
+    func update(from state: JSON) {
+        let value = state.value(at: path)
+        guard value != last else { return }
+        last = value
+        isAlive = publish(value)
+    }
+}
+
+/// Keeps an `ObservableList` equal to the array at a path, item by item.
+@MainActor
+private final class ListWatcher {
+    let path: JSONPointer
+    private weak var list: AnyObject?
+    private let reset: ([JSON]) -> Bool
+    private let insert: (Int, JSON) -> Bool
+    private let remove: (Int) -> Void
+    private let replace: (Int, JSON) -> Bool
+    /// The array's elements as JSON, to apply operations inside an element.
+    private var shadow: [JSON] = []
+
+    var isAlive: Bool { list != nil }
+
+    init<T: Decodable>(path: JSONPointer, list: ObservableList<T>) {
+        self.path = path
+        self.list = list
+        reset = { [weak list] elements in
+            guard let list else { return false }
+            let decoded = elements.compactMap { RemoteRoom.decode(T.self, $0) }
+            guard decoded.count == elements.count else { return false }
+            while !list.isEmpty { list.remove(at: list.count - 1) }
+            for element in decoded { list.append(element) }
+            return true
+        }
+        insert = { [weak list] index, json in
+            guard let list, let element = RemoteRoom.decode(T.self, json), index <= list.count else { return false }
+            list.insert(element, at: index)
+            return true
+        }
+        remove = { [weak list] index in
+            guard let list, index < list.count else { return }
+            list.remove(at: index)
+        }
+        replace = { [weak list] index, json in
+            guard let list, let element = RemoteRoom.decode(T.self, json), index < list.count else { return false }
+            list[index] = element
+            return true
+        }
+    }
+
+    func rebuild(from value: JSON?) {
+        let elements = value?.arrayValue ?? []
+        guard elements != shadow else { return }
+        shadow = elements
+        _ = reset(elements)
+    }
+
+    /// Mirrors array operations as single-item events; anything else rebuilds the list.
+    func apply(_ operations: [PatchOperation], finalState: JSON) {
+        for operation in operations where touchesList(operation) {
+            guard applyItemLevel(operation) else {
+                shadow = []
+                rebuild(from: finalState.value(at: path))
+                return
+            }
+        }
+    }
+
+    private func touchesList(_ operation: PatchOperation) -> Bool {
+        switch operation {
+        case .move(let from, let to), .copy(let from, let to): return from.overlaps(path) || to.overlaps(path)
+        default: return operation.path.overlaps(path)
+        }
+    }
+
+    /// Applies one operation as item events; false when it can't be expressed that way.
+    private func applyItemLevel(_ operation: PatchOperation) -> Bool {
+        let depth = path.tokens.count
+        let tokens = operation.path.tokens
+        switch operation {
+        case .move, .copy: return false
+        default: break
+        }
+        // An operation at or above the list replaces it as a whole.
+        guard tokens.count > depth else { return false }
+        let token = tokens[depth]
+        guard let index = token == "-" ? shadow.count : JSONPointer.arrayIndex(token) else { return false }
+        if tokens.count > depth + 1 {
+            // Inside one element: apply it to that element, then replace the element.
+            guard index < shadow.count else { return false }
+            var element = shadow[index]
+            guard (try? element.apply(.relocated(operation, dropping: depth + 1))) != nil else { return false }
+            shadow[index] = element
+            return replace(index, element)
+        }
+        switch operation {
+        case .add(_, let value):
+            guard index <= shadow.count else { return false }
+            shadow.insert(value, at: index)
+            return insert(index, value)
+        case .remove:
+            guard index < shadow.count else { return false }
+            shadow.remove(at: index)
+            remove(index)
+            return true
+        case .replace(_, let value):
+            guard index < shadow.count else { return false }
+            shadow[index] = value
+            return replace(index, value)
+        default:
+            return true  // test
+        }
+    }
+}
+
+extension PatchOperation {
+    /// The same operation with the first `count` path tokens removed (to apply it to a child).
+    static func relocated(_ operation: PatchOperation, dropping count: Int) -> PatchOperation {
+        func cut(_ pointer: JSONPointer) -> JSONPointer { JSONPointer(tokens: Array(pointer.tokens.dropFirst(count))) }
+        switch operation {
+        case .add(let path, let value): return .add(path: cut(path), value: value)
+        case .remove(let path): return .remove(path: cut(path))
+        case .replace(let path, let value): return .replace(path: cut(path), value: value)
+        case .move(let from, let path): return .move(from: cut(from), path: cut(path))
+        case .copy(let from, let path): return .copy(from: cut(from), path: cut(path))
+        case .test(let path, let value): return .test(path: cut(path), value: value)
+        }
+    }
+}

@@ -1,0 +1,231 @@
+import Dispatch
+import Logging
+import TetherBinding
+import TetherProtocol
+import TetherState
+import TetherTransport
+
+/// A connection to a Tether server that mirrors rooms as observables.
+///
+/// ```swift
+/// let client = TetherClient(options: ClientOptions(url: "ws://127.0.0.1:8080"))
+/// try client.connect()
+/// let clock = client.room("clock")
+/// clock.observable("/time", as: String.self, default: "").bind { label.text = $0 }.store(in: bag)
+/// try await client.room("counter").send("increment", ["by": 2])
+/// ```
+///
+/// Everything here runs on the main actor, like a UI's view models: observables fire there, so
+/// widgets bind to remote state exactly as to local state. The client reconnects on its own
+/// (exponential backoff with jitter) and rejoins every room with `since`, so a short outage
+/// costs patches, not snapshots.
+@MainActor
+public final class TetherClient {
+    public let options: ClientOptions
+    private let stateStorage = Observable(ConnectionState.connecting)
+    /// Connecting, live, reconnecting, resynced, closed.
+    public var connectionState: ReadOnlyObservable<ConnectionState> { stateStorage }
+    /// The round trip of the last acknowledged action.
+    public let lastActionLatency = Observable<Duration?>(nil)
+    /// The session id from the server's `hello`.
+    public private(set) var session: String?
+    /// Every frame received, decoded and raw (for `tether watch`, inspectors, logs).
+    public var onMessage: ((ServerMessage, [UInt8]) -> Void)?
+    /// Frames that did not decode; they are otherwise ignored.
+    public var onUndecodable: ((ProtocolError, [UInt8]) -> Void)?
+    /// Errors from the server that answer no pending action (e.g. a failed join).
+    public var onServerError: ((ProtocolError) -> Void)?
+
+    let logger: Logger
+    private var transport: WebSocketClient?
+    private var link: Link?
+    /// Counts links, so events of a replaced link are ignored.
+    private var linkGeneration = 0
+    private var reconnectAttempt = 0
+    private var isClosed = false
+    private var rooms: [String: RemoteRoom] = [:]
+    private var pending: [Int: PendingAction] = [:]
+    private var nextActionID = 1
+    private var helloWaiters: [CheckedContinuation<Void, any Error>] = []
+
+    private struct PendingAction {
+        let continuation: CheckedContinuation<Int, any Error>
+        let sentAt: ContinuousClock.Instant
+    }
+
+    public init(options: ClientOptions, logger: Logger = Logger(label: "tether.client")) {
+        self.options = options
+        self.logger = logger
+    }
+
+    /// Starts connecting (and reconnecting). Throws at once for a URL that cannot work.
+    public func connect() throws {
+        guard transport == nil else { return }
+        var configuration = WebSocketClientConfiguration()
+        configuration.trust = options.trust
+        configuration.maxMessageBytes = options.maxMessageBytes
+        let transport = WebSocketClient(configuration: configuration, logger: logger)
+        try transport.start()
+        self.transport = transport
+        try openLink()
+    }
+
+    /// Waits for the server's `hello`; throws when the connection fails and reconnecting is off.
+    public func waitUntilConnected() async throws {
+        if session != nil, connectionState.value.isConnected { return }
+        if case .closed(let reason) = connectionState.value { throw TetherClientError.disconnected(reason) }
+        try await withCheckedThrowingContinuation { helloWaiters.append($0) }
+    }
+
+    /// The mirror of `name`, joined now (or at the next connection).
+    public func room(_ name: String) -> RemoteRoom {
+        if let room = rooms[name] { return room }
+        let room = RemoteRoom(name: name, client: self)
+        rooms[name] = room
+        if session != nil { join(room) }
+        return room
+    }
+
+    /// Closes the connection for good; pending actions fail with `.closed`.
+    public func close() async {
+        guard !isClosed else { return }
+        isClosed = true
+        link?.close()
+        failPending(TetherClientError.closed)
+        stateStorage.value = .closed(reason: "closed by the client")
+        await transport?.shutdownAsync(deadline: .seconds(1))
+        transport = nil
+    }
+
+    // MARK: Actions
+
+    /// Sends `action` to `room` and returns the version of the ack, or throws the server's error.
+    public func send(_ action: String, to room: String, args: JSON? = nil) async throws -> Int {
+        guard let link, session != nil, !isClosed else {
+            throw TetherClientError.disconnected("not connected")
+        }
+        let id = nextActionID
+        nextActionID += 1
+        let frame = ClientMessage.action(room: room, name: action, args: args, id: id).encoded()
+        let timeout = options.actionTimeout
+        return try await withCheckedThrowingContinuation { continuation in
+            pending[id] = PendingAction(continuation: continuation, sentAt: .now)
+            link.send(frame)
+            Task { @MainActor [weak self] in
+                try? await Task.sleep(for: timeout)
+                self?.pending.removeValue(forKey: id)?.continuation.resume(throwing: TetherClientError.timedOut)
+            }
+        }
+    }
+
+    // MARK: Links
+
+    private func openLink() throws {
+        linkGeneration += 1
+        let generation = linkGeneration
+        guard let transport else { return }
+        let link = Link(transport: transport) { [weak self] event in
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated { self?.handle(event, generation: generation) }
+            }
+        }
+        self.link = link
+        try link.start(url: options.url)
+    }
+
+    private func handle(_ event: Link.Event, generation: Int) {
+        guard generation == linkGeneration, !isClosed else { return }
+        switch event {
+        case .opened:
+            break  // live once the hello arrives
+        case .failed(let reason):
+            linkLost("cannot connect to \(options.url): \(reason)")
+        case .closed(let code):
+            linkLost(code.map { "connection closed (\($0))" } ?? "connection lost")
+        case .undecodable(let error, let raw):
+            logger.warning("ignoring an undecodable frame from the server: \(error)")
+            onUndecodable?(error, raw)
+        case .message(let message, let raw):
+            onMessage?(message, raw)
+            receive(message)
+        }
+    }
+
+    private func receive(_ message: ServerMessage) {
+        switch message {
+        case .hello(_, _, let session):
+            self.session = session
+            reconnectAttempt = 0
+            stateStorage.value = .live
+            for room in rooms.values { join(room) }
+            let waiters = helloWaiters
+            helloWaiters.removeAll()
+            for waiter in waiters { waiter.resume() }
+        case .snapshot(let room, let epoch, let version, let state):
+            rooms[room]?.receiveSnapshot(epoch: epoch, version: version, state: state)
+        case .patch(let room, let epoch, let from, let version, let operations):
+            rooms[room]?.receivePatch(epoch: epoch, from: from, version: version, operations: operations)
+        case .ack(let id, _, let version):
+            guard let action = pending.removeValue(forKey: id) else { return }
+            lastActionLatency.value = .now - action.sentAt
+            action.continuation.resume(returning: version)
+        case .error(let error):
+            if let id = error.id, let action = pending.removeValue(forKey: id) {
+                action.continuation.resume(throwing: TetherClientError.server(error))
+            } else {
+                if let name = error.room { rooms[name]?.lastError.value = error }
+                onServerError?(error)
+            }
+        }
+    }
+
+    private func linkLost(_ reason: String) {
+        link = nil
+        session = nil
+        failPending(TetherClientError.disconnected(reason))
+        guard options.reconnect.isEnabled else {
+            stateStorage.value = .closed(reason: reason)
+            let waiters = helloWaiters
+            helloWaiters.removeAll()
+            for waiter in waiters { waiter.resume(throwing: TetherClientError.disconnected(reason)) }
+            return
+        }
+        reconnectAttempt += 1
+        let attempt = reconnectAttempt
+        stateStorage.value = .reconnecting(attempt: attempt, reason: reason)
+        let delay = options.reconnect.delay(forAttempt: attempt)
+        Task { @MainActor [weak self] in
+            try? await Task.sleep(for: delay)
+            guard let self, !self.isClosed, self.reconnectAttempt == attempt, self.link == nil else { return }
+            do {
+                try self.openLink()
+            } catch {
+                self.linkLost("\(error)")
+            }
+        }
+    }
+
+    private func failPending(_ error: TetherClientError) {
+        let actions = pending
+        pending.removeAll()
+        for action in actions.values { action.continuation.resume(throwing: error) }
+    }
+
+    // MARK: Rooms
+
+    /// Sends a join for `room`: with `since` when its mirror has a version to resume from.
+    func join(_ room: RemoteRoom, resume: Bool = true) {
+        room.willJoin()
+        let since = resume ? room.resumePoint : nil
+        link?.send(ClientMessage.join(room: room.name, since: since, token: options.token).encoded())
+    }
+
+    func leave(_ room: RemoteRoom) {
+        rooms[room.name] = nil
+        link?.send(ClientMessage.leave(room: room.name).encoded())
+    }
+
+    func roomResynced(_ room: RemoteRoom) {
+        stateStorage.value = .resynced(room: room.name)
+    }
+}

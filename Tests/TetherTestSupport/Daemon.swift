@@ -1,0 +1,139 @@
+import Foundation
+
+/// A real `tetherd` process for end-to-end tests: started on 127.0.0.1 with a free port, and
+/// always stopped (SIGTERM, then SIGKILL) when the test is done with it.
+public final class Daemon: @unchecked Sendable {
+    public let process: Process
+    public let port: Int
+    public var url: String { "ws://127.0.0.1:\(port)" }
+    private let stderrPipe: Pipe
+    private let lock = NSLock()
+    private var stderrText = ""
+
+    /// The directory holding the package's built products (next to the test bundle).
+    public static var productsDirectory: URL {
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var directory = executable.deletingLastPathComponent()
+        while directory.path != "/" {
+            if FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("tetherd").path) { return directory }
+            directory = directory.deletingLastPathComponent()
+        }
+        return executable.deletingLastPathComponent()
+    }
+
+    public static func executable(_ name: String) -> URL {
+        productsDirectory.appendingPathComponent(name)
+    }
+
+    /// Starts `tetherd --port 0 ARGUMENTS` and waits for its "listening" line.
+    public init(arguments: [String] = [], timeout: Duration = .seconds(20)) throws {
+        let process = Process()
+        process.executableURL = Self.executable("tetherd")
+        process.arguments = ["--port", "0", "--log-level", "warning"] + arguments
+        let stdoutPipe = Pipe()
+        stderrPipe = Pipe()
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+        try process.run()
+        self.process = process
+
+        let deadline = ContinuousClock.now + timeout
+        var output = Data()
+        var found: Int?
+        let handle = stdoutPipe.fileHandleForReading
+        while found == nil, ContinuousClock.now < deadline, process.isRunning {
+            let chunk = handle.availableData
+            if chunk.isEmpty { Thread.sleep(forTimeInterval: 0.02); continue }
+            output.append(chunk)
+            let text = String(decoding: output, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.contains("listening on") }),
+               let portText = line.split(separator: ":").last, let port = Int(portText) {
+                found = port
+            }
+        }
+        guard let port = found else {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            let errors = String(decoding: stderrPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw DaemonError.didNotStart(stdout: String(decoding: output, as: UTF8.self), stderr: errors)
+        }
+        self.port = port
+        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            guard let self else { return }
+            self.lock.withLock { self.stderrText += text }
+        }
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+    public var stderr: String { lock.withLock { stderrText } }
+
+    /// SIGTERM, then waits up to `timeout` for a graceful exit; SIGKILL after. Returns the exit
+    /// status (nil if it had to be killed).
+    @discardableResult
+    public func stop(timeout: Duration = .seconds(10)) -> Int32? {
+        guard process.isRunning else { return process.terminationStatus }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// SIGKILL: a crash, for recovery tests.
+    public func kill9() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Resident memory in bytes, from /proc.
+    public func residentBytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return (line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0) * 1024
+        }
+        return 0
+    }
+
+    /// `GET path` on the daemon's port.
+    public func httpGET(_ path: String) throws -> (status: Int, body: String) {
+        try HTTP.get(port: port, path: path)
+    }
+
+    deinit {
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+public enum DaemonError: Error, CustomStringConvertible {
+    case didNotStart(stdout: String, stderr: String)
+
+    public var description: String {
+        switch self {
+        case .didNotStart(let out, let err): return "tetherd did not start.\nstdout: \(out)\nstderr: \(err)"
+        }
+    }
+}
+
+/// Plain HTTP/1.1 GET over a raw socket (no proxy, no client library).
+public enum HTTP {
+    public static func get(port: Int, path: String) throws -> (status: Int, body: String) {
+        let socket = try RawSocket(port: port)
+        try socket.write(Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+        let response = String(decoding: try socket.readAll(timeout: .seconds(5)), as: UTF8.self)
+        let status = response.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        let body = response.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+        return (status, body)
+    }
+}

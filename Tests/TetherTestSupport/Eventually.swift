@@ -1,0 +1,17 @@
+/// Waits until `condition` holds, checking every 10 ms on the main actor; throws on timeout.
+@MainActor
+public func eventually(
+    _ description: @autoclosure () -> String = "condition", timeout: Duration = .seconds(10),
+    _ condition: @MainActor () throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try !condition() {
+        guard ContinuousClock.now < deadline else { throw TimedOut(what: description()) }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+public struct TimedOut: Error, CustomStringConvertible {
+    public let what: String
+    public var description: String { "timed out waiting for \(what)" }
+}
