@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "TetherClient", targets: ["TetherClient"]),
         .library(name: "TetherServer", targets: ["TetherServer"]),
         .executable(name: "tetherd", targets: ["tetherd"]),
+        .executable(name: "tether", targets: ["tether"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -74,6 +75,17 @@ let package = Package(
         // Terminal widget toolkit: cell buffer, widgets, diffing renderer, test backend.
         .target(name: "TetherTUI", path: "Clients/TetherTUI"),
 
+        // The terminal client: one screen per demo room, a live inspector, `watch` and `send`.
+        .executableTarget(
+            name: "tether",
+            dependencies: [
+                "TetherClient", "TetherTUI", "TetherBinding", "TetherState", "TetherProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Clients/tether"
+        ),
+
         // Benchmarks (release mode): `swift run -c release tether-bench`.
         .executableTarget(
             name: "tether-bench",
@@ -95,5 +107,10 @@ let package = Package(
             dependencies: ["TetherClient", "TetherProtocol", "TetherState", "TetherBinding", "TetherTestSupport"]
         ),
         .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI"]),
+        // `tether` end to end under tmux against a real tetherd, plus its screens on a TestBackend.
+        .testTarget(
+            name: "TerminalClientTests",
+            dependencies: ["tether", "TetherClient", "TetherTUI", "TetherState", "TetherTestSupport"]
+        ),
     ]
 )

@@ -92,7 +92,6 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
             reject(error, session: session)
             return
         }
-        session.consecutiveErrors = 0
         switch message {
         case .join(let room, let id, let since, _):
             join(room, id: id, since: since, session: session)
@@ -130,6 +129,7 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
             reject(error, session: session)
             return
         }
+        session.consecutiveErrors = 0
         let room = self.room(named: name, kind: kind, for: session)
         if session.joined[name] == nil {
             if kind.scope == .shared { registry.addMember(name) }
@@ -142,6 +142,7 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     private func leave(_ name: String, session: Session) {
+        session.consecutiveErrors = 0
         guard let room = session.joined.removeValue(forKey: name) else { return }
         session.outbox.forget(room: name)
         let handle = SessionHandle(session: session)
@@ -163,6 +164,7 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
             reject(ProtocolError(.unknownAction, "\(kind.name) has no action \"\(action)\"; \(known)", id: id, room: name), session: session)
             return
         }
+        session.consecutiveErrors = 0
         let room = session.joined[name] ?? self.room(named: name, kind: kind, for: session)
         let handle = SessionHandle(session: session)
         room.enqueue { $0.perform(action, args: args, id: id, from: handle) }

@@ -44,6 +44,9 @@ struct Tetherd: AsyncParsableCommand {
     @Option(help: "Seconds a client may leave its queue undrained before it is closed with 1008.")
     var stuckClientSeconds = 60
 
+    @Flag(help: .hidden)
+    var testKinds = false
+
     mutating func run() async throws {
         let level = logLevel
         LoggingSystem.bootstrap { label in
@@ -64,7 +67,8 @@ struct Tetherd: AsyncParsableCommand {
         configuration.idleRoomTimeout = .seconds(idleRoomSeconds)
         configuration.stuckClientTimeout = .seconds(stuckClientSeconds)
 
-        let server = TetherServer(configuration: configuration, kinds: Demos.kinds, logger: logger)
+        let kinds = Demos.kinds + (testKinds ? Demos.testKinds : [])
+        let server = TetherServer(configuration: configuration, kinds: kinds, logger: logger)
         let boundPort: Int
         do {
             boundPort = try server.start()

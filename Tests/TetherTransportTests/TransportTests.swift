@@ -235,6 +235,29 @@ struct TransportTests {
         let big = try RawSocket(port: port).httpGET("/big")
         #expect(big.status == 200)
         #expect(big.body.count == 300_000)
+
+        let post = try RawSocket(port: port)
+        try post.write("POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nhi")
+        #expect(try post.readHeaders().hasPrefix("HTTP/1.1 405"))
+    }
+
+    @Test func clientsOfferingNoSubprotocolAreAccepted() async throws {
+        let (server, port, echo) = try startServer()
+        defer { server.shutdown(deadline: .seconds(2)) }
+        let client = try startClient()
+        defer { client.shutdown() }
+        let recorder = RecordingClient()
+        recorder.initialMessages = ["plain"]
+        try client.connect(url: "ws://127.0.0.1:\(port)", subprotocol: nil, delegate: recorder)
+        try await waitUntil("echo") { recorder.state.current.texts == ["plain"] }
+        #expect(echo.state.current.subprotocols == [nil])
+        #expect(recorder.state.current.subprotocol == nil)
+
+        // A raw client offering only an unknown subprotocol is refused.
+        let socket = try RawSocket(port: port)
+        let answer = (try? socket.webSocketHandshake(subprotocol: "other.v9")) ?? ""
+        #expect(!answer.hasPrefix("HTTP/1.1 101"))
+        #expect(echo.state.current.opened.count == 1)
     }
 
     @Test func garbageBeforeTheHandshakeDoesNotHurtTheServer() async throws {

@@ -1,0 +1,4 @@
+@main
+struct Tether {
+    static func main() {}
+}

@@ -1,0 +1,19 @@
+import TetherState
+
+/// A room whose action fails on the server's side, so tests can reach the `internal` error code.
+/// Registered only with `tetherd --test-kinds`.
+public final class Faulty: ViewModel {
+    struct Failure: Error {}
+
+    public init(context: ViewModelContext) {}
+
+    public static let actions = ActionTable<Faulty>()
+        .on("fail") { _ in throw Failure() }
+}
+
+extension Demos {
+    /// Kinds that exist only for tests of the daemon itself.
+    public static let testKinds: [ViewModelKind] = [
+        ViewModelKind("faulty", scope: .shared, Faulty.self),
+    ]
+}
