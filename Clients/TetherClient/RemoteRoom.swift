@@ -17,6 +17,8 @@ public enum RoomChange: Sendable {
 /// A patch is applied only when its `from` equals the mirror's version; a gap makes the room
 /// rejoin with `since`, and a patch that does not apply (never half-applied) makes it rejoin for
 /// a fresh snapshot.
+///
+/// A room does not keep its client alive: hold on to the `TetherClient` while you use it.
 @MainActor
 public final class RemoteRoom {
     public let name: String

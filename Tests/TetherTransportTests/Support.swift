@@ -214,7 +214,6 @@ final class RecordingClient: WebSocketClientDelegate, @unchecked Sendable {
 
     func clientConnectFailed(_ connection: WebSocketConnection, reason: String) {
         note()
-        if ProcessInfo.processInfo.environment["TRANSPORT_TEST_VERBOSE"] != nil { print("connect failed: \(reason)") }
         state.withLock { $0.failure = reason }
     }
 

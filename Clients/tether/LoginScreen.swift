@@ -1,0 +1,52 @@
+import TetherBinding
+import TetherState
+import TetherTUI
+
+/// `login` (per session): email and password fields that send every edit, a sign-in button
+/// enabled by the server's `signInEnabled`, its error message, and the signed-in view.
+/// The password text stays in the field; the server learns it only through `setPassword`.
+@MainActor
+final class LoginScreen: Screen {
+    let body: Widget
+    let hints = "type, Tab to the button, Enter signs in"
+
+    init(_ context: ScreenContext) {
+        let email = TextField(placeholder: "you@example.com")
+        let password = TextField(placeholder: "at least 6 characters", isMasked: true)
+        let signIn = Button("Sign in", isEnabled: false)
+        let error = Label("", style: Style(fg: .red, bold: true))
+        let form = Stack(.vertical, [
+            Box(title: "Email", email), Box(title: "Password", password), row([signIn]), Label(), error,
+        ])
+        let welcome = Label("", style: Style(fg: .green, bold: true), alignment: .center)
+        let signedIn = Stack(.vertical, spacing: 1, [
+            Spacer(.vertical), welcome, Label("(signed in on the server; q quits)", alignment: .center), Spacer(.vertical),
+        ])
+
+        context.sendEdits(of: email, as: "setEmail")
+        context.sendEdits(of: password, as: "setPassword")
+        signIn.onPress(context.action("signIn"))
+
+        context.bind("/signInEnabled", as: Bool.self, default: false) { enabled in
+            signIn.isEnabled = enabled
+            signIn.title = "Sign in".marked(enabled: enabled)
+        }
+        context.bind(context.value("/errorMessage", as: String.self)) { message in
+            error.text = message ?? ""
+        }
+        context.bind(combineLatest(context.value("/signedIn", as: Bool.self, default: false), context.value("/email", as: String.self, default: ""))) {
+            isSignedIn, address in
+            form.isHidden = isSignedIn
+            signedIn.isHidden = !isSignedIn
+            welcome.text = "Signed in as \(address)"
+        }
+        // The room is private to the connection: after a reconnect the server starts a fresh one,
+        // so hand it what is typed again.
+        context.room.observeChanges { [unowned context] change in
+            guard case .snapshot(_, resynced: true) = change else { return }
+            if !email.text.isEmpty { context.perform("setEmail", ["value": .string(email.text)]) }
+            if !password.text.isEmpty { context.perform("setPassword", ["value": .string(password.text)]) }
+        }.store(in: context.bag)
+        body = Stack(.vertical, [form, signedIn])
+    }
+}

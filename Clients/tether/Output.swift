@@ -1,0 +1,99 @@
+import ArgumentParser
+import Logging
+import TetherClient
+import TetherProtocol
+import TetherState
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writing lines for scripts, one-line failures, and the exit codes every command shares.
+enum Output {
+    /// The connection failed: unreachable, handshake refused, bad URL, no answer in time.
+    static let connectionFailure: Int32 = 1
+    /// The server answered with an error.
+    static let serverError: Int32 = 2
+
+    /// Writes `bytes` and a newline to stdout at once (no buffering: a script reading a pipe sees
+    /// each line as it arrives). A reader that went away ends the process quietly.
+    static func writeLine(_ bytes: [UInt8]) {
+        var line = bytes
+        // A frame is one JSON object; should a server pretty-print it, re-encode it onto one line.
+        if line.contains(where: { $0 == 0x0A || $0 == 0x0D }), let json = try? JSONParser().parse(line) {
+            line = json.encoded()
+        }
+        line.append(0x0A)
+        if !writeAll(STDOUT_FILENO, line) { Glibc.exit(0) }
+    }
+
+    /// One line on stderr, prefixed with "tether: ", newlines folded.
+    static func printError(_ message: String) {
+        let text = "tether: " + message.split(whereSeparator: \.isNewline).joined(separator: " ") + "\n"
+        _ = writeAll(STDERR_FILENO, Array(text.utf8))
+    }
+
+    /// Prints `message` on stderr and returns the error that makes the command exit with `code`.
+    static func failure(_ message: String, code: Int32 = connectionFailure) -> ExitCode {
+        printError(message)
+        return ExitCode(code)
+    }
+
+    @discardableResult
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n > 0 {
+                    offset += n
+                } else if n < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return false
+                }
+            }
+            return true
+        }
+    }
+
+    /// Logs go to stderr at `level`; nil discards them (an interactive screen owns the terminal).
+    static func bootstrapLogging(_ level: Logger.Level?) {
+        signal(SIGPIPE, SIG_IGN)
+        LoggingSystem.bootstrap { label in
+            guard let level else { return SwiftLogNoOpLogHandler() }
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// A client error as one short line.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case TetherClientError.server(let error): return "\(error.code.rawValue): \(error.message)"
+        case TetherClientError.disconnected(let reason): return reason
+        case let error as TetherClientError: return error.description
+        case let error as ProtocolError: return "\(error.code.rawValue): \(error.message)"
+        default: return "\(error)"
+        }
+    }
+}
+
+/// The JSON-ARGS of `tether send`: a JSON object.
+struct JSONArgs: Sendable {
+    let value: JSON
+
+    init(parsing text: String) throws {
+        let json: JSON
+        do {
+            json = try JSONParser().parse(text)
+        } catch {
+            throw ValidationError("JSON-ARGS is not valid JSON (\(error)): \(text)")
+        }
+        guard case .object = json else {
+            throw ValidationError("JSON-ARGS must be a JSON object, like '{\"by\":2}'; got \(json.typeName): \(text)")
+        }
+        value = json
+    }
+}

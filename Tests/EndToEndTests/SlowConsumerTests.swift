@@ -1,0 +1,96 @@
+import Dispatch
+import Foundation
+import Testing
+import TetherClient
+import TetherProtocol
+import TetherState
+import TetherTestSupport
+
+/// One client stops reading while others stay live: the room and the others go on at the same
+/// latency, the daemon's memory stays bounded by the queue bound, and the slow client converges
+/// once it reads again.
+@Suite("End to end: slow consumer", .serialized)
+@MainActor
+struct SlowConsumerTests {
+    static func nowNanoseconds() -> Int { Int(DispatchTime.now().uptimeNanoseconds) }
+
+    /// Publishes `count` bench values carrying their send time and returns the latencies (ms)
+    /// the live clients saw.
+    private func publish(_ count: Int, every interval: Duration, payload: String, writer: TetherClient,
+                         live: [RemoteRoom]) async throws -> [Double] {
+        var latencies: [Double] = []
+        var received: [Int: Int] = [:]  // sequence -> how many live clients saw it
+        var tokens: [Any] = []
+        for room in live {
+            tokens.append(room.observable("/fields/probe", as: JSON.self).observe { value in
+                guard let sent = value?["sent"]?.intValue, let sequence = value?["seq"]?.intValue else { return }
+                latencies.append(Double(Self.nowNanoseconds() - sent) / 1e6)
+                received[sequence, default: 0] += 1
+            })
+        }
+        for sequence in 0..<count {
+            let value: JSON = ["sent": .int(Self.nowNanoseconds()), "seq": .int(sequence), "payload": .string(payload)]
+            _ = try await writer.send("set", to: "bench:slow", args: ["key": "probe", "value": value])
+            try await Task.sleep(for: interval)
+        }
+        try await eventually("every live client saw every value") { received.count == count && received.values.allSatisfy { $0 == live.count } }
+        _ = tokens
+        return latencies
+    }
+
+    private func percentile(_ values: [Double], _ p: Double) -> Double {
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+    }
+
+    @Test func aStalledClientCostsNothingButItsOwnQueue() async throws {
+        let queueBound = 256 << 10
+        let daemon = try Daemon(arguments: ["--send-queue-bytes", "\(queueBound)"])
+        defer { daemon.stop() }
+        let writer = try await connectedClient(daemon)
+        var liveClients: [TetherClient] = []
+        for _ in 0..<20 { liveClients.append(try await connectedClient(daemon)) }
+        let live = liveClients.map { $0.room("bench:slow") }
+        try await eventually { live.allSatisfy(\.isSynced) }
+        let payload = String(repeating: "x", count: 2_000)
+
+        let baseline = try await publish(100, every: .milliseconds(5), payload: payload, writer: writer, live: live)
+        let rssBefore = daemon.residentBytes()
+
+        // The slow client joins, then never reads; its receive buffer is tiny.
+        let slow = try RawWebSocket(port: daemon.port, receiveBufferBytes: 4096)
+        _ = try slow.receiveJSON()
+        try slow.send(json: ["type": "join", "room": "bench:slow"])
+        let during = try await publish(1_500, every: .milliseconds(1), payload: payload, writer: writer, live: live)
+        let rssAfter = daemon.residentBytes()
+
+        let metrics = try daemon.httpGET("/metrics").body
+        #expect(!metrics.contains("tether_send_queue_overflows_total 0"), "the slow client's queue overflowed")
+        let p99Before = percentile(baseline, 0.99), p99During = percentile(during, 0.99)
+        #expect(p99During <= max(p99Before * 3, p99Before + 25), "live p99 \(p99Before) ms before, \(p99During) ms with a stalled client")
+        #expect(rssAfter - rssBefore < 24 << 20, "daemon memory grew \((rssAfter - rssBefore) >> 10) KiB for 3 MB of undelivered patches")
+
+        // Reading again, the slow client converges: its stream (snapshot, patches) ends at the
+        // room's state.
+        let reference = live[0]
+        var state: JSON = .null
+        var version = -1
+        let deadline = ContinuousClock.now + .seconds(20)
+        while version != reference.version, ContinuousClock.now < deadline {
+            let message = try slow.receiveJSON()
+            switch message["type"]?.stringValue {
+            case "snapshot":
+                state = try #require(message["state"])
+                version = try #require(message["version"]?.intValue)
+            case "patch":
+                #expect(message["from"]?.intValue == version, "gapless after the snapshot")
+                try state.apply(JSONPatch.decode(try #require(message["ops"])))
+                version = try #require(message["version"]?.intValue)
+            default: break
+            }
+        }
+        #expect(version == reference.version)
+        #expect(state == reference.state)
+        for client in liveClients + [writer] { await client.close() }
+    }
+}

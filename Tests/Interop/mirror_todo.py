@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""A Tether client in Python, written from docs/PROTOCOL.md alone.
+
+It mirrors a `todo` room from its snapshot and patches (applied with the `jsonpatch` library),
+sends actions of its own while others change the room, then checks that its mirror equals a
+fresh snapshot taken by a second connection.
+
+Usage: mirror_todo.py URL ROOM ACTIONS
+Prints one JSON line: {"ok": true, "version": V, "items": N, "patches": P} or exits non-zero.
+"""
+import asyncio
+import json
+import sys
+
+import jsonpatch
+import websockets
+
+
+class Mirror:
+    def __init__(self, room):
+        self.room = room
+        self.state = None
+        self.epoch = None
+        self.version = None
+        self.patches = 0
+
+    def receive(self, message):
+        """Applies a snapshot or a patch of our room; anything else is ignored."""
+        if message.get("room") != self.room:
+            return
+        if message["type"] == "snapshot":
+            self.state, self.epoch, self.version = message["state"], message["epoch"], message["version"]
+        elif message["type"] == "patch":
+            if message["epoch"] != self.epoch or message["from"] != self.version:
+                raise RuntimeError(f"gap: at {self.version}, got patch from {message['from']}")
+            self.state = jsonpatch.apply_patch(self.state, message["ops"])
+            self.version = message["version"]
+            self.patches += 1
+
+
+async def main(url, room, actions):
+    async with websockets.connect(url, subprotocols=["tether.v1"]) as ws:
+        hello = json.loads(await ws.recv())
+        assert hello["type"] == "hello" and hello["protocol"] == 1, hello
+        await ws.send(json.dumps({"type": "join", "room": room}))
+        mirror = Mirror(room)
+        acks = {}
+        next_id = 1
+
+        async def read_until(predicate):
+            while True:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                if message["type"] == "error":
+                    acks[message.get("id")] = message
+                elif message["type"] == "ack":
+                    acks[message["id"]] = message
+                mirror.receive(message)
+                if predicate(message):
+                    return message
+
+        await read_until(lambda m: m["type"] == "snapshot")
+        for i in range(actions):
+            items = mirror.state["items"]
+            if i % 3 == 2 and items:
+                action = {"name": "toggle", "args": {"id": items[i % len(items)]["id"]}}
+            else:
+                action = {"name": "add", "args": {"title": f"from python {i} ✓ 한글"}}
+            await ws.send(json.dumps({"type": "action", "room": room, "id": next_id, **action}))
+            await read_until(lambda m, wanted=next_id: m.get("id") == wanted and m["type"] in ("ack", "error"))
+            next_id += 1
+
+        # Let the others finish, then compare with a fresh snapshot from a second connection.
+        await asyncio.sleep(1.0)
+        async with websockets.connect(url) as fresh:
+            json.loads(await fresh.recv())
+            await fresh.send(json.dumps({"type": "join", "room": room}))
+            while True:
+                snapshot = json.loads(await asyncio.wait_for(fresh.recv(), 10))
+                if snapshot["type"] == "snapshot":
+                    break
+        await read_until(lambda m: mirror.version is not None and mirror.version >= snapshot["version"]) if mirror.version < snapshot["version"] else None
+        if mirror.state != snapshot["state"] or mirror.version != snapshot["version"]:
+            print(json.dumps({"ok": False, "mirror": mirror.state, "snapshot": snapshot}))
+            sys.exit(1)
+        print(json.dumps({"ok": True, "version": mirror.version, "items": len(mirror.state["items"]), "patches": mirror.patches}))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
