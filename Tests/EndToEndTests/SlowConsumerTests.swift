@@ -93,4 +93,45 @@ struct SlowConsumerTests {
         #expect(state == reference.state)
         for client in liveClients + [writer] { await client.close() }
     }
+
+    /// A client that falls behind gets several versions per frame (merged patches), and its
+    /// stream stays exact.
+    @Test func aClientBehindGetsMergedPatches() async throws {
+        let daemon = try Daemon(arguments: ["--send-queue-bytes", "\(8 << 20)"])
+        defer { daemon.stop() }
+        let reader = try RawWebSocket(port: daemon.port, receiveBufferBytes: 4096)
+        _ = try reader.receiveJSON()
+        try reader.send(json: ["type": "join", "room": "bench:merge"])
+        let publisher = try RawWebSocket(port: daemon.port)
+        _ = try publisher.receiveJSON()
+        let count = 5_000
+        for id in 1...count {
+            try publisher.send(json: ["type": "action", "room": "bench:merge", "name": "set", "id": .int(id),
+                                      "args": ["key": .string("k\(id % 10)"), "value": .int(id)]])
+        }
+        _ = try publisher.receiveJSON(timeout: .seconds(30)) { $0["id"] == .int(count) }
+
+        var state: JSON = .null
+        var version = -1, frames = 0, widest = 0
+        while version < count {
+            let message = try reader.receiveJSON(timeout: .seconds(10))
+            if message["type"] == "snapshot" {
+                state = try #require(message["state"])
+                version = try #require(message["version"]?.intValue)
+            } else if message["type"] == "patch" {
+                let from = try #require(message["from"]?.intValue), to = try #require(message["version"]?.intValue)
+                #expect(from == version, "gapless")
+                try state.apply(JSONPatch.decode(try #require(message["ops"])))
+                version = to
+                widest = max(widest, to - from)
+                frames += 1
+            }
+        }
+        #expect(version == count)
+        #expect(state["fields"]?["k0"] == .int(count))
+        #expect(widest > 1, "some frame carried several versions")
+        #expect(frames < count, "\(frames) frames for \(count) versions")
+        let metrics = try daemon.httpGET("/metrics").body
+        #expect(!metrics.contains("tether_merged_patch_frames_total 0"))
+    }
 }

@@ -1,0 +1,56 @@
+import Testing
+@testable import TetherServer
+import TetherProtocol
+import TetherState
+
+@Suite("Outbox and history")
+struct OutboxTests {
+    func patch(_ room: String = "r", from: Int, _ value: Int = 0, epoch: String = "e") -> PatchFrame {
+        PatchFrame(room: room, epoch: epoch, from: from, version: from + 1, operations: [.replace(path: "/n", value: .int(value))])
+    }
+
+    @Test func patchFrameHoldsItsEncodedOperations() throws {
+        let frame = patch(from: 4, 9)
+        #expect(try ServerMessage.decode(frame.frame) == .patch(room: "r", epoch: "e", from: 4, version: 5, operations: [.replace(path: "/n", value: 9)]))
+        #expect(String(decoding: frame.encodedOperations, as: UTF8.self) == #"{"op":"replace","path":"/n","value":9}"#)
+    }
+
+    @Test func overflowDropsTheRoomsPatchesAndAwaitsASnapshot() {
+        let one = patch(from: 0)
+        var outbox = Outbox(limitBytes: one.byteCount * 2 + 10, maxMergedBytes: 1 << 16)
+        #expect(outbox.enqueue(.control([1, 2, 3])) == .queued)
+        #expect(outbox.enqueue(.patch(patch("other", from: 0))) == .queued)
+        #expect(outbox.enqueue(.patch(one)) == .queued)
+        #expect(outbox.enqueue(.patch(patch(from: 1))) == .overflowed(room: "r"))
+        #expect(outbox.count == 2, "the control frame and the other room's patch stay")
+        #expect(outbox.enqueue(.patch(patch(from: 2))) == .dropped, "patches wait for the snapshot")
+        #expect(outbox.enqueue(.snapshot(room: "r", version: 5, frame: [9])) == .queued)
+        #expect(outbox.enqueue(.patch(patch(from: 5))) == .queued, "the stream resumes after the snapshot")
+        #expect(outbox.awaitingSnapshot.isEmpty)
+    }
+
+    @Test func snapshotSupersedesTheRoomsQueuedMessages() {
+        var outbox = Outbox(limitBytes: 1 << 20, maxMergedBytes: 1 << 16)
+        _ = outbox.enqueue(.patch(patch(from: 0)))
+        _ = outbox.enqueue(.patch(patch("b", from: 0)))
+        _ = outbox.enqueue(.snapshot(room: "r", version: 1, frame: [1]))
+        #expect(outbox.count == 2)
+        outbox.forget(room: "b")
+        #expect(outbox.count == 1)
+        #expect(outbox.queuedBytes == 1)
+    }
+
+    @Test func historyServesContiguousRunsAndTrims() {
+        var history = PatchHistory(maxPatches: 3, maxBytes: 1 << 20)
+        for from in 0..<5 { history.append(patch(from: from)) }
+        #expect(history.patches.count == 3)
+        #expect(history.patches(after: 5, newest: 5)?.isEmpty == true)
+        #expect(history.patches(after: 2, newest: 5)?.map(\.from) == [2, 3, 4])
+        #expect(history.patches(after: 3, newest: 5)?.map(\.from) == [3, 4])
+        #expect(history.patches(after: 1, newest: 5) == nil, "trimmed")
+        #expect(history.patches(after: 6, newest: 5) == nil, "from the future")
+        var bytes = PatchHistory(maxPatches: 100, maxBytes: patch(from: 0).byteCount * 2)
+        for from in 0..<5 { bytes.append(patch(from: from)) }
+        #expect(bytes.patches.count == 2)
+    }
+}
