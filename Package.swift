@@ -15,12 +15,16 @@ let package = Package(
         .library(name: "TetherServer", targets: ["TetherServer"]),
         .executable(name: "tetherd", targets: ["tetherd"]),
         .executable(name: "tether", targets: ["tether"]),
+        .executable(name: "tether-load", targets: ["tether-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // tether-load's latency percentiles: HdrHistogram keeps p50...p99.9 and max over millions
+        // of samples in fixed memory (a few hundred KiB), with bounded relative error.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // Binding core: Observable<T>, operators, observable collections. Plain Swift.
@@ -42,11 +46,17 @@ let package = Package(
             dependencies: ["CLibWebSockets", .product(name: "Logging", package: "swift-log")]
         ),
 
+        // OpenSSL's libcrypto (system library) for HMAC-SHA256 access tokens.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        // SQLite (system library) for durable rooms.
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+
         // The server: rooms, sessions, fan-out, metrics. `tetherd` is a thin shell over it.
         .target(
             name: "TetherServer",
             dependencies: [
-                "TetherState", "TetherProtocol", "TetherTransport",
+                "TetherState", "TetherProtocol", "TetherTransport", "CSQLite", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -55,7 +65,7 @@ let package = Package(
         .executableTarget(
             name: "tetherd",
             dependencies: [
-                "TetherServer", "TetherDemos",
+                "TetherServer", "TetherDemos", "TetherTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -84,6 +94,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Clients/tether"
+        ),
+
+        // The load generator: thousands of connections straight on the transport (one lws context
+        // and thread each), frames checked with a byte scanner. `Scripts/loadtest.sh` drives it.
+        .executableTarget(
+            name: "tether-load",
+            dependencies: [
+                "TetherTransport", "TetherProtocol", "TetherState",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Clients/tether-load"
         ),
 
         // Benchmarks (release mode): `swift run -c release tether-bench`.

@@ -1,6 +1,9 @@
 import Foundation
 import TetherTransport
 
+/// Which certificates a `wss://` server may present: `.system`, `.caFile(path)` or `.insecure`.
+public typealias TLSTrust = TetherTransport.TLSTrust
+
 /// How a `TetherClient` connects and reconnects.
 public struct ClientOptions: Sendable {
     /// `ws://host:port/` or `wss://host:port/`.

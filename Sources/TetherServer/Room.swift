@@ -17,6 +17,8 @@ actor Room {
 
     private let host: ViewModelHost
     private let hub: SessionHub
+    /// Where a shared room persists its versions; nil for per-session rooms or in memory only.
+    private let store: RoomStore?
     private let metrics: ServerMetrics
     private let logger: Logger
     private(set) var epoch: String
@@ -28,17 +30,24 @@ actor Room {
     /// The last snapshot frame and its version: many joins at one version encode it once.
     private var snapshotCache: (version: Int, frame: [UInt8])?
     private var timers: [any DispatchSourceTimer] = []
+    /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
+    /// sees every version this one committed.
+    nonisolated let stopped = DispatchGroup()
+    private var isStopped = false
 
-    init(name: String, kind: ViewModelKind, configuration: ServerConfiguration, hub: SessionHub, metrics: ServerMetrics, logger: Logger) {
+    init(name: String, kind: ViewModelKind, configuration: ServerConfiguration, hub: SessionHub, store: RoomStore?,
+         metrics: ServerMetrics, logger: Logger) {
         self.name = name
         self.kind = kind
         self.executor = QueueExecutor(label: "tether.room.\(name)")
         self.host = kind.instantiate(room: name)
         self.hub = hub
+        self.store = kind.scope == .shared ? store : nil
         self.metrics = metrics
         self.logger = logger
         self.epoch = RandomID.make(length: 10)
         self.history = PatchHistory(maxPatches: configuration.historyMaxPatches, maxBytes: configuration.historyMaxBytes)
+        stopped.enter()
     }
 
     /// Runs `work` on the room's executor after everything enqueued before it.
@@ -46,9 +55,22 @@ actor Room {
         executor.queue.async { self.assumeIsolated(work) }
     }
 
+    /// Sends work to the socket thread. With durability on, it goes out only after every
+    /// version produced before it is committed, so no client sees a version that could be lost.
+    private func emit(_ work: @escaping @Sendable (SessionHub) -> Void) {
+        let hub = self.hub
+        if let store, store.durability != .none {
+            store.afterPendingCommits { hub.post(work) }
+        } else {
+            hub.post(work)
+        }
+    }
+
     // MARK: Lifecycle
 
-    func start() {
+    func start(after predecessor: Room?) {
+        predecessor?.stopped.wait()
+        if let store { restore(from: store) }
         for (index, timer) in host.timers.enumerated() {
             let source = DispatchSource.makeTimerSource(queue: executor.queue)
             let interval = DispatchTimeInterval.nanoseconds(Int(timer.interval.components.seconds * 1_000_000_000 + timer.interval.components.attoseconds / 1_000_000_000))
@@ -62,15 +84,38 @@ actor Room {
     }
 
     func stop() {
+        guard !isStopped else { return }
+        isStopped = true
         for timer in timers { timer.cancel() }
         timers.removeAll()
+        store?.commit(RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: nil, version: version, state: host.state.encoded()))
+        stopped.leave()
+    }
+
+    /// Continues the stored history (same epoch and version), or records a new one.
+    private func restore(from store: RoomStore) {
+        do {
+            if let stored = try store.load(room: name) {
+                try host.restore(from: stored.state)
+                epoch = stored.epoch
+                version = stored.version
+                for patch in stored.patches { history.append(patch) }
+                logger.debug("room \(name) restored at version \(version) of epoch \(epoch)")
+                return
+            }
+        } catch {
+            logger.error("room \(name): cannot restore its stored state (\(error)); starting a new epoch")
+        }
+        var commit = RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: nil, version: version, state: host.state.encoded())
+        commit.startsEpoch = true
+        store.commit(commit)
     }
 
     private func tick(_ index: Int) {
         host.timers[index].tick()
         if let patch = commitTurn() {
             let list = subscriberList
-            hub.post { hub in hub.broadcast(patch, to: list) }
+            emit { hub in hub.broadcast(patch, to: list) }
         }
     }
 
@@ -83,7 +128,7 @@ actor Room {
         if let since, since.epoch == epoch, let missing = history.patches(after: since.version, newest: version) {
             metrics.resumes(fromHistory: true)
             let patches = missing.isEmpty ? [PatchFrame(room: name, epoch: epoch, from: version, version: version, operations: [])] : missing
-            hub.post { hub in
+            emit { hub in
                 for patch in patches { hub.send(.patch(patch), to: session) }
             }
         } else {
@@ -113,7 +158,7 @@ actor Room {
             snapshotCache = (version, frame)
         }
         let (room, version) = (name, version)
-        hub.post { hub in hub.send(.snapshot(room: room, version: version, frame: frame), to: session) }
+        emit { hub in hub.send(.snapshot(room: room, version: version, frame: frame), to: session) }
     }
 
     // MARK: Actions
@@ -139,7 +184,7 @@ actor Room {
         let reply = failure.map { ServerMessage.error($0) } ?? .ack(id: id, room: name, version: version)
         let replyFrame = reply.encoded()
         let list = subscriberList
-        hub.post { hub in
+        emit { hub in
             if let patch { hub.broadcast(patch, to: list) }
             hub.send(.control(replyFrame), to: sender)
         }
@@ -153,6 +198,11 @@ actor Room {
         version += 1
         history.append(patch)
         metrics.patchProduced()
+        if let store {
+            let snapshotDue = version % RoomStore.snapshotInterval == 0
+            store.commit(RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: patch, version: version,
+                                          state: snapshotDue ? host.state.encoded() : nil))
+        }
         return patch
     }
 

@@ -14,18 +14,26 @@ final class RoomRegistry {
         init(room: Room) { self.room = room }
     }
 
+    private struct Retiring {
+        weak var room: Room?
+    }
+
     private let kinds: [String: ViewModelKind]
-    private let makeRoom: (String, ViewModelKind) -> Room
+    /// Makes a room, given the one of the same name still stopping (if any).
+    private let makeRoom: (String, ViewModelKind, Room?) -> Room
     private var shared: [String: Entry] = [:]
+    /// Rooms dropped for idleness whose `stop` may not have run yet.
+    private var retiring: [String: Retiring] = [:]
     /// Live per-session instances (owned by their sessions), counted for metrics.
     var privateRoomCount = 0
 
-    init(kinds: [ViewModelKind], makeRoom: @escaping (String, ViewModelKind) -> Room) {
+    init(kinds: [ViewModelKind], makeRoom: @escaping (String, ViewModelKind, Room?) -> Room) {
         self.kinds = Dictionary(kinds.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         self.makeRoom = makeRoom
     }
 
     var sharedRoomCount: Int { shared.count }
+    func hasSharedRoom(named name: String) -> Bool { shared[name] != nil }
     var kindNames: [String] { kinds.keys.sorted() }
 
     /// The kind a room name ("KIND" or "KIND:INSTANCE") refers to, or `unknown_room`.
@@ -49,7 +57,7 @@ final class RoomRegistry {
     /// The shared room with this name, created (and started) on first use.
     func sharedRoom(named name: String, kind: ViewModelKind) -> Room {
         if let entry = shared[name] { return entry.room }
-        let room = makeRoom(name, kind)
+        let room = makeRoom(name, kind, retiring.removeValue(forKey: name)?.room)
         shared[name] = Entry(room: room)
         return room
     }
@@ -73,9 +81,11 @@ final class RoomRegistry {
         for (name, entry) in shared {
             if let since = entry.idleSince, now - since >= timeout {
                 shared[name] = nil
+                retiring[name] = Retiring(room: entry.room)
                 removed.append(entry.room)
             }
         }
+        retiring = retiring.filter { $0.value.room != nil }
         return removed
     }
 

@@ -28,7 +28,19 @@ public struct ServerConfiguration: Sendable {
     /// Graceful shutdown: how long queued messages may take to drain before clients are closed.
     public var shutdownGracePeriod: Duration = .seconds(5)
     public var tls: TLSFiles?
+    /// Where shared rooms are kept (SQLite); nil keeps everything in memory only.
+    public var dataDirectory: String?
+    public var durability: Durability = .batch
     public var serverName = "tetherd/\(TetherServer.version)"
+    /// When set, every join needs a token signed with this authority that covers the room.
+    public var auth: TokenAuthority?
+    /// Per connection: a token bucket of actions (answered `rate_limited` when empty).
+    public var maxActionsPerSecond = 1_000.0
+    public var actionBurst = 1_000
+    /// Rooms one connection may have joined at once, and live rooms in the whole server.
+    public var maxRoomsPerConnection = 100
+    public var maxRooms = 10_000
+    public var maxConnectionsPerIP = 10_000
 
     public init() {}
 }

@@ -12,11 +12,15 @@ final class Session {
     var privateRooms: [String: Room] = [:]
     var consecutiveErrors = 0
     var isClosed = false
+    /// With auth on: until when this connection's token for each joined room is valid.
+    var authorizedUntil: [String: Int] = [:]
+    var actions: TokenBucket
 
-    init(id: String, connection: WebSocketConnection, outbox: Outbox) {
+    init(id: String, connection: WebSocketConnection, outbox: Outbox, actions: TokenBucket) {
         self.id = id
         self.connection = connection
         self.outbox = outbox
+        self.actions = actions
     }
 }
 
@@ -27,4 +31,28 @@ struct SessionHandle: @unchecked Sendable, Hashable {
 
     static func == (lhs: SessionHandle, rhs: SessionHandle) -> Bool { lhs.session === rhs.session }
     func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(session)) }
+}
+
+/// Allows `rate` events per second on average and bursts of up to `capacity`.
+struct TokenBucket {
+    let rate: Double
+    let capacity: Double
+    private var tokens: Double
+    private var refilled = ContinuousClock.now
+
+    init(rate: Double, capacity: Int) {
+        self.rate = rate
+        self.capacity = Double(capacity)
+        tokens = Double(capacity)
+    }
+
+    /// Takes one token if there is one.
+    mutating func take(now: ContinuousClock.Instant = .now) -> Bool {
+        let elapsed = now - refilled
+        refilled = now
+        tokens = min(capacity, tokens + rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
 }

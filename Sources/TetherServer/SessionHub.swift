@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import TetherProtocol
 import TetherState
@@ -12,19 +13,22 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
     private let configuration: ServerConfiguration
     private let metrics: ServerMetrics
     private let logger: Logger
+    private let store: RoomStore?
     private(set) var registry: RoomRegistry!
     /// Set once before the transport starts.
     var transport: WebSocketServer!
     private var sessions: [UInt64: Session] = [:]
+    private var connectionsPerAddress: [String: Int] = [:]
     /// Where merged patches are built; one per socket thread.
     private var scratch: [UInt8] = []
 
-    init(configuration: ServerConfiguration, kinds: [ViewModelKind], metrics: ServerMetrics, logger: Logger) {
+    init(configuration: ServerConfiguration, kinds: [ViewModelKind], store: RoomStore?, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
+        self.store = store
         self.metrics = metrics
         self.logger = logger
-        self.registry = RoomRegistry(kinds: kinds) { [unowned self] name, kind in
-            self.makeRoom(name: name, kind: kind)
+        self.registry = RoomRegistry(kinds: kinds) { [unowned self] name, kind, predecessor in
+            self.makeRoom(name: name, kind: kind, after: predecessor)
         }
         scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
     }
@@ -34,9 +38,9 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
         transport.execute { [self] in work(self) }
     }
 
-    private func makeRoom(name: String, kind: ViewModelKind) -> Room {
-        let room = Room(name: name, kind: kind, configuration: configuration, hub: self, metrics: metrics, logger: logger)
-        room.enqueue { $0.start() }
+    private func makeRoom(name: String, kind: ViewModelKind, after predecessor: Room? = nil) -> Room {
+        let room = Room(name: name, kind: kind, configuration: configuration, hub: self, store: store, metrics: metrics, logger: logger)
+        room.enqueue { $0.start(after: predecessor) }
         return room
     }
 
@@ -45,11 +49,19 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
     func connectionOpened(_ connection: WebSocketConnection) {
         let session = Session(
             id: RandomID.make(), connection: connection,
-            outbox: Outbox(limitBytes: configuration.sendQueueBytes, maxMergedBytes: configuration.maxMergedPatchBytes))
+            outbox: Outbox(limitBytes: configuration.sendQueueBytes, maxMergedBytes: configuration.maxMergedPatchBytes),
+            actions: TokenBucket(rate: configuration.maxActionsPerSecond, capacity: configuration.actionBurst))
         connection.context = session
         sessions[connection.id] = session
         metrics.connectionsOpened.increment()
         metrics.connections.increment()
+        let fromAddress = connectionsPerAddress[connection.remoteAddress, default: 0] + 1
+        connectionsPerAddress[connection.remoteAddress] = fromAddress
+        if fromAddress > configuration.maxConnectionsPerIP {
+            logger.notice("refusing a connection from \(connection.remoteAddress): \(fromAddress) open from that address")
+            connection.close(code: 1008, reason: "too many connections from your address")
+            return
+        }
         let hello = ServerMessage.hello(protocolVersion: TetherProtocol.version, server: configuration.serverName, session: session.id)
         enqueue(.control(hello.encoded()), for: session)
     }
@@ -60,6 +72,8 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
         session.isClosed = true
         sessions[connection.id] = nil
         metrics.connections.decrement()
+        let remaining = connectionsPerAddress[connection.remoteAddress, default: 1] - 1
+        connectionsPerAddress[connection.remoteAddress] = remaining > 0 ? remaining : nil
         let handle = SessionHandle(session: session)
         for (name, room) in session.joined {
             room.enqueue { $0.leave(handle) }
@@ -93,8 +107,8 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
             return
         }
         switch message {
-        case .join(let room, let id, let since, _):
-            join(room, id: id, since: since, session: session)
+        case .join(let room, let id, let since, let token):
+            join(room, id: id, since: since, token: token, session: session)
         case .leave(let room, _):
             leave(room, session: session)
         case .action(let room, let name, let args, let id):
@@ -120,13 +134,38 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
 
     // MARK: Requests
 
-    private func join(_ name: String, id: Int?, since: ResumePoint?, session: Session) {
+    private func join(_ name: String, id: Int?, since: ResumePoint?, token: String?, session: Session) {
         let kind: ViewModelKind
         switch registry.kind(forRoom: name) {
         case .success(let found): kind = found
         case .failure(var error):
             error.id = id
             reject(error, session: session)
+            return
+        }
+        if let auth = configuration.auth {
+            guard let token else {
+                reject(ProtocolError(.unauthorized, "this server needs a token to join \(name)", id: id, room: name), session: session)
+                return
+            }
+            do {
+                let claims = try auth.verify(token)
+                guard claims.covers(room: name) else {
+                    reject(ProtocolError(.unauthorized, "the token of \"\(claims.subject)\" does not cover room \(name)", id: id, room: name), session: session)
+                    return
+                }
+                session.authorizedUntil[name] = claims.expires
+            } catch {
+                reject(ProtocolError(.unauthorized, error.description, id: id, room: name), session: session)
+                return
+            }
+        }
+        if session.joined[name] == nil, session.joined.count >= configuration.maxRoomsPerConnection {
+            reject(ProtocolError(.rateLimited, "a connection may join at most \(configuration.maxRoomsPerConnection) rooms; leave one first", id: id, room: name), session: session)
+            return
+        }
+        guard hasCapacity(forRoom: name, kind: kind, session: session) else {
+            reject(ProtocolError(.rateLimited, "the server holds its maximum of \(configuration.maxRooms) rooms; try again later", id: id, room: name), session: session)
             return
         }
         session.consecutiveErrors = 0
@@ -143,6 +182,7 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
 
     private func leave(_ name: String, session: Session) {
         session.consecutiveErrors = 0
+        session.authorizedUntil[name] = nil
         guard let room = session.joined.removeValue(forKey: name) else { return }
         session.outbox.forget(room: name)
         let handle = SessionHandle(session: session)
@@ -159,15 +199,42 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
             reject(error, session: session)
             return
         }
+        guard session.actions.take() else {
+            reject(ProtocolError(.rateLimited, "more than \(Int(configuration.maxActionsPerSecond)) actions per second", id: id, room: name), session: session, counts: false)
+            return
+        }
+        if configuration.auth != nil {
+            guard let until = session.authorizedUntil[name], session.joined[name] != nil else {
+                reject(ProtocolError(.unauthorized, "join \(name) with a token before acting on it", id: id, room: name), session: session)
+                return
+            }
+            guard Int(Date().timeIntervalSince1970) < until else {
+                reject(ProtocolError(.unauthorized, "the token for \(name) has expired; join again with a fresh one", id: id, room: name), session: session)
+                return
+            }
+        }
         guard kind.actionNames.contains(action) else {
             let known = kind.actionNames.isEmpty ? "it has none" : "its actions are \(kind.actionNames.joined(separator: ", "))"
             reject(ProtocolError(.unknownAction, "\(kind.name) has no action \"\(action)\"; \(known)", id: id, room: name), session: session)
+            return
+        }
+        guard session.joined[name] != nil || hasCapacity(forRoom: name, kind: kind, session: session) else {
+            reject(ProtocolError(.rateLimited, "the server holds its maximum of \(configuration.maxRooms) rooms; try again later", id: id, room: name), session: session)
             return
         }
         session.consecutiveErrors = 0
         let room = session.joined[name] ?? self.room(named: name, kind: kind, for: session)
         let handle = SessionHandle(session: session)
         room.enqueue { $0.perform(action, args: args, id: id, from: handle) }
+    }
+
+    /// Whether `name` exists already for this session, or one more room fits under the limit.
+    private func hasCapacity(forRoom name: String, kind: ViewModelKind, session: Session) -> Bool {
+        switch kind.scope {
+        case .shared: if registry.hasSharedRoom(named: name) { return true }
+        case .perSession: if session.privateRooms[name] != nil { return true }
+        }
+        return registry.sharedRoomCount + registry.privateRoomCount < configuration.maxRooms
     }
 
     private func room(named name: String, kind: ViewModelKind, for session: Session) -> Room {
@@ -184,9 +251,11 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     /// Answers an invalid request; a client that sends nothing valid for long enough is closed.
-    private func reject(_ error: ProtocolError, session: Session) {
+    /// (A rate-limited request doesn't count: the client is merely fast.)
+    private func reject(_ error: ProtocolError, session: Session, counts: Bool = true) {
         metrics.errorSent(error.code)
         enqueue(.control(ServerMessage.error(error).encoded()), for: session)
+        guard counts else { return }
         session.consecutiveErrors += 1
         if session.consecutiveErrors >= configuration.maxConsecutiveErrors {
             logger.info("closing session \(session.id): \(session.consecutiveErrors) invalid messages in a row")
@@ -246,7 +315,8 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
         }
     }
 
-    func stopAllRooms() {
-        for room in registry.allRooms() { room.enqueue { $0.stop() } }
+    /// Every live room, shared and per-session. Only after the socket thread has stopped.
+    func allRoomsAfterShutdown() -> [Room] {
+        registry.allRooms() + sessions.values.flatMap { $0.privateRooms.values }
     }
 }

@@ -17,12 +17,17 @@ public final class TetherServer: Sendable {
     public let configuration: ServerConfiguration
     private let transport: WebSocketServer
     private let hub: SessionHub
+    private let store: RoomStore?
     private let metrics = ServerMetrics()
     private let logger: Logger
     private let housekeeping = Mutex<Task<Void, Never>?>(nil)
 
-    public init(configuration: ServerConfiguration = .init(), kinds: [ViewModelKind], logger: Logger = Logger(label: "tetherd")) {
+    /// Throws when the data directory can't be opened.
+    public init(configuration: ServerConfiguration = .init(), kinds: [ViewModelKind], logger: Logger = Logger(label: "tetherd")) throws {
         self.configuration = configuration
+        store = try configuration.dataDirectory.map {
+            try RoomStore(directory: $0, durability: configuration.durability, historyLimit: configuration.historyMaxPatches, logger: logger)
+        }
         self.logger = logger
         var transportConfiguration = WebSocketServerConfiguration()
         transportConfiguration.host = configuration.host
@@ -34,7 +39,7 @@ public final class TetherServer: Sendable {
         transportConfiguration.idleTimeout = configuration.peerTimeout
         transportConfiguration.handshakeTimeout = configuration.handshakeTimeout
         transport = WebSocketServer(configuration: transportConfiguration, logger: logger)
-        hub = SessionHub(configuration: configuration, kinds: kinds, metrics: metrics, logger: logger)
+        hub = SessionHub(configuration: configuration, kinds: kinds, store: store, metrics: metrics, logger: logger)
         hub.transport = transport
     }
 
@@ -61,7 +66,8 @@ public final class TetherServer: Sendable {
             task = nil
         }
         await transport.shutdownAsync(deadline: configuration.shutdownGracePeriod * 2)
-        hub.stopAllRooms()
+        for room in hub.allRoomsAfterShutdown() { await room.stop() }
+        store?.close()
     }
 
     /// The Prometheus exposition text, as `GET /metrics` serves it.

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import TetherDemos
 import TetherServer
+import TetherTransport
 
 /// `tetherd`: the Tether server daemon with the demo ViewModels built in.
 @main
@@ -11,8 +12,16 @@ struct Tetherd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tetherd",
         abstract: "Serve MVVM ViewModels over WebSockets: every change becomes a JSON Patch broadcast to subscribers.",
-        discussion: "Rooms: \(Demos.kinds.map(\.name).joined(separator: ", ")). Protocol: docs/PROTOCOL.md.",
-        version: TetherServer.version)
+        version: TetherServer.version,
+        subcommands: [Serve.self, MintToken.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// `tetherd [serve]`: runs the daemon.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the daemon (the default command).",
+        discussion: "Rooms: \(Demos.kinds.map(\.name).joined(separator: ", ")). Protocol: docs/PROTOCOL.md.")
 
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
@@ -44,8 +53,79 @@ struct Tetherd: AsyncParsableCommand {
     @Option(help: "Seconds a client may leave its queue undrained before it is closed with 1008.")
     var stuckClientSeconds = 60
 
+    @Option(help: "Directory for durable shared rooms (SQLite); created if missing.")
+    var data = "data"
+
+    @Flag(help: "Keep rooms in memory only: nothing survives a restart.")
+    var memoryOnly = false
+
+    @Option(help: "What an ack promises: strict (fsynced), batch (survives a daemon crash), none (may lose recent acks).")
+    var durability: Durability = .batch
+
+    @Option(help: "TLS certificate (PEM) to serve wss:// (with --tls-key).")
+    var tlsCert: String?
+
+    @Option(help: "TLS private key (PEM).")
+    var tlsKey: String?
+
+    @Option(help: "Shared secret for HS256 access tokens; joins then need a valid token.")
+    var authSecret: String?
+
+    @Option(help: "File holding the token secret (instead of --auth-secret).")
+    var authSecretFile: String?
+
+    @Flag(help: "Allow listening on a non-loopback address without --auth-secret.")
+    var allowAnonymous = false
+
+    @Option(help: "Per connection: actions per second (token bucket; excess gets rate_limited).")
+    var maxActionsPerSecond = ServerConfiguration().maxActionsPerSecond
+
+    @Option(help: "Per connection: the token bucket's burst size.")
+    var actionBurst = ServerConfiguration().actionBurst
+
+    @Option(help: "Rooms one connection may join at once.")
+    var maxRoomsPerConnection = ServerConfiguration().maxRoomsPerConnection
+
+    @Option(help: "Live rooms in the whole server (shared and per-session).")
+    var maxRooms = ServerConfiguration().maxRooms
+
+    @Option(help: "Simultaneous connections from one IP address.")
+    var maxConnectionsPerIp = ServerConfiguration().maxConnectionsPerIP
+
+    @Option(help: "Seconds a connection has to complete its WebSocket handshake.")
+    var handshakeTimeoutSeconds = 10
+
+    @Option(help: "Seconds of silence before the server pings a peer.")
+    var pingSeconds = 20
+
+    @Option(help: "Seconds without an answer after which a peer counts as dead and is dropped.")
+    var peerTimeoutSeconds = 60
+
     @Flag(help: .hidden)
     var testKinds = false
+
+    func validate() throws {
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        if authSecret != nil, authSecretFile != nil { throw ValidationError("give --auth-secret or --auth-secret-file, not both") }
+        if authSecret == nil, authSecretFile == nil, !allowAnonymous, !Self.isLoopback(host) {
+            throw ValidationError("refusing to listen on \(host) without --auth-secret: anyone could join every room. Add --auth-secret (or --allow-anonymous).")
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    func authority() throws -> TokenAuthority? {
+        if let authSecret { return TokenAuthority(secret: Array(authSecret.utf8)) }
+        guard let authSecretFile else { return nil }
+        guard let contents = FileManager.default.contents(atPath: authSecretFile) else {
+            throw ValidationError("cannot read --auth-secret-file \(authSecretFile)")
+        }
+        let secret = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !secret.isEmpty else { throw ValidationError("--auth-secret-file \(authSecretFile) is empty") }
+        return TokenAuthority(secret: Array(secret.utf8))
+    }
 
     mutating func run() async throws {
         let level = logLevel
@@ -66,17 +146,30 @@ struct Tetherd: AsyncParsableCommand {
         configuration.sendQueueBytes = sendQueueBytes
         configuration.idleRoomTimeout = .seconds(idleRoomSeconds)
         configuration.stuckClientTimeout = .seconds(stuckClientSeconds)
+        configuration.dataDirectory = memoryOnly ? nil : data
+        configuration.durability = durability
+        if let tlsCert, let tlsKey { configuration.tls = TLSFiles(certificatePath: tlsCert, privateKeyPath: tlsKey) }
+        configuration.auth = try authority()
+        configuration.maxActionsPerSecond = maxActionsPerSecond
+        configuration.actionBurst = actionBurst
+        configuration.maxRoomsPerConnection = maxRoomsPerConnection
+        configuration.maxRooms = maxRooms
+        configuration.maxConnectionsPerIP = maxConnectionsPerIp
+        configuration.handshakeTimeout = .seconds(handshakeTimeoutSeconds)
+        configuration.pingInterval = .seconds(pingSeconds)
+        configuration.peerTimeout = .seconds(peerTimeoutSeconds)
 
         let kinds = Demos.kinds + (testKinds ? Demos.testKinds : [])
-        let server = TetherServer(configuration: configuration, kinds: kinds, logger: logger)
+        let server: TetherServer
         let boundPort: Int
         do {
+            server = try TetherServer(configuration: configuration, kinds: kinds, logger: logger)
             boundPort = try server.start()
         } catch {
             throw ValidationError("cannot start: \(error)")
         }
         // One line on stdout, written at once (stdout may be a pipe that scripts read).
-        FileHandle.standardOutput.write(Data("tetherd listening on ws://\(host):\(boundPort)\n".utf8))
+        FileHandle.standardOutput.write(Data("tetherd listening on \(tlsCert == nil ? "ws" : "wss")://\(host):\(boundPort)\n".utf8))
 
         await Self.waitForTerminationSignal()
         logger.info("shutting down")
@@ -97,6 +190,33 @@ struct Tetherd: AsyncParsableCommand {
                 once.keep(source)
             }
         }
+    }
+}
+
+/// `tetherd token`: mints an access token for local use.
+struct MintToken: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Print an HS256 access token for the daemon's --auth-secret.",
+        discussion: "Example: tetherd token --secret s3cret --subject alice --rooms 'todo:*,counter' --ttl 3600")
+
+    @Option(help: "The daemon's --auth-secret.")
+    var secret: String
+
+    @Option(help: "Who the token is for (the sub claim).")
+    var subject = "local"
+
+    @Option(help: "Comma-separated room patterns: a name, or a prefix ending in * (todo:*, *).")
+    var rooms: String
+
+    @Option(help: "Seconds until the token expires.")
+    var ttl = 3600
+
+    func run() {
+        let claims = AccessClaims(
+            subject: subject, expires: Int(Date().timeIntervalSince1970) + ttl,
+            rooms: rooms.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        print(TokenAuthority(secret: Array(secret.utf8)).mint(claims))
     }
 }
 
@@ -122,3 +242,4 @@ private final class SignalOnce: @unchecked Sendable {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension Durability: ExpressibleByArgument {}

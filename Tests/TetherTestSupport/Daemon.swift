@@ -25,11 +25,17 @@ public final class Daemon: @unchecked Sendable {
         productsDirectory.appendingPathComponent(name)
     }
 
-    /// Starts `tetherd --port 0 ARGUMENTS` and waits for its "listening" line.
-    public init(arguments: [String] = [], timeout: Duration = .seconds(20)) throws {
+    /// The data directory the daemon keeps its rooms in (a fresh temporary one by default).
+    public let dataDirectory: String
+
+    /// Starts `tetherd --port PORT --data DIR ARGUMENTS` and waits for its "listening" line.
+    /// `port` 0 lets the daemon pick; pass a daemon's `port` and `dataDirectory` to restart it in
+    /// place. `TETHERD` in the environment names another binary (e.g. an AddressSanitizer build).
+    public init(arguments: [String] = [], port: Int = 0, dataDirectory: String? = nil, timeout: Duration = .seconds(20)) throws {
+        self.dataDirectory = dataDirectory ?? Self.temporaryDirectory()
         let process = Process()
-        process.executableURL = Self.executable("tetherd")
-        process.arguments = ["--port", "0", "--log-level", "warning"] + arguments
+        process.executableURL = ProcessInfo.processInfo.environment["TETHERD"].map(URL.init(fileURLWithPath:)) ?? Self.executable("tetherd")
+        process.arguments = ["--port", "\(port)", "--log-level", "warning", "--data", self.dataDirectory] + arguments
         let stdoutPipe = Pipe()
         stderrPipe = Pipe()
         process.standardOutput = stdoutPipe
@@ -63,6 +69,12 @@ public final class Daemon: @unchecked Sendable {
             guard let self else { return }
             self.lock.withLock { self.stderrText += text }
         }
+    }
+
+    public static func temporaryDirectory() -> String {
+        let path = NSTemporaryDirectory() + "tether-test-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
     }
 
     public var pid: Int32 { process.processIdentifier }

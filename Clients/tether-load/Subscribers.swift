@@ -1,0 +1,494 @@
+import Dispatch
+import Histogram
+import Logging
+import TetherProtocol
+import TetherState
+import TetherTransport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Counters of one subscriber shard. Monotonic except `live`.
+struct SubscriberCounters: Sendable {
+    var connectsStarted = 0
+    /// Subscribers whose first join was answered (snapshot received).
+    var joined = 0
+    /// First connections that failed (a setup error).
+    var connectFailures = 0
+    /// Joined and open right now.
+    var live = 0
+    var frames = 0
+    var patchFrames = 0
+    /// Patch frames spanning several versions (merged by the server).
+    var mergedFrames = 0
+    /// Frames the byte scanner handed to the full decoder (hello, snapshot, error...).
+    var decodedFrames = 0
+    /// Operations carrying one of our sequence numbers: one delivery each.
+    var deliveries = 0
+    /// Operations written by someone else (another run, another tool).
+    var foreignOperations = 0
+    /// Sequence numbers never seen by a subscriber (skipped in its patch stream).
+    var lost = 0
+    var duplicates = 0
+    /// Patches whose `from` is not the previous `version`, or whose epoch changed without a snapshot.
+    var gaps = 0
+    /// Patches with `version` below `from`, patches before the first snapshot, older snapshots.
+    var outOfOrder = 0
+    /// Snapshots after the stream started (the server resynchronised a slow client).
+    var resyncs = 0
+    /// Sequence numbers jumped over by such snapshots (legal, but not delivered as patches).
+    var skippedBySnapshot = 0
+    /// `error` messages received.
+    var errors = 0
+    /// Frames that did not decode, or messages a subscriber should never get.
+    var protocolErrors = 0
+    /// Connections closed that we did not close (then reconnected with resume).
+    var disconnects = 0
+    /// Reconnects started (churn and after disconnects).
+    var reconnects = 0
+    var reconnectFailures = 0
+    var resumesFromHistory = 0
+    var resumesWithSnapshot = 0
+    /// Churn requests that found no live subscriber to close.
+    var churnMissed = 0
+
+    mutating func add(_ o: SubscriberCounters) {
+        connectsStarted += o.connectsStarted; joined += o.joined; connectFailures += o.connectFailures
+        live += o.live; frames += o.frames; patchFrames += o.patchFrames; mergedFrames += o.mergedFrames
+        decodedFrames += o.decodedFrames; deliveries += o.deliveries; foreignOperations += o.foreignOperations
+        lost += o.lost; duplicates += o.duplicates; gaps += o.gaps; outOfOrder += o.outOfOrder
+        resyncs += o.resyncs; skippedBySnapshot += o.skippedBySnapshot; errors += o.errors
+        protocolErrors += o.protocolErrors; disconnects += o.disconnects; reconnects += o.reconnects
+        reconnectFailures += o.reconnectFailures; resumesFromHistory += o.resumesFromHistory
+        resumesWithSnapshot += o.resumesWithSnapshot; churnMissed += o.churnMissed
+    }
+
+    /// Stream violations: any of these fails the run.
+    var violations: Int { lost + duplicates + gaps + outOfOrder + protocolErrors }
+}
+
+/// Latency histograms are in microseconds, from 1 µs to 1 hour, 3 significant digits
+/// (about 200 KiB each, whatever the number of samples).
+func makeLatencyHistogram() -> Histogram<UInt64> {
+    Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
+}
+
+@inline(__always)
+func recordMicroseconds(_ histogram: inout Histogram<UInt64>, nanoseconds: Int) {
+    let micros = UInt64(clamping: max(1, nanoseconds / 1000))
+    _ = histogram.record(min(micros, 3_600_000_000))
+}
+
+/// What a shard tells the main thread.
+struct ShardReport: Sendable {
+    var counters = SubscriberCounters()
+    /// Latency since the previous report.
+    var interval = makeLatencyHistogram()
+    /// Latency over the measurement window so far.
+    var window = makeLatencyHistogram()
+    /// Connect (TCP + handshake + join + snapshot) times of first connections.
+    var connectTimes = makeLatencyHistogram()
+    /// Deliveries still missing against the final targets (after `setTargets`).
+    var behind = 0
+    /// A few error lines for the summary.
+    var samples: [String] = []
+}
+
+/// One subscriber connection and its view of its room's stream. Loop-thread confined (its
+/// shard's service thread), like everything in `SubscriberShard`.
+final class Subscriber: WebSocketClientDelegate, @unchecked Sendable {
+    enum Phase { case idle, connecting, joining, live, closing, failed }
+
+    unowned let shard: SubscriberShard
+    let room: Int
+    var phase = Phase.idle
+    var connection: WebSocketConnection?
+    /// The stream position: encoded epoch and last version seen (-1: no snapshot yet).
+    var epoch: [UInt8] = []
+    var version = -1
+    /// Next expected sequence number per publisher.
+    var nextSequence: [Int]
+    var hasJoinedOnce = false
+    /// The join in flight carried `since` (a resume).
+    var resuming = false
+    var connectStartedAt = 0
+
+    init(shard: SubscriberShard, room: Int, publishers: Int) {
+        self.shard = shard
+        self.room = room
+        self.nextSequence = Array(repeating: 0, count: max(1, publishers))
+    }
+
+    func clientConnected(_ connection: WebSocketConnection) { shard.connected(self, connection) }
+    func clientConnectFailed(_ connection: WebSocketConnection, reason: String) { shard.connectFailed(self, reason: reason) }
+    func connectionClosed(_ connection: WebSocketConnection, code: UInt16?) { shard.closed(self, code: code) }
+    func connection(_ connection: WebSocketConnection, receivedText payload: UnsafeRawBufferPointer) { shard.received(payload, for: self) }
+    func connection(_ connection: WebSocketConnection, receivedBinary payload: UnsafeRawBufferPointer) {
+        shard.violation("binary frame received")
+    }
+    func connectionWritable(_ connection: WebSocketConnection) {}
+}
+
+/// A group of subscribers on one WebSocketClient (one lws context, one service thread). All of
+/// its state is touched only on that thread: the main thread talks to it through `execute`.
+///
+/// The hot path (`received`) scans each frame with `FrameScanner`, checks the stream and records
+/// latency into a histogram: no allocation, no lock, one clock read per frame.
+final class SubscriberShard: @unchecked Sendable {
+    let configuration: LoadConfiguration
+    let client: WebSocketClient
+    private let roomNames: [String]
+    /// Room names as they appear, encoded, between the quotes of a frame's `room` member.
+    private let encodedRoomNames: [[UInt8]]
+    private var subscribers: [Subscriber] = []
+    private let scanner = FrameScanner()
+    private var counters = SubscriberCounters()
+    private var interval = makeLatencyHistogram()
+    private var window = makeLatencyHistogram()
+    private var connectTimes = makeLatencyHistogram()
+    private var measuring = false
+    private var stopping = false
+    private var samples: [String] = []
+    private var targets: [Int]?
+    private var random = SystemRandomNumberGenerator()
+
+    init(configuration: LoadConfiguration, logger: Logger) {
+        self.configuration = configuration
+        roomNames = configuration.roomNames
+        encodedRoomNames = roomNames.map(encodedStringContents)
+        var transport = WebSocketClientConfiguration()
+        transport.maxMessageBytes = 64 << 20
+        transport.pingInterval = nil  // the server pings; replying is enough
+        transport.idleTimeout = nil
+        transport.connectTimeout = .seconds(Int64(max(1, configuration.connectTimeout.rounded(.up))))
+        transport.maxConnections = configuration.clients / configuration.threads + 64
+        // The server is ours: skipping UTF-8 validation saves a pass over every byte.
+        transport.validateUTF8 = false
+        client = WebSocketClient(configuration: transport, logger: logger)
+    }
+
+    /// Creates the subscriber objects (call before `start`, from the main thread).
+    func add(room: Int) {
+        subscribers.append(Subscriber(shard: self, room: room, publishers: configuration.publishers))
+    }
+
+    var count: Int { subscribers.count }
+
+    // MARK: Commands from the main thread (run on the loop thread through `execute`)
+
+    /// Starts the first connection of subscribers `range` (local indices).
+    func connect(_ range: Range<Int>) {
+        for index in range where index < subscribers.count {
+            startConnecting(subscribers[index])
+        }
+    }
+
+    /// Closes `count` random live subscribers; each reconnects at once and resumes.
+    func churn(_ count: Int) {
+        guard !subscribers.isEmpty else { return }
+        for _ in 0..<count {
+            var picked: Subscriber?
+            for _ in 0..<8 {
+                let candidate = subscribers[Int.random(in: 0..<subscribers.count, using: &random)]
+                if candidate.phase == .live { picked = candidate; break }
+            }
+            guard let subscriber = picked, let connection = subscriber.connection else {
+                counters.churnMissed += 1
+                continue
+            }
+            subscriber.phase = .closing
+            counters.live -= 1
+            connection.close(code: 1000, reason: "churn")
+        }
+    }
+
+    /// Takes the figures; `takeInterval` also hands over (and restarts) the progress interval's
+    /// latency; `measure` switches the
+    /// measurement window on (histogram emptied) or off.
+    func report(measure: Bool? = nil, takeInterval: Bool = false) -> ShardReport {
+        var report = ShardReport()
+        report.counters = counters
+        if takeInterval {
+            report.interval = interval
+            interval.reset()
+        }
+        if let measure {
+            if measure { window.reset() }
+            measuring = measure
+        }
+        report.window = window
+        report.connectTimes = connectTimes
+        report.samples = samples
+        if let targets { report.behind = behind(targets) }
+        return report
+    }
+
+    /// The counters alone (cheap: for polling; leaves the progress interval alone).
+    var currentCounters: SubscriberCounters { counters }
+
+    /// Deliveries still missing against the targets (0 before `setTargets`).
+    var currentBehind: Int { targets.map(behind) ?? 0 }
+
+    /// Records the final sequence counts (`targets[publisher * rooms + room]`), so reports carry
+    /// how many deliveries are still missing.
+    func setTargets(_ targets: [Int]) {
+        self.targets = targets
+    }
+
+    /// The run is over: closes are expected from now on.
+    func stop() {
+        stopping = true
+    }
+
+    private func behind(_ targets: [Int]) -> Int {
+        var missing = 0
+        let rooms = configuration.rooms
+        for subscriber in subscribers where subscriber.phase != .failed {
+            for publisher in 0..<subscriber.nextSequence.count {
+                let target = targets[publisher * rooms + subscriber.room]
+                missing += max(0, target - subscriber.nextSequence[publisher])
+            }
+        }
+        return missing
+    }
+
+    // MARK: Connections
+
+    private func startConnecting(_ subscriber: Subscriber) {
+        subscriber.phase = .connecting
+        subscriber.connectStartedAt = monotonicNanos()
+        if !subscriber.hasJoinedOnce { counters.connectsStarted += 1 }
+        do {
+            subscriber.connection = try client.connect(url: configuration.url, subprotocol: TetherProtocol.subprotocol, delegate: subscriber)
+        } catch {
+            connectFailed(subscriber, reason: "\(error)")
+        }
+    }
+
+    func connected(_ subscriber: Subscriber, _ connection: WebSocketConnection) {
+        subscriber.connection = connection
+        var since: ResumePoint?
+        if subscriber.version >= 0 {
+            since = ResumePoint(epoch: String(decoding: subscriber.epoch, as: UTF8.self), version: subscriber.version)
+        }
+        subscriber.resuming = since != nil
+        subscriber.phase = .joining
+        let join = ClientMessage.join(room: roomNames[subscriber.room], since: since, token: configuration.token).encoded()
+        join.withUnsafeBytes { _ = connection.sendText($0) }
+    }
+
+    func connectFailed(_ subscriber: Subscriber, reason: String) {
+        subscriber.connection = nil
+        subscriber.phase = .failed
+        if subscriber.hasJoinedOnce {
+            counters.reconnectFailures += 1
+            sample("reconnect failed: \(reason)")
+        } else {
+            counters.connectFailures += 1
+            sample("connect failed: \(reason)")
+        }
+    }
+
+    func closed(_ subscriber: Subscriber, code: UInt16?) {
+        subscriber.connection = nil
+        let wasLive = subscriber.phase == .live
+        if wasLive { counters.live -= 1 }
+        if stopping { subscriber.phase = .idle; return }
+        if subscriber.phase != .closing {
+            counters.disconnects += 1
+            sample("server closed a subscriber (code \(code.map(String.init) ?? "none"))")
+        }
+        counters.reconnects += 1
+        startConnecting(subscriber)
+    }
+
+    private func becameLive(_ subscriber: Subscriber) {
+        subscriber.phase = .live
+        counters.live += 1
+        if !subscriber.hasJoinedOnce {
+            subscriber.hasJoinedOnce = true
+            counters.joined += 1
+            recordMicroseconds(&connectTimes, nanoseconds: monotonicNanos() - subscriber.connectStartedAt)
+        }
+    }
+
+    // MARK: Frames (hot path)
+
+    func received(_ payload: UnsafeRawBufferPointer, for subscriber: Subscriber) {
+        counters.frames += 1
+        guard subscriber.phase == .live || subscriber.phase == .joining else { return }
+        if scanner.scan(payload) == .patch {
+            guard scanner.roomEquals(encodedRoomNames[subscriber.room], in: payload) else {
+                violation("patch for another room")
+                return
+            }
+            let sameEpoch = scanner.epochEquals(subscriber.epoch, in: payload)
+            acceptPatch(subscriber, sameEpoch: sameEpoch, from: scanner.from, version: scanner.version,
+                        operations: UnsafeBufferPointer(start: scanner.operations, count: scanner.operationCount))
+        } else {
+            decodeAndHandle(payload, for: subscriber)
+        }
+    }
+
+    private func acceptPatch(_ subscriber: Subscriber, sameEpoch: Bool, from: Int, version: Int,
+                             operations: UnsafeBufferPointer<ScannedOperation>) {
+        counters.patchFrames += 1
+        if version - from > 1 { counters.mergedFrames += 1 }
+        if subscriber.phase == .joining {
+            // After a join only a resume may start with a patch, and only from our version.
+            if subscriber.resuming && sameEpoch && from == subscriber.version {
+                counters.resumesFromHistory += 1
+                becameLive(subscriber)
+            } else {
+                counters.outOfOrder += 1
+                sample("a patch came before the snapshot after a join (from \(from), resume: \(subscriber.resuming))")
+                return
+            }
+        } else if !sameEpoch || from != subscriber.version {
+            counters.gaps += 1
+            sample("gap: patch from \(from) to \(version) after version \(subscriber.version)\(sameEpoch ? "" : " (new epoch)")")
+        }
+        if version < from {
+            counters.outOfOrder += 1
+            sample("patch version \(version) below its from \(from)")
+        }
+        subscriber.version = version
+
+        let now = monotonicNanos()
+        let runTag = configuration.runTag
+        let publishers = subscriber.nextSequence.count
+        for operation in operations {
+            let publisher = operation.publisher
+            guard operation.run == runTag, publisher >= 0, publisher < publishers, operation.sequence >= 0 else {
+                counters.foreignOperations += 1
+                continue
+            }
+            let expected = subscriber.nextSequence[publisher]
+            if operation.sequence < expected {
+                counters.duplicates += 1
+                continue
+            }
+            if operation.sequence > expected {
+                counters.lost += operation.sequence - expected
+                sample("lost: sequence \(expected)..<\(operation.sequence) of publisher \(publisher) never arrived")
+            }
+            subscriber.nextSequence[publisher] = operation.sequence + 1
+            counters.deliveries += 1
+            recordMicroseconds(&interval, nanoseconds: now - operation.sentAt)
+            if measuring { recordMicroseconds(&window, nanoseconds: now - operation.sentAt) }
+        }
+    }
+
+    // MARK: Other messages (full decoder)
+
+    private func decodeAndHandle(_ payload: UnsafeRawBufferPointer, for subscriber: Subscriber) {
+        counters.decodedFrames += 1
+        let message: ServerMessage
+        do {
+            message = try ServerMessage.decode(payload)
+        } catch {
+            violation("undecodable frame: \(error.message)")
+            return
+        }
+        switch message {
+        case .hello(let version, _, _):
+            if version != TetherProtocol.version { violation("hello with protocol \(version)") }
+        case .snapshot(let room, let epoch, let version, let state):
+            guard room == roomNames[subscriber.room] else {
+                violation("snapshot for another room (\(room))")
+                return
+            }
+            acceptSnapshot(subscriber, epoch: encodedStringContents(epoch), version: version, state: state)
+        case .patch(let room, let epoch, let from, let version, let operations):
+            // Only if the scanner could not read it (it should): same checks, slower.
+            guard room == roomNames[subscriber.room] else {
+                violation("patch for another room (\(room))")
+                return
+            }
+            let scanned = operations.map(Self.scannedOperation)
+            scanned.withUnsafeBufferPointer { buffer in
+                acceptPatch(subscriber, sameEpoch: encodedStringContents(epoch) == subscriber.epoch,
+                            from: from, version: version, operations: buffer)
+            }
+        case .ack:
+            violation("a subscriber got an ack")
+        case .error(let error):
+            counters.errors += 1
+            sample("error \(error.code.rawValue): \(error.message)")
+        }
+    }
+
+    private func acceptSnapshot(_ subscriber: Subscriber, epoch: [UInt8], version: Int, state: JSON) {
+        var fresh = Array(repeating: 0, count: subscriber.nextSequence.count)
+        if case .object(let document)? = state.objectMember("fields") {
+            for (_, value) in document {
+                guard case .object(let fields) = value,
+                      fields["r"]?.intValue == configuration.runTag,
+                      let publisher = fields["i"]?.intValue, publisher >= 0, publisher < fresh.count,
+                      let sequence = fields["s"]?.intValue else { continue }
+                fresh[publisher] = sequence + 1
+            }
+        }
+        let restart = subscriber.version >= 0  // not this subscriber's first snapshot
+        if restart {
+            if epoch == subscriber.epoch && version < subscriber.version {
+                counters.outOfOrder += 1
+                sample("snapshot at version \(version) older than version \(subscriber.version) already seen")
+            }
+            for publisher in 0..<fresh.count {
+                let skipped = fresh[publisher] - subscriber.nextSequence[publisher]
+                if skipped > 0 { counters.skippedBySnapshot += skipped }
+            }
+        }
+        if subscriber.phase == .joining {
+            if subscriber.resuming { counters.resumesWithSnapshot += 1 }
+            becameLive(subscriber)
+        } else if restart {
+            counters.resyncs += 1
+        }
+        subscriber.epoch = epoch
+        subscriber.version = version
+        subscriber.nextSequence = fresh
+    }
+
+    private static func scannedOperation(_ operation: PatchOperation) -> ScannedOperation {
+        var scanned = ScannedOperation()
+        switch operation {
+        case .add(_, let value), .replace(_, let value):
+            guard case .object(let fields) = value else { return scanned }
+            scanned.publisher = fields["i"]?.intValue ?? -1
+            scanned.sequence = fields["s"]?.intValue ?? -1
+            scanned.sentAt = fields["t"]?.intValue ?? -1
+            scanned.run = fields["r"]?.intValue ?? -1
+        default:
+            break
+        }
+        return scanned
+    }
+
+    func violation(_ what: String) {
+        counters.protocolErrors += 1
+        sample(what)
+    }
+
+    private func sample(_ line: String) {
+        if samples.count < 8 { samples.append(line) }
+    }
+}
+
+extension JSON {
+    func objectMember(_ key: String) -> JSON? {
+        guard case .object(let object) = self else { return nil }
+        return object[key]
+    }
+}
+
+/// `text` JSON-encoded, without the quotes: how it appears inside a frame.
+func encodedStringContents(_ text: String) -> [UInt8] {
+    var bytes: [UInt8] = []
+    JSONWriter.writeString(text, to: &bytes)
+    return Array(bytes.dropFirst().dropLast())
+}

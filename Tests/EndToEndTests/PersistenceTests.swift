@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+import TetherClient
+import TetherProtocol
+import TetherState
+import TetherTestSupport
+
+/// Durable rooms: a restart, even after `kill -9`, continues every shared room with the same
+/// epoch and version, and a client resuming with `since` gets patches, not a snapshot.
+@Suite("End to end: durable rooms", .serialized)
+@MainActor
+struct PersistenceTests {
+    @Test(arguments: ["strict", "batch"])
+    func killNineLosesNothingAcknowledged(durability: String) async throws {
+        let first = try Daemon(arguments: ["--durability", durability])
+        let client = try await connectedClient(first, reconnect: false)
+        for i in 0..<150 {  // past a snapshot interval, so restore is snapshot + replay
+            _ = try await client.send("add", to: "todo:durable", args: ["title": .string("item \(i)")])
+        }
+        for _ in 0..<7 { _ = try await client.send("increment", to: "counter") }
+        _ = try await client.send("setEmail", to: "login", args: ["value": "me@example.com"])
+        let todo = client.room("todo:durable")
+        try await eventually { todo.isSynced }
+        let (epoch, version, state) = (try #require(todo.epoch), try #require(todo.version), todo.state)
+        await client.close()
+        first.kill9()
+
+        let second = try Daemon(arguments: ["--durability", durability], dataDirectory: first.dataDirectory)
+        defer { second.stop() }
+        let socket = try RawWebSocket(port: second.port)
+        _ = try socket.receiveJSON()
+        try socket.send(json: ["type": "join", "room": "todo:durable"])
+        let snapshot = try socket.receiveJSON()
+        #expect(snapshot["epoch"] == .string(epoch))
+        #expect(snapshot["version"] == .int(version))
+        #expect(snapshot["state"] == state)
+
+        try socket.send(json: ["type": "join", "room": "counter", "since": ["epoch": "none", "version": 0]])
+        #expect(try socket.receiveJSON()["state"] == ["count": 7])
+
+        // Resuming from an earlier version of the same epoch is served from the stored history.
+        try socket.send(json: ["type": "join", "room": "todo:durable", "since": ["epoch": .string(epoch), "version": .int(version - 5)]])
+        let resumed = try socket.receiveJSON()
+        #expect(resumed["type"] == "patch")
+        #expect(resumed["from"] == .int(version - 5))
+
+        // Per-session rooms are not persisted.
+        try socket.send(json: ["type": "join", "room": "login"])
+        #expect(try socket.receiveJSON()["state"]?["email"] == "")
+
+        // New versions continue the same history.
+        try socket.send(json: ["type": "action", "room": "todo:durable", "name": "add", "args": ["title": "after restart"], "id": 1])
+        let patch = try socket.receiveJSON(until: { $0["type"] == "patch" && $0["room"] == "todo:durable" })
+        #expect(patch["from"] == .int(version) && patch["version"] == .int(version + 1) && patch["epoch"] == .string(epoch))
+    }
+
+    @Test func memoryOnlyStartsANewEpochAfterRestart() async throws {
+        let first = try Daemon(arguments: ["--memory-only"])
+        let socket = try RawWebSocket(port: first.port)
+        _ = try socket.receiveJSON()
+        try socket.send(json: ["type": "join", "room": "counter"])
+        let epoch = try socket.receiveJSON()["epoch"]
+        first.stop()
+        let second = try Daemon(arguments: ["--memory-only"], dataDirectory: first.dataDirectory)
+        defer { second.stop() }
+        let again = try RawWebSocket(port: second.port)
+        _ = try again.receiveJSON()
+        try again.send(json: ["type": "join", "room": "counter"])
+        #expect(try again.receiveJSON()["epoch"] != epoch)
+    }
+
+    @Test func idleRoomsLeaveMemoryButKeepTheirHistory() async throws {
+        let daemon = try Daemon(arguments: ["--idle-room-seconds", "1"])
+        defer { daemon.stop() }
+        let socket = try RawWebSocket(port: daemon.port)
+        _ = try socket.receiveJSON()
+        try socket.send(json: ["type": "join", "room": "counter:idle"])
+        let epoch = try socket.receiveJSON()["epoch"]
+        try socket.send(json: ["type": "action", "room": "counter:idle", "name": "increment", "id": 1])
+        _ = try socket.receiveJSON(until: { $0["type"] == "ack" })
+        try socket.send(json: ["type": "leave", "room": "counter:idle"])
+        try await eventually("the idle room is dropped", timeout: .seconds(10)) {
+            (try? daemon.httpGET("/metrics").body.contains("tether_rooms 0.0")) == true
+        }
+        try socket.send(json: ["type": "join", "room": "counter:idle"])
+        let snapshot = try socket.receiveJSON()
+        #expect(snapshot["epoch"] == epoch && snapshot["version"] == 1 && snapshot["state"] == ["count": 1])
+    }
+}

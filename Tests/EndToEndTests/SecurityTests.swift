@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+import TetherClient
+import TetherProtocol
+import TetherState
+import TetherTestSupport
+
+/// TLS, signed tokens and the per-connection limits, against the real daemon.
+@Suite("End to end: TLS, tokens and limits", .serialized)
+@MainActor
+struct SecurityTests {
+    static func makeCertificate() throws -> (directory: String, cert: String, key: String) {
+        let directory = Daemon.temporaryDirectory()
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Scripts/make-cert.sh")
+        let process = Process()
+        process.executableURL = script
+        process.arguments = [directory]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return (directory, directory + "/cert.pem", directory + "/key.pem")
+    }
+
+    @Test func wssWithATrustedCertificateAndInsecureMode() async throws {
+        let tls = try Self.makeCertificate()
+        let daemon = try Daemon(arguments: ["--tls-cert", tls.cert, "--tls-key", tls.key])
+        defer { daemon.stop() }
+        for trust in [TLSTrustChoice.ca(tls.cert), .insecure] {
+            var options = ClientOptions(url: "wss://127.0.0.1:\(daemon.port)")
+            options.trust = trust.value
+            options.reconnect.isEnabled = false
+            let client = TetherClient(options: options)
+            try client.connect()
+            try await client.waitUntilConnected()
+            let version = try await client.send("increment", to: "counter")
+            #expect(version >= 1)
+            await client.close()
+        }
+        // Without trusting the certificate, the connection fails with a clear reason.
+        var options = ClientOptions(url: "wss://127.0.0.1:\(daemon.port)")
+        options.reconnect.isEnabled = false
+        let untrusting = TetherClient(options: options)
+        try untrusting.connect()
+        do {
+            try await untrusting.waitUntilConnected()
+            Issue.record("connected without trusting the self-signed certificate")
+        } catch {
+            #expect("\(error)".contains("cannot connect"))
+        }
+        await untrusting.close()
+    }
+
+    enum TLSTrustChoice {
+        case ca(String), insecure
+        var value: TLSTrust {
+            switch self {
+            case .ca(let path): return .caFile(path)
+            case .insecure: return .insecure
+            }
+        }
+    }
+
+    private func token(_ rooms: String, ttl: Int = 60, secret: String = "s3cret") throws -> String {
+        let process = Process()
+        process.executableURL = Daemon.executable("tetherd")
+        process.arguments = ["token", "--secret", secret, "--subject", "tester", "--rooms", rooms, "--ttl", "\(ttl)"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        process.waitUntilExit()
+        return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private func errorCode(_ socket: RawWebSocket, _ message: JSON) throws -> String? {
+        try socket.send(json: message)
+        let reply = try socket.receiveJSON(until: { $0["type"] == "error" || $0["type"] == "snapshot" || $0["type"] == "ack" })
+        return reply["type"] == "error" ? reply["code"]?.stringValue : reply["type"]?.stringValue
+    }
+
+    @Test func joinsNeedAValidTokenCoveringTheRoom() async throws {
+        let daemon = try Daemon(arguments: ["--auth-secret", "s3cret"])
+        defer { daemon.stop() }
+        let socket = try RawWebSocket(port: daemon.port)
+        _ = try socket.receiveJSON()
+        let good = try token("todo:*,counter")
+        #expect(try errorCode(socket, ["type": "join", "room": "counter"]) == "unauthorized", "no token")
+        #expect(try errorCode(socket, ["type": "join", "room": "counter", "token": "not.a.token"]) == "unauthorized")
+        #expect(try errorCode(socket, ["type": "join", "room": "counter", "token": .string(try token("counter", secret: "other"))]) == "unauthorized", "wrong secret")
+        #expect(try errorCode(socket, ["type": "join", "room": "counter", "token": .string(try token("counter", ttl: -5))]) == "unauthorized", "expired")
+        #expect(try errorCode(socket, ["type": "join", "room": "clock", "token": .string(good)]) == "unauthorized", "not covered")
+        #expect(try errorCode(socket, ["type": "join", "room": "todo", "token": .string(good)]) == "unauthorized", "todo:* covers instances, not the bare kind")
+        #expect(try errorCode(socket, ["type": "action", "room": "counter", "name": "increment", "id": 1]) == "unauthorized", "acting before joining")
+        #expect(try errorCode(socket, ["type": "join", "room": "todo:team", "token": .string(good)]) == "snapshot")
+        #expect(try errorCode(socket, ["type": "join", "room": "counter", "token": .string(good)]) == "snapshot")
+        #expect(try errorCode(socket, ["type": "action", "room": "counter", "name": "increment", "id": 2]) == "ack")
+
+        // The client library passes its token with every join.
+        var options = ClientOptions(url: daemon.url, token: good)
+        options.reconnect.isEnabled = false
+        let client = TetherClient(options: options)
+        try client.connect()
+        try await client.waitUntilConnected()
+        let counter = client.room("counter")
+        try await eventually { counter.isSynced }
+        #expect(try await counter.send("increment") >= 2)
+        await client.close()
+    }
+
+    @Test func refusesToListenBeyondLoopbackWithoutAuth() throws {
+        #expect(throws: DaemonError.self) { _ = try Daemon(arguments: ["--host", "0.0.0.0"], timeout: .seconds(5)) }
+        let allowed = try Daemon(arguments: ["--host", "0.0.0.0", "--allow-anonymous"])
+        allowed.stop()
+    }
+
+    @Test func actionsArePacedByATokenBucket() async throws {
+        let daemon = try Daemon(arguments: ["--max-actions-per-second", "20", "--action-burst", "5"])
+        defer { daemon.stop() }
+        let socket = try RawWebSocket(port: daemon.port)
+        _ = try socket.receiveJSON()
+        for id in 1...30 {
+            try socket.send(json: ["type": "action", "room": "counter", "name": "increment", "id": .int(id)])
+        }
+        var acks = 0, limited = 0
+        for _ in 1...30 {
+            let reply = try socket.receiveJSON()
+            if reply["type"] == "ack" { acks += 1 } else if reply["code"] == "rate_limited" { limited += 1 }
+        }
+        #expect(acks >= 5 && acks < 15, "\(acks) acks")
+        #expect(acks + limited == 30)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try errorCode(socket, ["type": "action", "room": "counter", "name": "increment", "id": 99]) == "ack", "the bucket refills")
+    }
+
+    @Test func roomAndConnectionLimitsHaveClearErrors() async throws {
+        let daemon = try Daemon(arguments: ["--max-rooms-per-connection", "3", "--max-rooms", "5", "--max-connections-per-ip", "4"])
+        defer { daemon.stop() }
+        let socket = try RawWebSocket(port: daemon.port)
+        _ = try socket.receiveJSON()
+        for i in 0..<3 { #expect(try errorCode(socket, ["type": "join", "room": .string("counter:\(i)")]) == "snapshot") }
+        #expect(try errorCode(socket, ["type": "join", "room": "counter:3"]) == "rate_limited")
+        let other = try RawWebSocket(port: daemon.port)
+        _ = try other.receiveJSON()
+        #expect(try errorCode(other, ["type": "join", "room": "counter:3"]) == "snapshot")
+        #expect(try errorCode(other, ["type": "join", "room": "counter:4"]) == "snapshot")
+        // The flood stops at the server-wide bound, with a clear error; existing rooms still work.
+        #expect(try errorCode(other, ["type": "join", "room": "counter:5"]) == "rate_limited")
+        #expect(try errorCode(other, ["type": "action", "room": "counter:99", "name": "increment", "id": 1]) == "rate_limited")
+        #expect(try errorCode(other, ["type": "action", "room": "counter:0", "name": "increment", "id": 2]) == "ack")
+        // Two more connections from 127.0.0.1 fit, the fifth is closed with 1008.
+        let third = try RawWebSocket(port: daemon.port), fourth = try RawWebSocket(port: daemon.port)
+        _ = (try third.receiveJSON(), try fourth.receiveJSON())
+        let fifth = try RawWebSocket(port: daemon.port)
+        #expect(try fifth.receiveClose() == 1008)
+    }
+
+    @Test func deadPeersAreDroppedByKeepalive() async throws {
+        let daemon = try Daemon(arguments: ["--ping-seconds", "1", "--peer-timeout-seconds", "3"])
+        defer { daemon.stop() }
+        let silent = try RawWebSocket(port: daemon.port)  // never reads, so never answers a ping
+        _ = silent
+        try await eventually("the server counts it") { (try? daemon.httpGET("/metrics").body.contains("tether_connections 1.0")) == true }
+        try await eventually("the dead peer is dropped", timeout: .seconds(15)) {
+            (try? daemon.httpGET("/metrics").body.contains("tether_connections 0.0")) == true
+        }
+    }
+
+    @Test func aHandshakeLeftHalfwayIsDropped() async throws {
+        let daemon = try Daemon(arguments: ["--handshake-timeout-seconds", "2"])
+        defer { daemon.stop() }
+        let socket = try RawSocket(port: daemon.port)
+        try socket.write(Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n".utf8))
+        let start = ContinuousClock.now
+        _ = try? socket.readAll(timeout: .seconds(10))
+        #expect(ContinuousClock.now - start < .seconds(8), "closed after the handshake timeout")
+    }
+}
