@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Sets up and runs the whole test suite: unit, property and end-to-end tests.
+# Sets up and runs the whole test suite: unit and property tests, end-to-end tests against the
+# real daemon (including the terminal client under tmux and a Python client), the hostile-input
+# suites against an AddressSanitizer build of tetherd, and a bounded fuzzing run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh debug
+
+echo "== unit, property and end-to-end tests"
 swift build --build-tests
 swift test --skip-build
+
+echo "== hostile input against tetherd built with AddressSanitizer"
+swift build --sanitize=address --scratch-path .build-asan --product tetherd
+TETHERD="$(swift build --sanitize=address --scratch-path .build-asan --show-bin-path)/tetherd" \
+    swift test --skip-build --filter "HostileInputTests|BadInputTests"
+
+echo "== fuzzing the protocol decoder and JSON Patch apply (${FUZZ_SECONDS:-30} s)"
+Scripts/fuzz.sh "${FUZZ_SECONDS:-30}" 2>&1 | tail -4

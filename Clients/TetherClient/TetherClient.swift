@@ -61,12 +61,7 @@ public final class TetherClient {
     /// Starts connecting (and reconnecting). Throws at once for a URL that cannot work.
     public func connect() throws {
         guard transport == nil else { return }
-        var configuration = WebSocketClientConfiguration()
-        configuration.trust = options.trust
-        configuration.maxMessageBytes = options.maxMessageBytes
-        let transport = WebSocketClient(configuration: configuration, logger: logger)
-        try transport.start()
-        self.transport = transport
+        transport = try SharedTransport.client(trust: options.trust, maxMessageBytes: options.maxMessageBytes, logger: logger)
         try openLink()
     }
 
@@ -93,8 +88,6 @@ public final class TetherClient {
         link?.close()
         failPending(TetherClientError.closed)
         stateStorage.value = .closed(reason: "closed by the client")
-        await transport?.shutdownAsync(deadline: .seconds(1))
-        transport = nil
     }
 
     // MARK: Actions

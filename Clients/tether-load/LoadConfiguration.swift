@@ -21,6 +21,8 @@ struct LoadConfiguration: Sendable {
     /// Longest wait, after the last action, for acks and for every subscriber to catch up.
     var drainTimeout: Double
     var connectTimeout: Double
+    /// Pause of a subscriber loop thread between service rounds while frames flow (0: none).
+    var batchNanos: Int
     /// Tags this run's values, so state left by an earlier run (or another tether-load) in the
     /// same room is told apart from ours.
     var runTag: Int

@@ -23,6 +23,8 @@ struct PublisherCounters: Sendable {
 }
 
 struct PublisherReport: Sendable {
+    /// When the figures were taken (monotonic ns, on the loop thread).
+    var at = 0
     var counters = PublisherCounters()
     /// Action round trip (send to ack), in µs, over the measurement window.
     var ackTimes = makeLatencyHistogram()
@@ -157,7 +159,7 @@ final class PublisherShard: @unchecked Sendable {
             if measure { ackTimes.reset() }
             measuring = measure
         }
-        return PublisherReport(counters: counters, ackTimes: ackTimes, sent: sent, samples: samples)
+        return PublisherReport(at: monotonicNanos(), counters: counters, ackTimes: ackTimes, sent: sent, samples: samples)
     }
 
     /// The counters alone (cheap: for polling).

@@ -18,8 +18,9 @@ struct RunOutcome {
     var connectSeconds = 0.0
     var connected = 0
     var connectTimes = makeLatencyHistogram()
-    var windowStart = 0
-    var windowEnd = 0
+    /// The measurement window as each side saw it (monotonic ns): rates divide by their own.
+    var publisherWindow = Window()
+    var subscriberWindow = Window()
     var ownStart: OwnUsage?
     var ownEnd: OwnUsage?
     var subscribersAtStart = SubscriberCounters()
@@ -47,12 +48,27 @@ struct RunOutcome {
 
     // MARK: Derived figures
 
-    var windowSeconds: Double { max(1e-9, Double(windowEnd - windowStart) / 1e9) }
-    var offeredActionsPerSecond: Double { Double(publishersAtEnd.actionsSent - publishersAtStart.actionsSent) / windowSeconds }
-    var offeredDeliveriesPerSecond: Double { Double(publishersAtEnd.deliveriesOffered - publishersAtStart.deliveriesOffered) / windowSeconds }
+    struct Window {
+        var lowerBound = 0
+        var upperBound = 0
+        var seconds: Double { max(1e-9, Double(upperBound - lowerBound) / 1e9) }
+    }
+
+    /// The measurement window, from the subscribers' point of view.
+    var windowSeconds: Double { subscriberWindow.seconds }
+    var offeredActionsPerSecond: Double { Double(publishersAtEnd.actionsSent - publishersAtStart.actionsSent) / publisherWindow.seconds }
+    var offeredDeliveriesPerSecond: Double { Double(publishersAtEnd.deliveriesOffered - publishersAtStart.deliveriesOffered) / publisherWindow.seconds }
     var windowDeliveries: Int { subscribersAtEnd.deliveries - subscribersAtStart.deliveries }
     var deliveredPerSecond: Double { Double(windowDeliveries) / windowSeconds }
     var framesPerSecond: Double { Double(subscribersAtEnd.patchFrames - subscribersAtStart.patchFrames) / windowSeconds }
+    var serverWindowSeconds: Double {
+        guard let start = serverStart, let end = serverEnd else { return windowSeconds }
+        return max(1e-9, Double(end.at - start.at) / 1e9)
+    }
+    var ownWindowSeconds: Double {
+        guard let start = ownStart, let end = ownEnd else { return windowSeconds }
+        return max(1e-9, Double(end.at - start.at) / 1e9)
+    }
     var deliveryRatio: Double? { offeredDeliveriesPerSecond > 0 ? deliveredPerSecond / offeredDeliveriesPerSecond : nil }
     /// Lost in the stream plus never delivered by the end of the drain.
     var lost: Int { subscribers.lost + undelivered }
@@ -70,7 +86,7 @@ struct RunOutcome {
 
     var busiestThreadShare: Double? {
         guard let end = ownEnd, let start = ownStart else { return nil }
-        return end.busiestThreadSeconds(since: start) / windowSeconds
+        return end.busiestThreadSeconds(since: start) / ownWindowSeconds
     }
 
     var rssGrowthPerConnection: Double? {
@@ -154,7 +170,7 @@ struct RunOutcome {
                 + "resumed from history \(subscribers.resumesFromHistory), with a snapshot \(subscribers.resumesWithSnapshot)")
         }
         if let cpu = serverCPUSeconds {
-            var text = String(format: "CPU %.2f cores", cpu / windowSeconds)
+            var text = String(format: "CPU %.2f cores", cpu / serverWindowSeconds)
             if windowDeliveries > 0 { text += String(format: " (%.2f µs per delivery)", cpu * 1e6 / Double(windowDeliveries)) }
             text += ", RSS \(mib(serverEnd?.residentBytes)) (peak \(mib(serverEnd?.peakResidentBytes)))"
             text += serverPid.map { " [/proc/\($0)]" } ?? " [/metrics]"
@@ -167,12 +183,12 @@ struct RunOutcome {
                                         mib(serverBefore?.residentBytes), mib(serverAfterConnect?.residentBytes), connected, perConnection / 1024))
         }
         if let frames = serverMetricDelta("tether_frames_sent_total"), let deliveries = serverMetricDelta("tether_patch_deliveries_total") {
-            row("server says", "\(number(deliveries / windowSeconds)) deliveries/s in \(number(frames / windowSeconds)) frames/s, "
+            row("server says", "\(number(deliveries / serverWindowSeconds)) deliveries/s in \(number(frames / serverWindowSeconds)) frames/s, "
                 + "merged frames \(number(serverMetricDelta("tether_merged_patch_frames_total") ?? 0)), "
                 + "queue overflows \(number(serverMetricDelta("tether_send_queue_overflows_total") ?? 0))")
         }
         if let own = ownCPUSeconds {
-            var text = String(format: "CPU %.2f cores", own / windowSeconds)
+            var text = String(format: "CPU %.2f cores", own / ownWindowSeconds)
             if windowDeliveries > 0 { text += String(format: " (%.2f µs per delivery)", own * 1e6 / Double(windowDeliveries)) }
             if let busiest = busiestThreadShare { text += String(format: ", busiest loop thread %.0f %%", busiest * 100) }
             text += ", \(c.threads) subscriber thread\(c.threads == 1 ? "" : "s")"
@@ -257,18 +273,18 @@ struct RunOutcome {
         out.add("server_source", serverSource)
         out.add("server_pid", serverPid.map { Int($0) })
         out.add("server_cpu_s", serverCPUSeconds)
-        out.add("server_cpu_cores", serverCPUSeconds.map { $0 / windowSeconds })
+        out.add("server_cpu_cores", serverCPUSeconds.map { $0 / serverWindowSeconds })
         out.add("server_cpu_us_per_delivery", windowDeliveries > 0 ? serverCPUSeconds.map { $0 * 1e6 / Double(windowDeliveries) } : nil)
         out.add("server_rss_bytes", serverEnd?.residentBytes)
         out.add("server_peak_rss_bytes", serverEnd?.peakResidentBytes)
         out.add("server_rss_before_bytes", serverBefore?.residentBytes)
         out.add("server_rss_connected_bytes", serverAfterConnect?.residentBytes)
         out.add("server_rss_per_connection_bytes", rssGrowthPerConnection)
-        out.add("server_deliveries_per_s", serverMetricDelta("tether_patch_deliveries_total").map { $0 / windowSeconds })
-        out.add("server_frames_per_s", serverMetricDelta("tether_frames_sent_total").map { $0 / windowSeconds })
+        out.add("server_deliveries_per_s", serverMetricDelta("tether_patch_deliveries_total").map { $0 / serverWindowSeconds })
+        out.add("server_frames_per_s", serverMetricDelta("tether_frames_sent_total").map { $0 / serverWindowSeconds })
         out.add("server_queue_overflows", serverMetricDelta("tether_send_queue_overflows_total").map { Int($0) })
         out.add("load_cpu_s", ownCPUSeconds)
-        out.add("load_cpu_cores", ownCPUSeconds.map { $0 / windowSeconds })
+        out.add("load_cpu_cores", ownCPUSeconds.map { $0 / ownWindowSeconds })
         out.add("load_cpu_us_per_delivery", windowDeliveries > 0 ? ownCPUSeconds.map { $0 * 1e6 / Double(windowDeliveries) } : nil)
         out.add("load_busiest_thread", busiestThreadShare)
         out.add("setup_errors", setupErrors.count)

@@ -8,6 +8,8 @@ import Darwin
 
 /// One reading of the server's process figures.
 struct ServerSample: Sendable {
+    /// When it was read (monotonic ns).
+    var at = monotonicNanos()
     var cpuSeconds: Double?
     var residentBytes: Int?
     var peakResidentBytes: Int?
@@ -157,6 +159,7 @@ struct ServerProbe: Sendable {
 
 /// CPU time of this process and of its busiest transport thread.
 struct OwnUsage: Sendable {
+    var at = monotonicNanos()
     var cpuSeconds: Double
     /// Thread id -> CPU seconds, for the lws service threads ("tether-ws-cli").
     var loopThreads: [Int: Double]
@@ -180,7 +183,7 @@ struct OwnUsage: Sendable {
                 }
             }
         }
-        return OwnUsage(cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime), loopThreads: threads)
+        return OwnUsage(at: monotonicNanos(), cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime), loopThreads: threads)
     }
 
     /// The largest per-thread CPU growth since `earlier`, in seconds.

@@ -84,6 +84,8 @@ func recordMicroseconds(_ histogram: inout Histogram<UInt64>, nanoseconds: Int) 
 
 /// What a shard tells the main thread.
 struct ShardReport: Sendable {
+    /// When the figures were taken (monotonic ns, on the loop thread).
+    var at = 0
     var counters = SubscriberCounters()
     /// Latency since the previous report.
     var interval = makeLatencyHistogram()
@@ -210,6 +212,7 @@ final class SubscriberShard: @unchecked Sendable {
     /// measurement window on (histogram emptied) or off.
     func report(measure: Bool? = nil, takeInterval: Bool = false) -> ShardReport {
         var report = ShardReport()
+        report.at = monotonicNanos()
         report.counters = counters
         if takeInterval {
             report.interval = interval
@@ -317,8 +320,38 @@ final class SubscriberShard: @unchecked Sendable {
 
     // MARK: Frames (hot path)
 
+    // MARK: Batching
+
+    /// While frames flow, the loop thread pauses `batchNanos` after each round of lws service
+    /// (a closure re-posted through `execute` runs once per round and sleeps), so the next
+    /// poll() finds many sockets ready instead of one. lws polls every socket of the context on
+    /// each round, so with thousands of connections the poll, not the frames, would otherwise
+    /// dominate tether-load's CPU. The pause stops as soon as a round brings no frame, so idle
+    /// connections cost nothing; it adds at most `batchNanos` to a measured latency.
+    private var batching = false
+    private var framesAtLastPause = 0
+
+    private func startBatching() {
+        guard configuration.batchNanos > 0, !batching, !stopping else { return }
+        batching = true
+        framesAtLastPause = counters.frames
+        client.execute { [self] in pauseRound() }
+    }
+
+    private func pauseRound() {
+        guard counters.frames != framesAtLastPause, !stopping else {
+            batching = false  // a round with no frame: back to blocking in poll()
+            return
+        }
+        framesAtLastPause = counters.frames
+        var pause = timespec(tv_sec: 0, tv_nsec: configuration.batchNanos)
+        nanosleep(&pause, nil)
+        client.execute { [self] in pauseRound() }
+    }
+
     func received(_ payload: UnsafeRawBufferPointer, for subscriber: Subscriber) {
         counters.frames += 1
+        if !batching { startBatching() }
         guard subscriber.phase == .live || subscriber.phase == .joining else { return }
         if scanner.scan(payload) == .patch {
             guard scanner.roomEquals(encodedRoomNames[subscriber.room], in: payload) else {

@@ -76,6 +76,11 @@ struct TetherLoad: ParsableCommand {
     @Option(help: "Seconds allowed for one connection to open.")
     var connectTimeout: Double = 10
 
+    @Option(help: ArgumentHelp(
+        "Microseconds a subscriber thread pauses between poll rounds while frames flow (0: never).",
+        discussion: "Batches many ready sockets into one poll() over all connections; adds at most this much to a latency."))
+    var batchMicros = 200
+
     @Option(help: "A name for this run, copied into the --json line.")
     var label: String?
 
@@ -117,6 +122,7 @@ struct TetherLoad: ParsableCommand {
         guard payloadBytes >= 0, payloadBytes <= 512 << 10 else { throw ValidationError("--payload-bytes must be between 0 and 524288") }
         guard churn >= 0 else { throw ValidationError("--churn must be 0 or more") }
         guard threads >= 1, threads <= 16 else { throw ValidationError("--threads must be between 1 and 16") }
+        guard batchMicros >= 0, batchMicros <= 100_000 else { throw ValidationError("--batch-micros must be between 0 and 100000") }
         guard drainTimeout >= 0, connectTimeout > 0 else { throw ValidationError("--drain-timeout and --connect-timeout must be positive") }
         guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("--url must start with ws:// or wss://") }
     }
@@ -139,7 +145,7 @@ struct TetherLoad: ParsableCommand {
             url: url, clients: clients, rooms: rooms, publishers: rate > 0 ? publishers : 0, rate: rate,
             duration: duration, warmup: warmup, ramp: ramp, payloadBytes: payloadBytes, churn: churn,
             token: token, threads: max(1, min(threads, max(1, clients))), drainTimeout: drainTimeout,
-            connectTimeout: connectTimeout, runTag: Int.random(in: 1..<(1 << 30)))
+            connectTimeout: connectTimeout, batchNanos: batchMicros * 1000, runTag: Int.random(in: 1..<(1 << 30)))
         let runner = LoadRun(configuration: configuration, showProgress: !quiet, label: label)
         let outcome = runner.run()
         outcome.printSummary(toStandardError: json)
@@ -432,36 +438,46 @@ final class LoadRun {
         }
     }
 
+    /// Opens the measurement window: counters first (quick round trips to the loop threads,
+    /// each stamped with its own time), then the slower server and process readings.
     private func openWindow(_ shards: [SubscriberShard], _ publisherShard: PublisherShard?, _ probe: ServerProbe, outcome: inout RunOutcome) {
-        outcome.windowStart = monotonicNanos()
-        outcome.ownStart = OwnUsage.now()
-        outcome.serverStart = probe.sample(withMetrics: true)
-        var total = SubscriberCounters()
-        for shard in shards {
-            if let report = onLoop(shard.client, { shard.report(measure: true) }) { total.add(report.counters) }
-        }
-        outcome.subscribersAtStart = total
         if let publisherShard, let report = onLoop(publisherShard.client, { publisherShard.report(measure: true) }) {
             outcome.publishersAtStart = report.counters
+            outcome.publisherWindow.lowerBound = report.at
         }
+        var total = SubscriberCounters()
+        var times: [Int] = []
+        for shard in shards {
+            if let report = onLoop(shard.client, { shard.report(measure: true) }) {
+                total.add(report.counters)
+                times.append(report.at)
+            }
+        }
+        outcome.subscribersAtStart = total
+        outcome.subscriberWindow.lowerBound = times.isEmpty ? monotonicNanos() : times.reduce(0, +) / times.count
+        outcome.ownStart = OwnUsage.now()
+        outcome.serverStart = probe.sample(withMetrics: true)
     }
 
     private func closeWindow(_ shards: [SubscriberShard], _ publisherShard: PublisherShard?, _ probe: ServerProbe, outcome: inout RunOutcome) {
+        if let publisherShard, let report = onLoop(publisherShard.client, { publisherShard.report(measure: false) }) {
+            outcome.publishersAtEnd = report.counters
+            outcome.publisherWindow.upperBound = report.at
+            outcome.ackTimes.add(report.ackTimes)
+        }
         var total = SubscriberCounters()
+        var times: [Int] = []
         for shard in shards {
             if let report = onLoop(shard.client, { shard.report(measure: false) }) {
                 total.add(report.counters)
+                times.append(report.at)
                 outcome.latency.add(report.window)
             }
         }
-        if let publisherShard, let report = onLoop(publisherShard.client, { publisherShard.report(measure: false) }) {
-            outcome.publishersAtEnd = report.counters
-            outcome.ackTimes.add(report.ackTimes)
-        }
-        outcome.windowEnd = monotonicNanos()
+        outcome.subscribersAtEnd = total
+        outcome.subscriberWindow.upperBound = times.isEmpty ? monotonicNanos() : times.reduce(0, +) / times.count
         outcome.ownEnd = OwnUsage.now()
         outcome.serverEnd = probe.sample(withMetrics: true)
-        outcome.subscribersAtEnd = total
     }
 
     // MARK: Progress

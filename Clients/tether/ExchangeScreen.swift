@@ -25,7 +25,8 @@ final class ExchangeScreen: Screen {
                 context.onActionResult(InputError("the rate must be a number"))
                 return
             }
-            if await context.send("setRate", ["value": .double(value)]) { rate.text = "" }
+            rate.text = ""
+            if await !context.send("setRate", ["value": .double(value)]), rate.text.isEmpty { rate.text = text }
         }
         body = Stack(.vertical, [
             Box(title: "Amount", amount), result, rateLabel, Label(), Box(title: "Set the rate", rate),

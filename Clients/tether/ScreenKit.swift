@@ -1,3 +1,4 @@
+import Foundation
 import TetherBinding
 import TetherClient
 import TetherState
@@ -151,12 +152,13 @@ final class Shell {
         screen = Screens.make(for: context)
         let room = context.room
         let box = Box(title: "tether · \(room.name)", padding: 1, screen.body)
-        let hints = Label(screen.hints + " · Tab focus · q quit", style: Style(dim: true))
+        let hints = Label(screen.hints + " · Tab focus · q/Ctrl-C quit", style: Style(dim: true))
         root = Stack(.vertical, [box, hints, status])
         root.setSize(.fill(), of: box)
         status.room = room.name
 
-        client.connectionState.bind { [unowned self] state in
+        client.connectionState.bind { [weak self] state in
+            guard let self else { return }
             switch state {
             case .connecting:
                 status.connection = .connecting
@@ -166,7 +168,7 @@ final class Shell {
                 connectionNote = nil
             case .reconnecting(let attempt, let reason):
                 status.connection = .custom("reconnecting \(attempt)", .magenta)
-                connectionNote = .error("\(reason) · retrying")
+                connectionNote = .error("retrying · " + Self.shorten(reason, url: client.options.url))
             case .resynced(let name):
                 status.connection = .resynced
                 connectionNote = .info("\(name) resynced from a snapshot")
@@ -175,21 +177,33 @@ final class Shell {
                 connectionNote = .error(reason)
             }
         }.store(in: context.bag)
-        client.lastActionLatency.bind { [unowned self] in status.latency = $0 }.store(in: context.bag)
-        room.observeChanges { [unowned self] _ in status.version = context.room.version }.store(in: context.bag)
-        room.lastError.observe { [unowned self] error in
-            if let error { actionNote = .error(Output.describe(error)) }
+        let bar = status
+        client.lastActionLatency.bind { bar.latency = $0 }.store(in: context.bag)
+        room.observeChanges { [unowned room] _ in bar.version = room.version }.store(in: context.bag)
+        room.lastError.observe { [weak self] error in
+            if let error { self?.actionNote = .error(Output.describe(error)) }
         }.store(in: context.bag)
-        context.onActionResult = { [unowned self] error in
-            actionNote = error.map { .error(Output.describe($0)) }
+        context.onActionResult = { [weak self] error in
+            self?.actionNote = error.map { .error(Output.describe($0)) }
         }
     }
 
     /// Routes keys and handler errors of `application` through the screen and the status bar.
+    /// The application keeps the shell (and so the screen and its bindings) alive.
     func attach(to application: Application) {
         context.application = application
-        application.onKey = { [unowned self] key in screen.handleKey(key) }
-        application.onError = { [unowned self] error in actionNote = .error(Output.describe(error)) }
+        application.onKey = { key in self.screen.handleKey(key) }
+        application.onError = { [weak self] error in self?.actionNote = .error(Output.describe(error)) }
+    }
+
+    /// "cannot connect to URL: URL/: connection refused" as "cannot connect: connection refused".
+    static func shorten(_ reason: String, url: String) -> String {
+        var text = reason
+        let bare = url.hasSuffix("/") ? String(url.dropLast()) : url
+        for noise in [" to \(url)", " to \(bare)", "\(bare)/: ", "\(url): ", "\(bare): "] {
+            text = text.replacingOccurrences(of: noise, with: "")
+        }
+        return text
     }
 
     private func showNote() {

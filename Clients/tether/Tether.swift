@@ -14,6 +14,11 @@ struct Tether: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether",
         abstract: "The Tether terminal client: live screens bound to a tetherd room, and commands for scripts.",
+        usage: """
+            tether [--url <url>] [--headless] <room>
+            tether watch [--url <url>] [--reconnect] <room>
+            tether send [--url <url>] <room> <action> [<json-args>]
+            """,
         discussion: """
             Room kinds with their own screen: counter, clock, login, exchange, calculator, gallery, \
             todo. Any other room (bench, or a kind of your own) opens the live inspector. A room name \
@@ -123,8 +128,8 @@ struct Send: AsyncParsableCommand {
         abstract: "Perform one action and print the server's answer (ack or error) as one JSON line.",
         discussion: """
             Examples:
-              tether send counter increment '{"by":2}'
-              tether send todo:team-a add '{"title":"milk"}'
+            tether send counter increment '{"by":2}'
+            tether send todo:team-a add '{"title":"milk"}'
 
             Exits 0 on an ack; 2 when the server answers with an error (the error frame is printed \
             on stdout, a one-line summary on stderr); 1 when the server cannot be reached or does \

@@ -48,7 +48,9 @@ final class TodoScreen: Screen {
         input.onSubmit { [unowned context, unowned input] text in
             let title = text.trimmingCharacters(in: .whitespaces)
             guard !title.isEmpty else { return }
-            if await context.send("add", ["title": .string(title)]) { input.text = "" }
+            // Cleared at once, so typing the next one can start before the ack; given back on failure.
+            input.text = ""
+            if await !context.send("add", ["title": .string(title)]), input.text.isEmpty { input.text = text }
         }
         let listBox = Box(title: "To-dos", list)
         let stack = Stack(.vertical, [Box(title: "Add", input), listBox, row([toggle, delete, clear]), summary])

@@ -75,9 +75,8 @@ actor Room {
             let source = DispatchSource.makeTimerSource(queue: executor.queue)
             let interval = DispatchTimeInterval.nanoseconds(Int(timer.interval.components.seconds * 1_000_000_000 + timer.interval.components.attoseconds / 1_000_000_000))
             source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(10))
-            source.setEventHandler { [weak self] in
-                self?.assumeIsolated { room in room.tick(index) }
-            }
+            // The source keeps the room alive until `stop()` cancels it.
+            source.setEventHandler { self.assumeIsolated { room in room.tick(index) } }
             source.resume()
             timers.append(source)
         }

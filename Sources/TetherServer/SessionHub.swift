@@ -200,7 +200,7 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
             return
         }
         guard session.actions.take() else {
-            reject(ProtocolError(.rateLimited, "more than \(Int(configuration.maxActionsPerSecond)) actions per second", id: id, room: name), session: session, counts: false)
+            reject(ProtocolError(.rateLimited, "more than \(Int(configuration.maxActionsPerSecond)) actions per second", id: id, room: name), session: session)
             return
         }
         if configuration.auth != nil {
@@ -251,11 +251,11 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     /// Answers an invalid request; a client that sends nothing valid for long enough is closed.
-    /// (A rate-limited request doesn't count: the client is merely fast.)
-    private func reject(_ error: ProtocolError, session: Session, counts: Bool = true) {
+    /// Requests refused by a limit (`rate_limited`) don't count: the limit already bounds them.
+    private func reject(_ error: ProtocolError, session: Session) {
         metrics.errorSent(error.code)
         enqueue(.control(ServerMessage.error(error).encoded()), for: session)
-        guard counts else { return }
+        guard error.code != .rateLimited else { return }
         session.consecutiveErrors += 1
         if session.consecutiveErrors >= configuration.maxConsecutiveErrors {
             logger.info("closing session \(session.id): \(session.consecutiveErrors) invalid messages in a row")

@@ -17,7 +17,7 @@ struct InteropTests {
         defer { daemon.stop() }
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        python.arguments = [Self.script.path, daemon.url, "todo:interop", "40"]
+        python.arguments = [Self.script.path, daemon.url, "todo:interop", "40", "40"]
         let output = Pipe()
         python.standardOutput = output
         python.standardError = output
@@ -26,9 +26,9 @@ struct InteropTests {
 
         let swift = try await connectedClient(daemon)
         let room = swift.room("todo:interop")
-        // Act while the Python client is in the room: wait for its connection, then pace the adds.
-        try await eventually("python connected") {
-            (try? daemon.httpGET("/metrics").body.contains("tether_connections 2.0")) == true
+        // Act while the Python client is in the room: wait for its first change, then pace the adds.
+        try await eventually("the python client acts", timeout: .seconds(30)) {
+            room.state["items"]?.arrayValue?.contains { $0["title"]?.stringValue?.hasPrefix("from python") == true } == true
         }
         for i in 0..<40 {
             _ = try await swift.send("add", to: "todo:interop", args: ["title": .string("from swift \(i)")])

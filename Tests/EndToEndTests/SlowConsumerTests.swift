@@ -97,7 +97,7 @@ struct SlowConsumerTests {
     /// A client that falls behind gets several versions per frame (merged patches), and its
     /// stream stays exact.
     @Test func aClientBehindGetsMergedPatches() async throws {
-        let daemon = try Daemon(arguments: ["--send-queue-bytes", "\(8 << 20)"])
+        let daemon = try Daemon(arguments: ["--send-queue-bytes", "\(8 << 20)", "--max-actions-per-second", "100000", "--action-burst", "100000"])
         defer { daemon.stop() }
         let reader = try RawWebSocket(port: daemon.port, receiveBufferBytes: 4096)
         _ = try reader.receiveJSON()

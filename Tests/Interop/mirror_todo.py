@@ -5,7 +5,8 @@ It mirrors a `todo` room from its snapshot and patches (applied with the `jsonpa
 sends actions of its own while others change the room, then checks that its mirror equals a
 fresh snapshot taken by a second connection.
 
-Usage: mirror_todo.py URL ROOM ACTIONS
+Usage: mirror_todo.py URL ROOM ACTIONS FOREIGN
+After its own ACTIONS it waits until it has seen FOREIGN items added by another client.
 Prints one JSON line: {"ok": true, "version": V, "items": N, "patches": P} or exits non-zero.
 """
 import asyncio
@@ -38,7 +39,7 @@ class Mirror:
             self.patches += 1
 
 
-async def main(url, room, actions):
+async def main(url, room, actions, foreign):
     async with websockets.connect(url, subprotocols=["tether.v1"]) as ws:
         hello = json.loads(await ws.recv())
         assert hello["type"] == "hello" and hello["protocol"] == 1, hello
@@ -69,8 +70,9 @@ async def main(url, room, actions):
             await read_until(lambda m, wanted=next_id: m.get("id") == wanted and m["type"] in ("ack", "error"))
             next_id += 1
 
-        # Let the others finish, then compare with a fresh snapshot from a second connection.
-        await asyncio.sleep(1.0)
+        # Wait for the other client's changes, then compare with a fresh snapshot from a second
+        # connection.
+        await read_until(lambda m: sum(1 for item in mirror.state["items"] if not item["title"].startswith("from python")) >= foreign)
         async with websockets.connect(url) as fresh:
             json.loads(await fresh.recv())
             await fresh.send(json.dumps({"type": "join", "room": room}))
@@ -78,7 +80,8 @@ async def main(url, room, actions):
                 snapshot = json.loads(await asyncio.wait_for(fresh.recv(), 10))
                 if snapshot["type"] == "snapshot":
                     break
-        await read_until(lambda m: mirror.version is not None and mirror.version >= snapshot["version"]) if mirror.version < snapshot["version"] else None
+        if mirror.version < snapshot["version"]:
+            await read_until(lambda m: mirror.version >= snapshot["version"])
         if mirror.state != snapshot["state"] or mirror.version != snapshot["version"]:
             print(json.dumps({"ok": False, "mirror": mirror.state, "snapshot": snapshot}))
             sys.exit(1)
@@ -86,4 +89,4 @@ async def main(url, room, actions):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))

@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# Load-tests tetherd with tether-load and writes a report folder:
+#   report.md        one table per scenario (medians when --runs > 1)
+#   latency.png      latency percentiles against subscribers (fan-out)
+#   throughput.png   delivered against offered deliveries/s (fan-out and saturation)
+#   results.jsonl    every tether-load --json line, tagged with its scenario
+#   logs/            tetherd's and tether-load's output for every run
+#
+# Usage: Scripts/loadtest.sh [--quick] [--scenario NAME]... [--runs N] [--out DIR]
+#   --quick          short runs and a smaller matrix (about a minute, plus the build)
+#   --scenario NAME  fanout, rooms, idle, churn or saturation (repeatable; default: all)
+#   --runs N         run every configuration N times; the report shows medians (default 1)
+#   --out DIR        report folder (default: loadtest-report-YYYYmmdd-HHMMSS)
+# Environment: SCRATCH_PATH (swift build folder, default .build), TETHERD_ARGS (extra daemon flags).
+#
+# Every run starts a fresh tetherd (release build, 127.0.0.1, a free port) so runs don't share
+# rooms, history or memory; the trap stops it whatever happens. tether-load runs on the same
+# machine: its own CPU is in every row, so a reader can see it was not the bottleneck.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+runs=1
+out=""
+scenarios=()
+while (($#)); do
+    case "$1" in
+        --quick) quick=1 ;;
+        --scenario) scenarios+=("$2"); shift ;;
+        --runs) runs="$2"; shift ;;
+        --out) out="$2"; shift ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "loadtest: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation)
+for s in "${scenarios[@]}"; do
+    case "$s" in fanout|rooms|idle|churn|saturation) ;; *) echo "loadtest: unknown scenario '$s'" >&2; exit 2 ;; esac
+done
+out="${out:-loadtest-report-$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$out/logs"
+results="$out/results.jsonl"
+: > "$results"
+
+# --- build ---------------------------------------------------------------------------------
+scratch="${SCRATCH_PATH:-.build}"
+echo "loadtest: building release binaries (scratch path $scratch)"
+swift build -c release --scratch-path "$scratch" --product tetherd >/dev/null
+swift build -c release --scratch-path "$scratch" --product tether-load >/dev/null
+bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path)"
+command -v gnuplot >/dev/null || echo "loadtest: gnuplot not found (Scripts/setup.sh installs gnuplot-nox): no plots" >&2
+
+# --- one daemon per run ----------------------------------------------------------------------
+server_pid=""
+server_port=""
+
+stop_server() {
+    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill -TERM "$server_pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    server_pid=""
+}
+trap stop_server EXIT
+trap 'stop_server; exit 130' INT TERM
+
+# start_server LOGNAME: tetherd on 127.0.0.1, port chosen by the OS (read from its first line).
+start_server() {
+    local log="$out/logs/$1.tetherd"
+    # shellcheck disable=SC2086  # TETHERD_ARGS is a list of flags
+    "$bin/tetherd" --host 127.0.0.1 --port 0 --log-level warning --max-connections 15000 \
+        ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
+    server_pid=$!
+    for _ in $(seq 100); do
+        server_port="$(sed -n 's/.*listening on ws:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log.out")"
+        [[ -n "$server_port" ]] && return 0
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "loadtest: tetherd did not start (see $log.err)" >&2
+    exit 1
+}
+
+# run SCENARIO NAME TETHER-LOAD-ARGS...: a fresh daemon, one tether-load run per --runs, JSON
+# lines appended to results.jsonl with the scenario and configuration name added.
+run() {
+    local scenario="$1" name="$2"; shift 2
+    local i status line
+    for ((i = 1; i <= runs; i++)); do
+        local tag="$scenario-$name-$i"
+        start_server "$tag"
+        status=0
+        line="$("$bin/tether-load" --url "ws://127.0.0.1:$server_port" --server-pid "$server_pid" \
+            --json --quiet --label "$name" "$@" 2>"$out/logs/$tag.load")" || status=$?
+        stop_server
+        if [[ -z "$line" ]]; then
+            echo "loadtest: $tag: tether-load printed no result (exit $status, see $out/logs/$tag.load)" >&2
+            line='{"ok":false,"exit_code":'"$status"'}'
+        fi
+        echo "${line%\}},\"scenario\":\"$scenario\",\"config\":\"$name\",\"run\":$i}" >> "$results"
+        summarize "$line" "$tag" "$status"
+    done
+}
+
+# One line per run on the console.
+summarize() {
+    python3 - "$1" "$2" "$3" <<'EOF'
+import json, sys
+r = json.loads(sys.argv[1]); tag = sys.argv[2]; status = sys.argv[3]
+def f(key, fmt="{:.0f}"):
+    v = r.get(key)
+    return "-" if v is None else fmt.format(v)
+print(f"  {tag:<34} exit {status}  delivered {f('delivered_per_s')}/s of {f('offered_deliveries_per_s')}/s  "
+      f"p50 {f('latency_p50_ms', '{:.2f}')} ms  p99 {f('latency_p99_ms', '{:.2f}')} ms  "
+      f"server {f('server_cpu_cores', '{:.2f}')} cores  load {f('load_cpu_cores', '{:.2f}')} cores"
+      + (f"  RSS/conn {r['server_rss_per_connection_bytes']/1024:.1f} KiB" if r.get('server_rss_per_connection_bytes') else ""))
+EOF
+}
+
+# Last p99 (ms) and whether the last run kept up, for the saturation search.
+last_result_keeps_up() {
+    python3 - "$results" <<'EOF'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][-1]
+ok = r.get("ok") and (r.get("latency_p99_ms") or 1e9) <= 100 and (r.get("delivery_ratio") or 0) >= 0.95 \
+     and r.get("skipped_by_snapshot", 0) == 0
+sys.exit(0 if ok else 1)
+EOF
+}
+
+# --- scenarios ----------------------------------------------------------------------------------
+if ((quick)); then
+    duration=2; warmup=0.5
+    fanout_subscribers=(100 1000); fanout_rates=(10 100)
+    rooms=100; idle_clients=2000; churn_clients=200; churn_rate=50
+    saturation_rates=(100 300 600)
+else
+    duration=10; warmup=2
+    fanout_subscribers=(100 1000 5000); fanout_rates=(10 100 1000)
+    rooms=1000; idle_clients=10000; churn_clients=1000; churn_rate=200
+    saturation_rates=(100 200 400 600 800 1000 1500 2000 3000)
+fi
+common=(--duration "$duration" --warmup "$warmup" --drain-timeout 15)
+
+for scenario in "${scenarios[@]}"; do
+    echo "loadtest: scenario $scenario"
+    case "$scenario" in
+        fanout)
+            for n in "${fanout_subscribers[@]}"; do
+                for rate in "${fanout_rates[@]}"; do
+                    run fanout "${n}x${rate}" --clients "$n" --rate "$rate" "${common[@]}"
+                done
+            done ;;
+        rooms)
+            # 10 clients per room, 1 action/s per room.
+            run rooms "${rooms}rooms" --clients $((rooms * 10)) --rooms "$rooms" --rate "$rooms" "${common[@]}" ;;
+        idle)
+            run idle "${idle_clients}idle" --clients "$idle_clients" --rate 0 --duration "$duration" --warmup 0 ;;
+        churn)
+            run churn "${churn_rate}perS" --clients "$churn_clients" --rate 100 --churn "$churn_rate" "${common[@]}" ;;
+        saturation)
+            for rate in "${saturation_rates[@]}"; do
+                run saturation "${rate}" --clients 1000 --rate "$rate" "${common[@]}"
+                last_result_keeps_up || { echo "  (p99 above 100 ms or delivery behind: stopping the climb)"; break; }
+            done ;;
+    esac
+done
+stop_server
+
+# --- report -------------------------------------------------------------------------------------
+python3 - "$out" "$quick" "$runs" <<'EOF'
+import json, os, platform, shutil, statistics, subprocess, sys, time
+out, quick, runs = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+
+def median(group, key):
+    values = [r[key] for r in group if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+groups = {}
+for r in rows:
+    groups.setdefault((r.get("scenario"), r.get("config")), []).append(r)
+
+def merged(group):
+    keys = {k for r in group for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    m = {k: median(group, k) for k in keys}
+    m["ok"] = all(r.get("ok") for r in group)
+    m["exit_codes"] = ",".join(str(r.get("exit_code")) for r in group)
+    m["config"] = group[0].get("config"); m["scenario"] = group[0].get("scenario")
+    return m
+
+def fmt(v, spec="{:,.0f}"):
+    return "–" if v is None else spec.format(v)
+
+def ms(v):
+    return "–" if v is None else (f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 1000 else f"{v:,.0f}")
+
+commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+lines = [f"# tetherd load test — {time.strftime('%Y-%m-%d %H:%M')}", "",
+         f"Commit `{commit or '?'}`, {os.cpu_count()} cores, {platform.platform()}. "
+         f"{'Quick mode (short runs, small matrix). ' if quick else ''}"
+         f"{'Medians of ' + str(runs) + ' runs. ' if runs > 1 else ''}"
+         "tetherd (release) and tether-load share the machine; every run starts a fresh tetherd.", "",
+         "Latency is publish-to-receive per delivery (monotonic clock, same machine). *Delivered* counts",
+         "operations received; a merged patch frame carries several. CPU figures are cores (CPU seconds per",
+         "second) over the measurement window; *µs/delivery* is CPU time per delivered patch.", ""]
+
+perf_header = ("| run | subscribers | rooms | actions/s | offered deliveries/s | delivered/s | ratio | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms "
+               "| lost | dup | gaps | server cores | server µs/delivery | server RSS MiB | tether-load cores | exit |")
+perf_rule = "|" + "---|" * (perf_header.count("|") - 1)
+
+def perf_row(m):
+    return (f"| {m['config']} | {fmt(m.get('clients'))} | {fmt(m.get('rooms'))} | {fmt(m.get('rate'))} | {fmt(m.get('offered_deliveries_per_s'))} "
+            f"| {fmt(m.get('delivered_per_s'))} | {fmt(m.get('delivery_ratio'), '{:.3f}')} | {ms(m.get('latency_p50_ms'))} | {ms(m.get('latency_p90_ms'))} "
+            f"| {ms(m.get('latency_p99_ms'))} | {ms(m.get('latency_p999_ms'))} | {ms(m.get('latency_max_ms'))} | {fmt(m.get('lost'))} "
+            f"| {fmt(m.get('duplicates'))} | {fmt(m.get('gaps'))} | {fmt(m.get('server_cpu_cores'), '{:.2f}')} "
+            f"| {fmt(m.get('server_cpu_us_per_delivery'), '{:.2f}')} | {fmt((m.get('server_rss_bytes') or 0) / 1048576, '{:.1f}')} "
+            f"| {fmt(m.get('load_cpu_cores'), '{:.2f}')} | {m['exit_codes']} |")
+
+by_scenario = {}
+for (scenario, config), group in groups.items():
+    by_scenario.setdefault(scenario, []).append(merged(group))
+
+titles = {"fanout": "1. Fan-out: one room", "rooms": "2. Many rooms: 10 clients per room, 1 action/s per room",
+          "idle": "3. Idle connections: memory per connection", "churn": "4. Churn: reconnects with resume while patches flow",
+          "saturation": "5. Saturation at 1,000 subscribers"}
+for scenario in ["fanout", "rooms", "idle", "churn", "saturation"]:
+    ms_rows = by_scenario.get(scenario)
+    if not ms_rows:
+        continue
+    lines += [f"## {titles[scenario]}", ""]
+    if scenario == "idle":
+        lines += ["| run | connections | connect s | RSS before MiB | RSS connected MiB | KiB per connection | server cores idle | exit |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for m in ms_rows:
+            lines.append(f"| {m['config']} | {fmt(m.get('connected'))} | {fmt(m.get('connect_s'), '{:.2f}')} "
+                         f"| {fmt((m.get('server_rss_before_bytes') or 0) / 1048576, '{:.1f}')} | {fmt((m.get('server_rss_connected_bytes') or 0) / 1048576, '{:.1f}')} "
+                         f"| {fmt((m.get('server_rss_per_connection_bytes') or 0) / 1024, '{:.2f}')} | {fmt(m.get('server_cpu_cores'), '{:.3f}')} | {m['exit_codes']} |")
+    else:
+        lines += [perf_header, perf_rule] + [perf_row(m) for m in ms_rows]
+    if scenario == "churn":
+        lines += ["", "| run | reconnects | resumed from history | resumed with snapshot | seq skipped by snapshots | unplanned disconnects |",
+                  "|---|---|---|---|---|---|"]
+        for m in ms_rows:
+            lines.append(f"| {m['config']} | {fmt(m.get('reconnects'))} | {fmt(m.get('resumes_history'))} | {fmt(m.get('resumes_snapshot'))} "
+                         f"| {fmt(m.get('skipped_by_snapshot'))} | {fmt(m.get('disconnects'))} |")
+    if scenario == "saturation":
+        sustained = [m for m in ms_rows if m["ok"] and (m.get("latency_p99_ms") or 1e9) <= 100
+                     and (m.get("delivery_ratio") or 0) >= 0.95 and not m.get("skipped_by_snapshot")]
+        best = max(sustained, key=lambda m: m.get("delivered_per_s") or 0, default=None)
+        lines += ["", "**Highest sustained delivered rate** (nothing lost, p99 ≤ 100 ms, delivered ≥ 95 % of offered): "
+                  + (f"**{best['delivered_per_s']:,.0f} patches/s** at {best['rate']:,.0f} actions/s (p99 {ms(best.get('latency_p99_ms'))} ms)."
+                     if best else "none of the rates tried.")]
+    lines.append("")
+
+if shutil.which("gnuplot"):
+    lines += ["## Plots", ""]
+    if by_scenario.get("fanout"):
+        lines += ["![latency percentiles against subscribers](latency.png)", ""]
+    if by_scenario.get("fanout") or by_scenario.get("saturation"):
+        lines += ["![delivered against offered deliveries per second](throughput.png)", ""]
+lines += ["Raw results: `results.jsonl` (one tether-load `--json` line per run); logs in `logs/`.", ""]
+open(os.path.join(out, "report.md"), "w").write("\n".join(lines))
+
+# gnuplot data: latency percentiles against subscribers (one line per rate), delivered vs offered.
+fan = [m for m in by_scenario.get("fanout", [])]
+with open(os.path.join(out, "latency.dat"), "w") as f:
+    for rate in sorted({m["rate"] for m in fan}):
+        f.write(f'"{rate:.0f} actions/s"\n')
+        for m in sorted((m for m in fan if m["rate"] == rate), key=lambda m: m["clients"]):
+            f.write(f"{m['clients']:.0f} {m.get('latency_p50_ms') or 'NaN'} {m.get('latency_p99_ms') or 'NaN'} {m.get('latency_p999_ms') or 'NaN'}\n")
+        f.write("\n\n")
+with open(os.path.join(out, "throughput.dat"), "w") as f:
+    for scenario in ["fanout", "saturation"]:
+        f.write(f'"{scenario}"\n')
+        for m in sorted(by_scenario.get(scenario, []), key=lambda m: m.get("offered_deliveries_per_s") or 0):
+            f.write(f"{m.get('offered_deliveries_per_s') or 0} {m.get('delivered_per_s') or 0}\n")
+        f.write("\n\n")
+EOF
+
+# gnuplot: each plot only when its data exists.
+plot() {
+    gnuplot 2>>"$out/logs/gnuplot.err" <<EOF || echo "loadtest: gnuplot failed (see $out/logs/gnuplot.err)" >&2
+set terminal pngcairo size 900,560 noenhanced
+set datafile missing "NaN"
+set grid
+set key top left
+set logscale xy
+$1
+EOF
+}
+if command -v gnuplot >/dev/null; then
+    if grep -q '^[0-9]' "$out/latency.dat"; then
+        plot "set output '$out/latency.png'
+set title 'Fan-out latency, one room: p50 solid, p99 dashed, p99.9 dotted'
+set xlabel 'subscribers'
+set ylabel 'latency (ms)'
+stats '$out/latency.dat' nooutput
+plot for [i=0:STATS_blocks-1] '$out/latency.dat' index i using 1:2 with linespoints lw 2 lc i+1 title columnheader(1), \\
+     for [i=0:STATS_blocks-1] '$out/latency.dat' index i using 1:3 with linespoints dt 2 lc i+1 notitle, \\
+     for [i=0:STATS_blocks-1] '$out/latency.dat' index i using 1:4 with linespoints dt 3 lc i+1 notitle"
+    fi
+    if grep -q '^[0-9]' "$out/throughput.dat"; then
+        plot "set output '$out/throughput.png'
+set title 'Delivered against offered deliveries per second'
+set xlabel 'offered (deliveries/s)'
+set ylabel 'delivered (patches/s)'
+set format x '%.0s%c'
+set format y '%.0s%c'
+plot x title 'delivered = offered' with lines dt 2 lc 'gray', \\
+     '$out/throughput.dat' index 0 using 1:2 with points pt 7 ps 1.5 title 'fan-out (1 room)', \\
+     '$out/throughput.dat' index 1 using 1:2 with linespoints pt 5 lw 2 title 'saturation (1,000 subscribers)'"
+    fi
+fi
+
+echo "loadtest: report in $out/report.md"
+python3 - "$results" <<'EOF'
+import json, sys
+bad = [json.loads(l) for l in open(sys.argv[1])]
+bad = [r for r in bad if r.get("scenario") != "saturation" and not r.get("ok")]
+for r in bad:
+    print(f"loadtest: {r.get('scenario')} {r.get('config')} run {r.get('run')} failed: {r.get('failures') or 'exit ' + str(r.get('exit_code'))}")
+sys.exit(1 if bad else 0)
+EOF

@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+import TetherTUI
+import TetherTestSupport
+
+/// `tether` on a real terminal (tmux 100×40, UTF-8) against a real `tetherd`, asserting on what
+/// the panes show.
+@Suite("tether under tmux", .serialized, .timeLimit(.minutes(2)))
+struct TmuxTests {
+    @Test func aPressInOnePaneShowsInTheOther() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let tmux = try Tmux()
+        defer { tmux.kill() }
+        try tmux.startTether("alice", ["--url", daemon.url, "counter"])
+        try tmux.startTether("bob", ["--url", daemon.url, "counter"])
+        for pane in ["alice", "bob"] {
+            try await tmux.waitFor(pane, "a live counter at 0") { $0.statusConnection == "live" && $0.contains("count: 0") }
+        }
+
+        // The + button has the focus when the screen opens: Enter presses it.
+        try tmux.press("alice", "Enter")
+        let bob = try await tmux.waitFor("bob", "count 1") { $0.contains("count: 1") }
+        #expect(bob.statusVersion == 1)
+        let alice = try await tmux.waitFor("alice", "count 1 and the action's latency") { $0.contains("count: 1") && $0.contains(" ms") }
+        #expect(alice.contains("[ + ]  [ - ]  [ reset ]"))
+
+        // Tab moves the focus to -, Enter presses it.
+        try tmux.press("bob", "Tab", "Enter")
+        try await tmux.waitFor("alice", "count 0 after bob's -") { $0.contains("count: 0") && $0.statusVersion == 2 }
+
+        // Keys: + twice in bob.
+        try tmux.type("bob", "++")
+        try await tmux.waitFor("alice", "count 2") { $0.contains("count: 2") }
+
+        // q quits with status 0 and gives the terminal back (the alternate screen is gone).
+        try tmux.type("alice", "q")
+        #expect(try await tmux.waitForExit("alice") == 0)
+        let after = try tmux.capture("alice")
+        #expect(!after.contains("count:") && !after.contains("● live"), "the screen was not restored:\n\(after)")
+        // Ctrl-C quits too.
+        try tmux.press("bob", "C-c")
+        #expect(try await tmux.waitForExit("bob") == 0)
+    }
+
+    @Test func signInIsEnabledByTheServerAndShowsItsKoreanError() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let tmux = try Tmux()
+        defer { tmux.kill() }
+        try tmux.startTether("login", ["--url", daemon.url, "login"])
+        try await tmux.waitFor("login", "the form") {
+            $0.statusConnection == "live" && $0.statusVersion == 0 && $0.contains("[ Sign in (disabled) ]")
+        }
+
+        // The email alone does not enable the button (the server has applied it: version 1).
+        try tmux.type("login", "me@example.com")
+        var screen = try await tmux.waitFor("login", "the email applied") { $0.statusVersion == 1 && $0.contains("│me@example.com ") }
+        #expect(screen.contains("[ Sign in (disabled) ]"))
+
+        // A password too: the server's signInEnabled turns true and the button follows.
+        try tmux.press("login", "Tab")
+        try tmux.type("login", "abc")
+        screen = try await tmux.waitFor("login", "the button enabled") { $0.contains("[ Sign in ]") }
+        #expect(!screen.contains("(disabled)"))
+        #expect(screen.contains("│•••  "), "the password is masked")
+        #expect(!screen.contains("abc"))
+
+        // Three characters: the server's Korean message, drawn aligned inside the box.
+        try tmux.press("login", "Tab", "Enter")
+        let message = "6자리 이상 비밀번호를 입력해주세요."
+        screen = try await tmux.waitFor("login", "the Korean error") { $0.contains(message) }
+        let row = try #require(screen.rows.first { $0.contains(message) })
+        #expect(row.hasPrefix("│ ") && row.hasSuffix("│"), "row: \(row)")
+        #expect(row.displayWidth == tmux.width, "wide characters take two cells: \(row)")
+
+        // Six characters: signed in.
+        try tmux.press("login", "BTab")
+        try tmux.type("login", "def")
+        try tmux.press("login", "Tab", "Enter")
+        screen = try await tmux.waitFor("login", "the signed-in view") { $0.contains("Signed in as me@example.com") }
+        #expect(!screen.contains(message))
+        #expect(!screen.contains("Sign in ]"))
+    }
+
+    @Test func todoAddsTogglesAndDeletes() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let tmux = try Tmux()
+        defer { tmux.kill() }
+        try tmux.startTether("todo", ["--url", daemon.url, "todo:e2e"])
+        try await tmux.waitFor("todo", "an empty list") { $0.statusConnection == "live" && $0.contains("nothing to do") }
+
+        // The input has the focus: type and Enter adds; typing the next can start at once.
+        try tmux.type("todo", "milk")
+        try tmux.press("todo", "Enter")
+        try tmux.type("todo", "김치")
+        try tmux.press("todo", "Enter")
+        try await tmux.waitFor("todo", "two items") { $0.contains("[ ] milk") && $0.contains("[ ] 김치") && $0.contains("0 of 2 done") }
+
+        // Tab to the list; Enter toggles the selected (first) item, space the next one.
+        try tmux.press("todo", "Tab", "Enter")
+        try await tmux.waitFor("todo", "milk done") { $0.contains("[x] milk") && $0.contains("1 of 2 done") }
+        try tmux.press("todo", "Down", "Space")
+        try await tmux.waitFor("todo", "both done") { $0.contains("[x] 김치") && $0.contains("2 of 2 done") }
+
+        // Delete removes the selected item; another client sees the list item by item.
+        try tmux.press("todo", "DC")
+        try await tmux.waitFor("todo", "김치 removed") { !$0.contains("김치") && $0.contains("1 of 1 done") }
+        let sent = try await runTether(["send", "--url", daemon.url, "todo:e2e", "add", #"{"title":"bread"}"#])
+        #expect(sent.status == 0)
+        try await tmux.waitFor("todo", "bread from elsewhere") { $0.contains("[ ] bread") && $0.contains("1 of 2 done") }
+    }
+
+    @Test func theInspectorShowsAnyRoomAndMarksWhatChanged() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let tmux = try Tmux()
+        defer { tmux.kill() }
+        try tmux.startTether("bench", ["--url", daemon.url, "bench:inspect"])
+        try await tmux.waitFor("bench", "the empty state") { $0.contains("kind bench · version 0") && $0.contains(#""fields": {}"#) }
+
+        for (key, value) in [("name", #""가나다""#), ("size", "42")] {
+            let sent = try await runTether(["send", "--url", daemon.url, "bench:inspect", "set", #"{"key":"\#(key)","value":\#(value)}"#])
+            #expect(sent.status == 0, "\(sent.stderr)")
+        }
+        let screen = try await tmux.waitFor("bench", "both fields, the last one marked") { $0.contains("version 2") && $0.contains(#""size": 42"#) }
+        let marked = screen.rows.filter { $0.contains("│» ") }
+        #expect(marked.count == 1 && marked[0].contains(#""size": 42"#), "marked rows: \(marked)")
+        #expect(screen.rows.contains { $0.contains(#""name": "가나다","#) && !$0.contains("»") })
+        #expect(screen.contains("patch v1→v2: add /fields/size"))
+    }
+
+    @Test func theScreenShowsReconnectingWhileTheServerIsDown() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let tmux = try Tmux()
+        defer { tmux.kill() }
+        try tmux.startTether("counter", ["--url", daemon.url, "counter"])
+        try await tmux.waitFor("counter", "live") { $0.statusConnection == "live" && $0.contains("count: 0") }
+        daemon.kill9()
+        let screen = try await tmux.waitFor("counter", "reconnecting") { $0.statusConnection?.hasPrefix("reconnecting") == true }
+        #expect(screen.contains("retrying"))
+        // Still responsive: Ctrl-C quits and restores the terminal.
+        try tmux.press("counter", "C-c")
+        #expect(try await tmux.waitForExit("counter") == 0)
+    }
+
+    /// With --headless, the screen is replaced by JSON lines even on a terminal.
+    @Test func headlessOnATerminalPrintsJSONLines() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let tmux = try Tmux()
+        defer { tmux.kill() }
+        try tmux.startTether("watch", ["--url", daemon.url, "--headless", "counter"])
+        try await tmux.waitFor("watch", "hello and snapshot") { $0.contains(#"{"type":"hello""#) && $0.contains(#""type":"snapshot""#) }
+        try tmux.press("watch", "C-c")
+        #expect(try await tmux.waitForExit("watch") == 0)
+    }
+}
