@@ -79,7 +79,7 @@ struct TetherLoad: ParsableCommand {
     @Option(help: ArgumentHelp(
         "Microseconds a subscriber thread pauses between poll rounds while frames flow (0: never).",
         discussion: "Batches many ready sockets into one poll() over all connections; adds at most this much to a latency."))
-    var batchMicros = 200
+    var batchMicros = 250
 
     @Option(help: "A name for this run, copied into the --json line.")
     var label: String?
