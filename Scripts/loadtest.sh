@@ -11,6 +11,7 @@
 #   --scenario NAME  fanout, rooms, idle, churn or saturation (repeatable; default: all)
 #   --runs N         run every configuration N times; the report shows medians (default 1)
 #   --out DIR        report folder (default: loadtest-report-YYYYmmdd-HHMMSS)
+#   --report-only DIR  rebuild DIR's report and plots from its results.jsonl (no runs)
 # Environment: SCRATCH_PATH (swift build folder, default .build), TETHERD_ARGS (extra daemon flags).
 #
 # Every run starts a fresh tetherd (release build, 127.0.0.1, a free port) so runs don't share
@@ -21,6 +22,7 @@ cd "$(dirname "$0")/.."
 
 quick=0
 runs=1
+report_only=""
 out=""
 scenarios=()
 while (($#)); do
@@ -29,7 +31,8 @@ while (($#)); do
         --scenario) scenarios+=("$2"); shift ;;
         --runs) runs="$2"; shift ;;
         --out) out="$2"; shift ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --report-only) report_only="$2"; shift ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "loadtest: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -38,17 +41,24 @@ done
 for s in "${scenarios[@]}"; do
     case "$s" in fanout|rooms|idle|churn|saturation) ;; *) echo "loadtest: unknown scenario '$s'" >&2; exit 2 ;; esac
 done
-out="${out:-loadtest-report-$(date +%Y%m%d-%H%M%S)}"
+out="${report_only:-${out:-loadtest-report-$(date +%Y%m%d-%H%M%S)}}"
 mkdir -p "$out/logs"
 results="$out/results.jsonl"
-: > "$results"
+if [[ -n "$report_only" ]]; then
+    [[ -s "$results" ]] || { echo "loadtest: no $results" >&2; exit 2; }
+    scenarios=()
+else
+    : > "$results"
+fi
 
 # --- build ---------------------------------------------------------------------------------
-scratch="${SCRATCH_PATH:-.build}"
-echo "loadtest: building release binaries (scratch path $scratch)"
-swift build -c release --scratch-path "$scratch" --product tetherd >/dev/null
-swift build -c release --scratch-path "$scratch" --product tether-load >/dev/null
-bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path)"
+if [[ -z "$report_only" ]]; then
+    scratch="${SCRATCH_PATH:-.build}"
+    echo "loadtest: building release binaries (scratch path $scratch)"
+    swift build -c release --scratch-path "$scratch" --product tetherd >/dev/null
+    swift build -c release --scratch-path "$scratch" --product tether-load >/dev/null
+    bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path)"
+fi
 command -v gnuplot >/dev/null || echo "loadtest: gnuplot not found (Scripts/setup.sh installs gnuplot-nox): no plots" >&2
 
 # --- one daemon per run ----------------------------------------------------------------------
@@ -70,12 +80,14 @@ trap 'stop_server; exit 130' INT TERM
 # start_server LOGNAME: tetherd on 127.0.0.1, port chosen by the OS (read from its first line).
 start_server() {
     local log="$out/logs/$1.tetherd"
+    : >"$log.out"  # exists before the daemon writes to it
     # shellcheck disable=SC2086  # TETHERD_ARGS is a list of flags
+    # 10,000 clients + publishers come from one address: lift the per-IP connection limit.
     "$bin/tetherd" --host 127.0.0.1 --port 0 --log-level warning --max-connections 15000 \
-        ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
+        --max-connections-per-ip 15000 ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
     server_pid=$!
     for _ in $(seq 100); do
-        server_port="$(sed -n 's/.*listening on ws:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log.out")"
+        server_port="$(sed -n 's/.*listening on ws:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log.out" || true)"
         [[ -n "$server_port" ]] && return 0
         kill -0 "$server_pid" 2>/dev/null || break
         sleep 0.1
@@ -145,25 +157,29 @@ else
 fi
 common=(--duration "$duration" --warmup "$warmup" --drain-timeout 15)
 
+# tetherd rate-limits each connection to 1,000 actions/s by default: one publisher per 500/s.
+publishers_for() { echo $((($1 + 499) / 500)); }
+
 for scenario in "${scenarios[@]}"; do
     echo "loadtest: scenario $scenario"
     case "$scenario" in
         fanout)
             for n in "${fanout_subscribers[@]}"; do
                 for rate in "${fanout_rates[@]}"; do
-                    run fanout "${n}x${rate}" --clients "$n" --rate "$rate" "${common[@]}"
+                    run fanout "${n}x${rate}" --clients "$n" --rate "$rate" --publishers "$(publishers_for "$rate")" "${common[@]}"
                 done
             done ;;
         rooms)
             # 10 clients per room, 1 action/s per room.
-            run rooms "${rooms}rooms" --clients $((rooms * 10)) --rooms "$rooms" --rate "$rooms" "${common[@]}" ;;
+            run rooms "${rooms}rooms" --clients $((rooms * 10)) --rooms "$rooms" --rate "$rooms" \
+                --publishers "$(publishers_for "$rooms")" "${common[@]}" ;;
         idle)
             run idle "${idle_clients}idle" --clients "$idle_clients" --rate 0 --duration "$duration" --warmup 0 ;;
         churn)
             run churn "${churn_rate}perS" --clients "$churn_clients" --rate 100 --churn "$churn_rate" "${common[@]}" ;;
         saturation)
             for rate in "${saturation_rates[@]}"; do
-                run saturation "${rate}" --clients 1000 --rate "$rate" "${common[@]}"
+                run saturation "${rate}" --clients 1000 --rate "$rate" --publishers "$(publishers_for "$rate")" "${common[@]}"
                 last_result_keeps_up || { echo "  (p99 above 100 ms or delivery behind: stopping the climb)"; break; }
             done ;;
     esac
@@ -171,10 +187,12 @@ done
 stop_server
 
 # --- report -------------------------------------------------------------------------------------
-python3 - "$out" "$quick" "$runs" <<'EOF'
+python3 - "$out" <<'EOF'
 import json, os, platform, shutil, statistics, subprocess, sys, time
-out, quick, runs = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+out = sys.argv[1]
 rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+runs = max((r.get("run") or 1 for r in rows), default=1)
+quick = all((r.get("duration_s") or 0) <= 3 for r in rows)
 
 def median(group, key):
     values = [r[key] for r in group if r.get(key) is not None]
@@ -199,6 +217,8 @@ def ms(v):
     return "–" if v is None else (f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 1000 else f"{v:,.0f}")
 
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip():
+    commit += " + uncommitted changes"
 lines = [f"# tetherd load test — {time.strftime('%Y-%m-%d %H:%M')}", "",
          f"Commit `{commit or '?'}`, {os.cpu_count()} cores, {platform.platform()}. "
          f"{'Quick mode (short runs, small matrix). ' if quick else ''}"

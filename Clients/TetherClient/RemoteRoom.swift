@@ -125,15 +125,13 @@ public final class RemoteRoom {
             if !isRejoining { client?.join(self) }
             return
         }
-        var updated = state
         do {
-            try updated.apply(operations)
+            try state.apply(operations)  // atomic: on failure the state is unchanged
         } catch {
             client?.logger.warning("room \(name): patch \(from)->\(version) does not apply (\(error)); resyncing from a snapshot")
             client?.join(self, resume: false)
             return
         }
-        state = updated
         self.version = version
         isRejoining = false
         var changed: [JSONPointer] = []

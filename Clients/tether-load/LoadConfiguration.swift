@@ -23,6 +23,8 @@ struct LoadConfiguration: Sendable {
     var connectTimeout: Double
     /// Pause of a subscriber loop thread between service rounds while frames flow (0: none).
     var batchNanos: Int
+    /// Decode every patch frame fully too and compare with the scanner (a self-test; slow).
+    var verifyScanner = false
     /// Tags this run's values, so state left by an earlier run (or another tether-load) in the
     /// same room is told apart from ours.
     var runTag: Int

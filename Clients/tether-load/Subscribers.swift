@@ -359,6 +359,7 @@ final class SubscriberShard: @unchecked Sendable {
                 return
             }
             let sameEpoch = scanner.epochEquals(subscriber.epoch, in: payload)
+            if configuration.verifyScanner { verifyScan(payload) }
             acceptPatch(subscriber, sameEpoch: sameEpoch, from: scanner.from, version: scanner.version,
                         operations: UnsafeBufferPointer(start: scanner.operations, count: scanner.operationCount))
         } else {
@@ -500,6 +501,21 @@ final class SubscriberShard: @unchecked Sendable {
             break
         }
         return scanned
+    }
+
+    /// Self-check (`--verify-scanner`): the full decoder must read the same figures.
+    private func verifyScan(_ payload: UnsafeRawBufferPointer) {
+        guard case .patch(_, _, let from, let version, let operations)? = try? ServerMessage.decode(payload) else {
+            violation("scanner: the decoder does not read this frame as a patch")
+            return
+        }
+        let scanned = UnsafeBufferPointer(start: scanner.operations, count: scanner.operationCount)
+        let decoded = operations.map(Self.scannedOperation)
+        let same = from == scanner.from && version == scanner.version && decoded.count == scanned.count
+            && zip(decoded, scanned).allSatisfy { a, b in
+                a.publisher == b.publisher && a.sequence == b.sequence && a.sentAt == b.sentAt && a.run == b.run
+            }
+        if !same { violation("scanner and decoder disagree on a frame") }
     }
 
     func violation(_ what: String) {

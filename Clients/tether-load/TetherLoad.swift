@@ -40,7 +40,7 @@ struct TetherLoad: ParsableCommand {
     @Option(help: "Rooms the subscribers are spread over: `bench` when 1, else bench:1 ... bench:N.")
     var rooms = 1
 
-    @Option(help: "Publisher connections (in addition to --clients).")
+    @Option(help: "Publisher connections (in addition to --clients). tetherd limits each connection to 1,000 actions/s by default.")
     var publishers = 1
 
     @Option(help: "Actions per second, in total over all publishers and rooms (0: idle connections).")
@@ -80,6 +80,9 @@ struct TetherLoad: ParsableCommand {
         "Microseconds a subscriber thread pauses between poll rounds while frames flow (0: never).",
         discussion: "Batches many ready sockets into one poll() over all connections; adds at most this much to a latency."))
     var batchMicros = 250
+
+    @Flag(help: .hidden)
+    var verifyScanner = false
 
     @Option(help: "A name for this run, copied into the --json line.")
     var label: String?
@@ -145,7 +148,8 @@ struct TetherLoad: ParsableCommand {
             url: url, clients: clients, rooms: rooms, publishers: rate > 0 ? publishers : 0, rate: rate,
             duration: duration, warmup: warmup, ramp: ramp, payloadBytes: payloadBytes, churn: churn,
             token: token, threads: max(1, min(threads, max(1, clients))), drainTimeout: drainTimeout,
-            connectTimeout: connectTimeout, batchNanos: batchMicros * 1000, runTag: Int.random(in: 1..<(1 << 30)))
+            connectTimeout: connectTimeout, batchNanos: batchMicros * 1000, verifyScanner: verifyScanner,
+            runTag: Int.random(in: 1..<(1 << 30)))
         let runner = LoadRun(configuration: configuration, showProgress: !quiet, label: label)
         let outcome = runner.run()
         outcome.printSummary(toStandardError: json)
@@ -162,8 +166,9 @@ enum Outcome {
 
 private let interrupted = Atomic<Bool>(false)
 
+/// First Ctrl-C: stop publishing and report what was measured. Second: leave at once.
 private let onInterrupt: @convention(c) (Int32) -> Void = { _ in
-    interrupted.store(true, ordering: .relaxed)
+    if interrupted.exchange(true, ordering: .relaxed) { _exit(130) }
 }
 
 /// Written on a loop thread before the semaphore is signalled, read after the wait.
@@ -299,7 +304,8 @@ final class LoadRun {
                 outcome.setupErrors.append("\(c.publishers - ready) of \(c.publishers) publishers did not connect")
             }
         }
-        if !outcome.setupErrors.isEmpty && outcome.connected == 0 { return finish(outcome, shards, publisherShard) }
+        // A setup failure ends the run here (exit status 2): figures from a partial setup mislead.
+        if !outcome.setupErrors.isEmpty { return finish(outcome, shards, publisherShard) }
 
         // 3. Publish (and churn) for warm-up + duration; measure the window after the warm-up.
         let runStart = monotonicNanos()
@@ -348,9 +354,13 @@ final class LoadRun {
                 for shard in shards { shard.client.execute { shard.setTargets(targets) } }
                 var behind = totalBehind(shards)
                 var lastShown = monotonicNanos()
+                var lastProgress = (at: monotonicNanos(), behind: behind)
                 while behind > 0, monotonicNanos() < deadline, !isInterrupted {
                     pause(0.02)
                     behind = totalBehind(shards)
+                    // Nothing arrived for 3 s: what is missing is lost (an action that failed, say).
+                    if behind != lastProgress.behind { lastProgress = (monotonicNanos(), behind) }
+                    if monotonicNanos() - lastProgress.at > 3_000_000_000 { break }
                     if monotonicNanos() - lastShown >= 1_000_000_000 {
                         lastShown = monotonicNanos()
                         showLine("drain: \(behind) deliveries still missing")

@@ -1,10 +1,11 @@
 import TetherTUI
 
-/// `counter`: the shared count in big digits, and buttons (or + - r) to change it.
+/// `counter`: the shared count in big digits, and buttons (or + - r) to change it. The buttons
+/// read "[ - ]  [ + ]  [ reset ]": "-" has the focus first, Tab reaches "+".
 @MainActor
 final class CounterScreen: Screen {
     let body: Widget
-    let hints = "+ / - / r change the count · Enter presses"
+    let hints = "+ / - / r change the count · Enter presses the focused button"
     private let context: ScreenContext
 
     init(_ context: ScreenContext) {
@@ -20,7 +21,7 @@ final class CounterScreen: Screen {
             big.text = text
             label.text = "count: \(text)"
         }
-        body = Stack(.vertical, spacing: 1, [Spacer(.vertical), big, label, centeredRow([plus, minus, reset]), Spacer(.vertical)])
+        body = Stack(.vertical, spacing: 1, [Spacer(.vertical), big, label, centeredRow([minus, plus, reset]), Spacer(.vertical)])
     }
 
     func handleKey(_ key: Key) -> Bool {

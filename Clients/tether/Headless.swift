@@ -43,11 +43,11 @@ enum Headless {
                 break
             case .live, .resynced:
                 wasLive = true
-            case .reconnecting(_, let reason):
+            case .reconnecting(let attempt, let reason):
                 // Only a connection that worked once is worth retrying: a wrong URL or a server
                 // that is not there fails at once, for scripts.
                 if wasLive {
-                    Output.printError("connection lost (\(reason)); reconnecting")
+                    Output.printError("reconnecting (attempt \(attempt)): \(reason)")
                 } else {
                     ending.fail(reason)
                 }

@@ -57,8 +57,10 @@ enum Output {
         }
     }
 
-    /// Logs go to stderr at `level`; nil discards them (an interactive screen owns the terminal).
-    static func bootstrapLogging(_ level: Logger.Level?) {
+    /// Process set-up for every command: logs go to stderr at `level`, or nowhere for nil (an
+    /// interactive screen owns the terminal); SIGPIPE is ignored, so a reader that goes away is a
+    /// failed write, not a crash.
+    static func prepareProcess(logLevel level: Logger.Level?) {
         signal(SIGPIPE, SIG_IGN)
         LoggingSystem.bootstrap { label in
             guard let level else { return SwiftLogNoOpLogHandler() }

@@ -86,10 +86,10 @@ struct Open: AsyncParsableCommand {
 
     func run() async throws {
         if headless || !ANSITerminalBackend.isAvailable {
-            Output.bootstrapLogging(connection.logLevel)
+            Output.prepareProcess(logLevel: connection.logLevel)
             try await Headless.watch(options: connection.clientOptions(reconnect: reconnect), room: room, helloTimeout: connection.timeoutDuration)
         } else {
-            Output.bootstrapLogging(nil)
+            Output.prepareProcess(logLevel: nil)
             try await Interactive.run(options: connection.clientOptions(reconnect: true), room: room)
         }
     }
@@ -117,7 +117,7 @@ struct Watch: AsyncParsableCommand {
     var room: String
 
     func run() async throws {
-        Output.bootstrapLogging(connection.logLevel)
+        Output.prepareProcess(logLevel: connection.logLevel)
         try await Headless.watch(options: connection.clientOptions(reconnect: reconnect), room: room, helloTimeout: connection.timeoutDuration)
     }
 }
@@ -157,7 +157,7 @@ struct Send: AsyncParsableCommand {
     }
 
     func run() async throws {
-        Output.bootstrapLogging(connection.logLevel)
+        Output.prepareProcess(logLevel: connection.logLevel)
         try await OneShot.send(
             options: connection.clientOptions(reconnect: false), room: room, action: action,
             args: parsedArgs(), timeout: connection.timeoutDuration)

@@ -103,23 +103,22 @@ extension JSON {
         case .replace(let path, let value):
             if path.isRoot { undo.append(.replace(path: path, value: self)); self = value; return }
             let old = try withParent(of: path) { (parent: inout JSON, token: String) throws(JSONPatchError) -> JSON in
-                switch parent {
-                case .object(var object):
-                    guard let old = object[token] else { throw .pathNotFound(path) }
-                    parent = .null
-                    object[token] = value
-                    parent = .object(object)
+                if var object = parent.takeObject() {
+                    defer { parent = .object(object) }
+                    guard let old = object.updateValue(value, forKey: token) else {
+                        object[token] = nil
+                        throw .pathNotFound(path)
+                    }
                     return old
-                case .array(var array):
+                }
+                if var array = parent.takeArray() {
+                    defer { parent = .array(array) }
                     guard let index = JSONPointer.arrayIndex(token), index < array.count else { throw .invalidArrayIndex(path) }
-                    parent = .null
                     let old = array[index]
                     array[index] = value
-                    parent = .array(array)
                     return old
-                default:
-                    throw .notAContainer(path)
                 }
+                throw .notAContainer(path)
             }
             undo.append(.replace(path: path, value: old))
         case .move(let from, let path):
@@ -145,13 +144,13 @@ extension JSON {
             return .replace(path: path, value: old)
         }
         return try withParent(of: path) { (parent: inout JSON, token: String) throws(JSONPatchError) -> PatchOperation in
-            switch parent {
-            case .object(var object):
-                parent = .null
+            if var object = parent.takeObject() {
+                defer { parent = .object(object) }
                 let old = object.updateValue(value, forKey: token)
-                parent = .object(object)
                 return old.map { .replace(path: path, value: $0) } ?? .remove(path: path)
-            case .array(var array):
+            }
+            if var array = parent.takeArray() {
+                defer { parent = .array(array) }
                 let index: Int
                 if token == "-" {
                     index = array.count
@@ -159,34 +158,44 @@ extension JSON {
                     guard let parsed = JSONPointer.arrayIndex(token), parsed <= array.count else { throw .invalidArrayIndex(path) }
                     index = parsed
                 }
-                parent = .null
                 array.insert(value, at: index)
-                parent = .array(array)
                 return .remove(path: path.parent.appending(index: index))
-            default:
-                throw .notAContainer(path)
             }
+            throw .notAContainer(path)
         }
     }
 
     private mutating func remove(at path: JSONPointer) throws(JSONPatchError) -> JSON {
         if path.isRoot { throw .cannotRemoveRoot }
         return try withParent(of: path) { (parent: inout JSON, token: String) throws(JSONPatchError) -> JSON in
-            switch parent {
-            case .object(var object):
-                parent = .null
+            if var object = parent.takeObject() {
                 defer { parent = .object(object) }
                 guard let removed = object.removeValue(forKey: token) else { throw .pathNotFound(path) }
                 return removed
-            case .array(var array):
-                guard let index = JSONPointer.arrayIndex(token), index < array.count else { throw .invalidArrayIndex(path) }
-                parent = .null
-                defer { parent = .array(array) }
-                return array.remove(at: index)
-            default:
-                throw .notAContainer(path)
             }
+            if var array = parent.takeArray() {
+                defer { parent = .array(array) }
+                guard let index = JSONPointer.arrayIndex(token), index < array.count else { throw .invalidArrayIndex(path) }
+                return array.remove(at: index)
+            }
+            throw .notAContainer(path)
         }
+    }
+
+    /// Moves an object's members out, leaving `.null`, so the caller can edit them without a
+    /// copy-on-write copy and put them back. (Binding the payload in a `switch` on `self` keeps a
+    /// second reference alive and copies the whole container on every edit.)
+    mutating func takeObject() -> [String: JSON]? {
+        guard case .object(let object) = self else { return nil }
+        self = .null
+        return object
+    }
+
+    /// Like `takeObject()`, for an array's elements.
+    mutating func takeArray() -> [JSON]? {
+        guard case .array(let array) = self else { return nil }
+        self = .null
+        return array
     }
 
     /// Walks to the container holding `path`'s last token and runs `body` on it in place.
@@ -198,19 +207,16 @@ extension JSON {
         let tokens = path.tokens
         if depth == tokens.count - 1 { return try body(&self, tokens[depth]) }
         let token = tokens[depth]
-        switch self {
-        case .object(var object):
-            guard object[token] != nil else { throw .pathNotFound(path) }
-            self = .null
+        if var object = takeObject() {
             defer { self = .object(object) }
-            return try object[token]!.withParent(of: path, depth: depth + 1, body)
-        case .array(var array):
-            guard let index = JSONPointer.arrayIndex(token), index < array.count else { throw .pathNotFound(path) }
-            self = .null
-            defer { self = .array(array) }
-            return try array[index].withParent(of: path, depth: depth + 1, body)
-        default:
-            throw .pathNotFound(path)
+            guard let index = object.index(forKey: token) else { throw .pathNotFound(path) }
+            return try object.values[index].withParent(of: path, depth: depth + 1, body)
         }
+        if var array = takeArray() {
+            defer { self = .array(array) }
+            guard let index = JSONPointer.arrayIndex(token), index < array.count else { throw .pathNotFound(path) }
+            return try array[index].withParent(of: path, depth: depth + 1, body)
+        }
+        throw .pathNotFound(path)
     }
 }

@@ -21,8 +21,7 @@ public final class StateDocument {
 
     /// Sets a top-level member without recording an operation (declaring state, restoring).
     func define(_ name: String, _ value: JSON) {
-        guard case .object(var object) = state else { return }
-        state = .null
+        guard var object = state.takeObject() else { return }
         object[name] = value
         state = .object(object)
     }

@@ -46,6 +46,7 @@ struct LoadToolTests {
         let run = try Self.runLoad([
             "--url", daemon.url, "--server-pid", String(daemon.pid), "--clients", String(clients),
             "--rate", "40", "--duration", "3", "--warmup", "0.5", "--json", "--quiet", "--label", "e2e",
+            "--payload-bytes", "64", "--verify-scanner",  // every patch frame also fully decoded and compared
         ])
         #expect(run.status == 0, "tether-load failed:\n\(run.stderr)\n\(run.stdout)")
         let line = try #require(run.stdout.split(separator: "\n").last, "no --json line:\n\(run.stderr)")
@@ -83,11 +84,25 @@ struct LoadToolTests {
         #expect(number("load_cpu_s") > 0)
     }
 
+    /// A port nothing listens on: bound to find it free, then closed.
+    static func unusedPort() -> Int? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
+            }
+        }
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
+    }
+
     @Test func anUnreachableServerIsASetupErrorWithExitStatus2() throws {
-        // A port nothing listens on any more: a daemon's, after it stopped.
-        let daemon = try Daemon()
-        let port = daemon.port
-        daemon.stop()
+        let port = try #require(Self.unusedPort())
         let run = try Self.runLoad(["--url", "ws://127.0.0.1:\(port)", "--clients", "2", "--duration", "1", "--json", "--quiet"])
         #expect(run.status == 2, "\(run.stderr)\n\(run.stdout)")
         let line = try #require(run.stdout.split(separator: "\n").last)

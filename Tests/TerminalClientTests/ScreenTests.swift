@@ -31,7 +31,8 @@ struct ScreenTests {
         #expect(screen.lines.contains { $0.contains("count: 0") })
         #expect(screen.lines.last?.hasPrefix("● live │ room counter │ v0") == true)
 
-        app.handle(.enter)  // the + button has the focus
+        app.handle(.tab)  // from "-" to "+"
+        app.handle(.enter)
         await app.settle()
         app.redraw()
         #expect(screen.lines.contains { $0.contains("count: 1") })

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import TetherState
 import TetherTUI
 import TetherTestSupport
@@ -140,13 +143,16 @@ func jsonLines(_ text: String) throws -> [JSON] {
     }
 }
 
-/// A private tmux server (its own socket, no status line, fixed window size) for driving `tether`
+/// A private tmux server (its own socket file, no status line, fixed window size) for driving `tether`
 /// on a real terminal and reading the screen back with `capture-pane`. `kill()` it in a defer.
 final class Tmux {
-    let socket = "tether-test-\(UUID().uuidString.prefix(12))"
+    /// Names the server's socket, config and status files (all in the temporary directory).
+    let socket = "tether-tmux-\(UUID().uuidString.prefix(13))"
     let width: Int
     let height: Int
     private let configuration: URL
+
+    private var socketPath: String { FileManager.default.temporaryDirectory.appendingPathComponent("\(socket).sock").path }
 
     init(width: Int = 100, height: Int = 40) throws {
         self.width = width
@@ -165,31 +171,29 @@ final class Tmux {
     /// Runs tmux with `arguments` on this server; returns its stdout, throws on failure.
     @discardableResult
     func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["tmux", "-L", socket, "-f", configuration.path] + arguments
-        process.environment = testEnvironment
-        let stdout = Pipe(), stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestFailure("tmux \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(String(decoding: errors, as: UTF8.self))")
+        let result = try spawnAndWait(["tmux", "-S", socketPath, "-f", configuration.path] + arguments)
+        guard result.status == 0 else {
+            throw TestFailure("tmux \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)")
         }
-        return String(decoding: output, as: UTF8.self)
+        return result.stdout
     }
 
     /// Opens session `name` running `tether ARGUMENTS` in a `width`×`height` window.
+    ///
+    /// A small shell runs it and writes its exit status to a file: tmux's own `pane_dead_status`
+    /// is sometimes never filled in when the program exits right after a Ctrl-C. The shell
+    /// survives Ctrl-C (`trap :`, a no-op handler, leaves the default action in the child).
     func startTether(_ name: String, _ arguments: [String]) throws {
         let command = ([tetherExecutable.path] + arguments).map(Self.shellQuoted).joined(separator: " ")
+        let script = "trap : INT HUP TERM; \(command); echo $? > \(Self.shellQuoted(statusFile(name).path))"
         try run([
             "new-session", "-d", "-s", name, "-x", "\(width)", "-y", "\(height)",
-            "-e", "LANG=C.UTF-8", "-e", "LC_ALL=C.UTF-8", command,
+            "-e", "LANG=C.UTF-8", "-e", "LC_ALL=C.UTF-8", "sh -c \(Self.shellQuoted(script))",
         ])
+    }
+
+    private func statusFile(_ name: String) -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("\(socket)-\(name).status")
     }
 
     /// What the pane shows now, one string per row.
@@ -223,12 +227,10 @@ final class Tmux {
         }
     }
 
-    /// The exit status once the pane's program has exited; nil while it runs.
+    /// The exit status once `tether` in session `name` has exited; nil while it runs.
     func exitStatus(_ name: String) throws -> Int32? {
-        let fields = try run(["display-message", "-p", "-t", name, "#{pane_dead} #{pane_dead_status}"])
-            .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ")
-        guard fields.first == "1" else { return nil }
-        return fields.count > 1 ? Int32(fields[1]) : -1
+        guard let text = try? String(contentsOf: statusFile(name), encoding: .utf8) else { return nil }
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     func waitForExit(_ name: String, timeout: Duration = .seconds(10)) async throws -> Int32 {
@@ -242,10 +244,20 @@ final class Tmux {
         }
     }
 
-    /// Stops the tmux server (and with it every program in its panes).
+    /// Stops the tmux server (and with it every program in its panes); SIGKILL if it lingers.
     func kill() {
+        let pid = (try? run(["display-message", "-p", "#{pid}"])).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         _ = try? run(["kill-server"])
+        if let pid {
+            let deadline = ContinuousClock.now + .seconds(3)
+            while Glibc.kill(pid, 0) == 0, ContinuousClock.now < deadline { usleep(20_000) }
+            if Glibc.kill(pid, 0) == 0 { Glibc.kill(pid, SIGKILL) }
+        }
         try? FileManager.default.removeItem(at: configuration)
+        let directory = FileManager.default.temporaryDirectory
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where file.hasPrefix(socket) {
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(file))
+        }
     }
 
     static func shellQuoted(_ text: String) -> String {
@@ -271,4 +283,56 @@ extension String {
         guard let status = rows.last(where: { $0.hasPrefix("● ") }) else { return nil }
         return status.dropFirst(2).components(separatedBy: " │ ").first?.trimmingCharacters(in: .whitespaces)
     }
+}
+
+/// Runs a program to completion with posix_spawn: a clean signal mask and default signal
+/// handlers (Foundation's `Process` passes on the spawning thread's mask, in which a test
+/// runner's threads block SIGTERM and more; a tmux server started that way would ignore
+/// `kill-server`), stdin from /dev/null, stdout and stderr through files (a daemon that inherits
+/// a pipe would keep it open forever).
+func spawnAndWait(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    let directory = FileManager.default.temporaryDirectory
+    let id = UUID().uuidString
+    let outPath = directory.appendingPathComponent("tether-spawn-\(id).out").path
+    let errPath = directory.appendingPathComponent("tether-spawn-\(id).err").path
+    defer {
+        unlink(outPath)
+        unlink(errPath)
+    }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var mask = sigset_t()
+    sigemptyset(&mask)
+    posix_spawnattr_setsigmask(&attributes, &mask)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for signal in [SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD, SIGUSR1, SIGUSR2, SIGWINCH] { sigaddset(&defaults, signal) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    let envp: [UnsafeMutablePointer<CChar>?] = testEnvironment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        argv.forEach { free($0) }
+        envp.forEach { free($0) }
+    }
+    var pid = pid_t()
+    let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+    guard spawned == 0 else { throw TestFailure("cannot run \(arguments[0]): \(String(cString: strerror(spawned)))") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 {
+        guard errno == EINTR else { throw TestFailure("waitpid: \(errno)") }
+    }
+    let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    let stdout = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+    let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+    return (exitStatus, stdout, stderr)
 }

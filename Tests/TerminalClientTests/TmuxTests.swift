@@ -18,20 +18,27 @@ struct TmuxTests {
             try await tmux.waitFor(pane, "a live counter at 0") { $0.statusConnection == "live" && $0.contains("count: 0") }
         }
 
-        // The + button has the focus when the screen opens: Enter presses it.
-        try tmux.press("alice", "Enter")
+        // "-" has the focus when the screen opens; Tab moves it to "+", Enter presses it.
+        try tmux.press("alice", "Tab", "Enter")
         let bob = try await tmux.waitFor("bob", "count 1") { $0.contains("count: 1") }
         #expect(bob.statusVersion == 1)
         let alice = try await tmux.waitFor("alice", "count 1 and the action's latency") { $0.contains("count: 1") && $0.contains(" ms") }
-        #expect(alice.contains("[ + ]  [ - ]  [ reset ]"))
+        #expect(alice.contains("[ - ]  [ + ]  [ reset ]"))
 
-        // Tab moves the focus to -, Enter presses it.
-        try tmux.press("bob", "Tab", "Enter")
+        // In bob, Enter presses "-", which has the focus.
+        try tmux.press("bob", "Enter")
         try await tmux.waitFor("alice", "count 0 after bob's -") { $0.contains("count: 0") && $0.statusVersion == 2 }
 
         // Keys: + twice in bob.
         try tmux.type("bob", "++")
         try await tmux.waitFor("alice", "count 2") { $0.contains("count: 2") }
+
+        // A resize lays the screen out again at the new size.
+        try tmux.run(["resize-window", "-t", "alice", "-x", "60", "-y", "16"])
+        let resized = try await tmux.waitFor("alice", "the 60×16 layout") { $0.rows.first?.hasPrefix("┌─ tether · counter ─") == true && $0.rows.first?.hasSuffix("┐") == true && $0.rows.first?.displayWidth == 60 }
+        #expect(resized.contains("count: 2") && resized.contains("[ + ]"))
+        #expect(resized.rows.filter { !$0.isEmpty }.count == 16)
+        #expect(resized.statusConnection == "live")
 
         // q quits with status 0 and gives the terminal back (the alternate screen is gone).
         try tmux.type("alice", "q")
@@ -53,9 +60,11 @@ struct TmuxTests {
             $0.statusConnection == "live" && $0.statusVersion == 0 && $0.contains("[ Sign in (disabled) ]")
         }
 
-        // The email alone does not enable the button (the server has applied it: version 1).
-        try tmux.type("login", "me@example.com")
-        var screen = try await tmux.waitFor("login", "the email applied") { $0.statusVersion == 1 && $0.contains("│me@example.com ") }
+        // The email alone does not enable the button (the server has applied every keystroke:
+        // one setEmail, one version each).
+        let email = "me@example.com"
+        try tmux.type("login", email)
+        var screen = try await tmux.waitFor("login", "the email applied") { $0.statusVersion == email.count && $0.contains("│\(email) ") }
         #expect(screen.contains("[ Sign in (disabled) ]"))
 
         // A password too: the server's signInEnabled turns true and the button follows.
@@ -110,6 +119,38 @@ struct TmuxTests {
         let sent = try await runTether(["send", "--url", daemon.url, "todo:e2e", "add", #"{"title":"bread"}"#])
         #expect(sent.status == 0)
         try await tmux.waitFor("todo", "bread from elsewhere") { $0.contains("[ ] bread") && $0.contains("1 of 2 done") }
+    }
+
+    @Test func calculatorGalleryExchangeAndClockBindAndAct() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let tmux = try Tmux()
+        defer { tmux.kill() }
+        for room in ["calculator", "gallery", "exchange", "clock"] {
+            try tmux.startTether(room, ["--url", daemon.url, room])
+            try await tmux.waitFor(room, "\(room) live") { $0.statusConnection == "live" && $0.statusVersion != nil }
+        }
+
+        // Typed keys press the keypad; = evaluates on the server and adds to the history.
+        try tmux.type("calculator", "12+3*2=")
+        try await tmux.waitFor("calculator", "the result and its history") { $0.contains("18│") && $0.contains("│12+3*2 = 18 ") }
+        #expect(try tmux.capture("calculator").contains("[ 7 ] [ 8 ] [ 9 ] [ / ] [ back ]"))
+
+        // n (or the next button) moves to the next person: name and multi-line picture follow.
+        try tmux.type("gallery", "n")
+        var screen = try await tmux.waitFor("gallery", "Alan Turing") { $0.contains("Alan Turing") }
+        #expect(screen.contains("| (o o) |"))
+        try tmux.press("gallery", "Tab", "Enter")  // the focus moves from previous to next
+        screen = try await tmux.waitFor("gallery", "Grace Hopper") { $0.contains("Grace Hopper") }
+        #expect(screen.contains("( o.o )"))
+
+        // The result follows the amount as it is typed, with no button.
+        try tmux.type("exchange", "2.5")
+        try await tmux.waitFor("exchange", "the result") { $0.contains("result: 3375.00") && $0.contains("rate:   1350.0") }
+
+        // The clock ticks: the label changes by itself.
+        let first = try #require(try tmux.capture("clock").rows.first { $0.contains("server time ") })
+        try await tmux.waitFor("clock", "the next second", timeout: .seconds(5)) { $0.rows.contains { $0.contains("server time ") && $0 != first } }
     }
 
     @Test func theInspectorShowsAnyRoomAndMarksWhatChanged() async throws {
