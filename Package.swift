@@ -117,13 +117,14 @@ let package = Package(
         ),
 
         // Test utilities shared by the test targets (seeded generators, random JSON, ...).
-        .target(name: "TetherTestSupport", dependencies: ["TetherState"], path: "Tests/TetherTestSupport"),
+        .target(name: "TetherTestSupport", dependencies: ["TetherState", "TetherTransport"], path: "Tests/TetherTestSupport"),
 
         .testTarget(name: "TetherBindingTests", dependencies: ["TetherBinding"]),
         .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherBinding", "TetherTestSupport"]),
         .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherState", "TetherTestSupport"]),
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport"]),
+        .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherState", "TetherTestSupport"]),
         .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherProtocol", "TetherState", "TetherTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
