@@ -103,6 +103,19 @@ enum OneShot {
         }
         watchdog.cancel()
 
+        // With a token the server only takes actions on joined rooms: join first.
+        if options.token != nil {
+            let mirror = client.room(room)
+            let deadline = ContinuousClock.now + timeout
+            while !mirror.isSynced, mirror.lastError.value == nil, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            if let error = mirror.lastError.value {
+                await client.close()
+                throw Output.failure("cannot join \(room): \(Output.describe(error))", code: Output.serverError)
+            }
+        }
+
         do {
             _ = try await client.send(action, to: room, args: args?.value)
             if let raw = answers.values.first { Output.writeLine(raw) }

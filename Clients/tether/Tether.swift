@@ -44,11 +44,21 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .long, help: "Log level on stderr for `watch`, `send` and headless mode (interactive screens never log).")
     var logLevel: Logger.Level = .critical
 
+    @Option(name: .long, help: "An access token for servers started with --auth-secret (see `tetherd token`).")
+    var token: String?
+
+    @Option(name: .long, help: ArgumentHelp("Trust this CA certificate (PEM) for a wss:// server, e.g. one from Scripts/make-cert.sh.", valueName: "pem-file"))
+    var ca: String?
+
+    @Flag(name: .long, help: "Accept any wss:// certificate (tests only: encrypted, not authenticated).")
+    var insecure = false
+
     /// The client options these flags describe.
     func clientOptions(reconnect: Bool) -> ClientOptions {
-        var options = ClientOptions(url: url)
+        var options = ClientOptions(url: url, token: token)
         options.reconnect.isEnabled = reconnect
         options.actionTimeout = timeoutDuration
+        if let ca { options.trust = .caFile(ca) } else if insecure { options.trust = .insecure }
         return options
     }
 
@@ -56,6 +66,7 @@ struct ConnectionOptions: ParsableArguments {
 
     func validate() throws {
         guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
+        if ca != nil, insecure { throw ValidationError("--ca and --insecure don't go together") }
     }
 }
 

@@ -23,43 +23,36 @@ struct SecurityTests {
         return (directory, directory + "/cert.pem", directory + "/key.pem")
     }
 
+    /// Runs `tether ARGUMENTS` (a separate process: one TLS trust setting per process).
+    private func tether(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = Daemon.executable("tether")
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+
     @Test func wssWithATrustedCertificateAndInsecureMode() async throws {
         let tls = try Self.makeCertificate()
         let daemon = try Daemon(arguments: ["--tls-cert", tls.cert, "--tls-key", tls.key])
         defer { daemon.stop() }
-        for trust in [TLSTrustChoice.ca(tls.cert), .insecure] {
-            var options = ClientOptions(url: "wss://127.0.0.1:\(daemon.port)")
-            options.trust = trust.value
-            options.reconnect.isEnabled = false
-            let client = TetherClient(options: options)
-            try client.connect()
-            try await client.waitUntilConnected()
-            let version = try await client.send("increment", to: "counter")
-            #expect(version >= 1)
-            await client.close()
-        }
-        // Without trusting the certificate, the connection fails with a clear reason.
-        var options = ClientOptions(url: "wss://127.0.0.1:\(daemon.port)")
-        options.reconnect.isEnabled = false
-        let untrusting = TetherClient(options: options)
-        try untrusting.connect()
-        do {
-            try await untrusting.waitUntilConnected()
-            Issue.record("connected without trusting the self-signed certificate")
-        } catch {
-            #expect("\(error)".contains("cannot connect"))
-        }
-        await untrusting.close()
-    }
-
-    enum TLSTrustChoice {
-        case ca(String), insecure
-        var value: TLSTrust {
-            switch self {
-            case .ca(let path): return .caFile(path)
-            case .insecure: return .insecure
-            }
-        }
+        let url = "wss://127.0.0.1:\(daemon.port)"
+        let trusted = try tether(["send", "--url", url, "--ca", tls.cert, "counter", "increment"])
+        #expect(trusted.status == 0, "\(trusted.output)")
+        #expect(trusted.output.contains(#""type":"ack""#))
+        let insecure = try tether(["send", "--url", url, "--insecure", "counter", "increment"])
+        #expect(insecure.status == 0, "\(insecure.output)")
+        #expect(insecure.output.contains(#""version":2"#))
+        // Without trusting the self-signed certificate the connection fails with a clear reason.
+        let untrusted = try tether(["send", "--url", url, "counter", "increment"])
+        #expect(untrusted.status == 1)
+        #expect(untrusted.output.contains("cannot connect"), "\(untrusted.output)")
+        // Plain ws:// to a TLS port fails too.
+        #expect(try tether(["send", "--url", daemon.url, "counter", "increment"]).status == 1)
     }
 
     private func token(_ rooms: String, ttl: Int = 60, secret: String = "s3cret") throws -> String {
@@ -96,6 +89,12 @@ struct SecurityTests {
         #expect(try errorCode(socket, ["type": "join", "room": "counter", "token": .string(good)]) == "snapshot")
         #expect(try errorCode(socket, ["type": "action", "room": "counter", "name": "increment", "id": 2]) == "ack")
 
+        // The terminal client passes its token too.
+        let sent = try tether(["send", "--url", daemon.url, "--token", good, "counter", "increment"])
+        #expect(sent.status == 0, "\(sent.output)")
+        let refused = try tether(["send", "--url", daemon.url, "--token", good, "clock", "increment"])
+        #expect(refused.status == 2 && refused.output.contains("unauthorized"), "\(refused.output)")
+
         // The client library passes its token with every join.
         var options = ClientOptions(url: daemon.url, token: good)
         options.reconnect.isEnabled = false
@@ -104,7 +103,7 @@ struct SecurityTests {
         try await client.waitUntilConnected()
         let counter = client.room("counter")
         try await eventually { counter.isSynced }
-        #expect(try await counter.send("increment") >= 2)
+        #expect(try await counter.send("increment") >= 3)
         await client.close()
     }
 
