@@ -123,7 +123,7 @@ let package = Package(
         .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherBinding", "TetherTestSupport"]),
         .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherState", "TetherTestSupport"]),
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState"]),
-        .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport"]),
+        .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherState", "TetherTestSupport"]),
         .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherProtocol", "TetherState", "TetherTestSupport"]),
         .testTarget(

@@ -135,14 +135,7 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
     // MARK: Requests
 
     private func join(_ name: String, id: Int?, since: ResumePoint?, token: String?, session: Session) {
-        let kind: ViewModelKind
-        switch registry.kind(forRoom: name) {
-        case .success(let found): kind = found
-        case .failure(var error):
-            error.id = id
-            reject(error, session: session)
-            return
-        }
+        guard let kind = kind(forRoom: name, id: id, session: session) else { return }
         if let auth = configuration.auth {
             guard let token else {
                 reject(ProtocolError(.unauthorized, "this server needs a token to join \(name)", id: id, room: name), session: session)
@@ -191,14 +184,7 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     private func perform(_ action: String, args: JSON?, id: Int, room name: String, session: Session) {
-        let kind: ViewModelKind
-        switch registry.kind(forRoom: name) {
-        case .success(let found): kind = found
-        case .failure(var error):
-            error.id = id
-            reject(error, session: session)
-            return
-        }
+        guard let kind = kind(forRoom: name, id: id, session: session) else { return }
         guard session.actions.take() else {
             reject(ProtocolError(.rateLimited, "more than \(Int(configuration.maxActionsPerSecond)) actions per second", id: id, room: name), session: session)
             return
@@ -226,6 +212,18 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
         let room = session.joined[name] ?? self.room(named: name, kind: kind, for: session)
         let handle = SessionHandle(session: session)
         room.enqueue { $0.perform(action, args: args, id: id, from: handle) }
+    }
+
+    /// The kind a room name refers to; answers `unknown_room` (with the request's id) if none.
+    private func kind(forRoom name: String, id: Int?, session: Session) -> ViewModelKind? {
+        switch registry.kind(forRoom: name) {
+        case .success(let kind):
+            return kind
+        case .failure(var error):
+            error.id = id
+            reject(error, session: session)
+            return nil
+        }
     }
 
     /// Whether `name` exists already for this session, or one more room fits under the limit.

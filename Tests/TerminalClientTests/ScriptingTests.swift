@@ -48,7 +48,7 @@ struct ScriptingTests {
     }
 
     @Test func badJSONArgumentsAreRefusedBeforeConnecting() async throws {
-        let port = try unusedPort()
+        let port = try freePort()
         for args in [#"{"by":"#, "[1]", "2"] {
             let result = try await runTether(["send", "--url", "ws://127.0.0.1:\(port)", "counter", "increment", args])
             #expect(result.status == 64, "\(args): \(result.stderr)")
@@ -61,7 +61,7 @@ struct ScriptingTests {
     }
 
     @Test func noServerMeansOneLineAndAFailureStatus() async throws {
-        let url = "ws://127.0.0.1:\(try unusedPort())"
+        let url = "ws://127.0.0.1:\(try freePort())"
         for arguments in [["send", "--url", url, "counter", "increment"], ["watch", "--url", url, "counter"]] {
             let start = ContinuousClock.now
             let result = try await runTether(arguments)

@@ -114,25 +114,6 @@ func runTether(_ arguments: [String], timeout: Duration = .seconds(20)) async th
     return (status, child.stdout, child.stderr)
 }
 
-/// A 127.0.0.1 port with nothing listening on it (bound, then released).
-func unusedPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
-            guard bind(fd, pointer, length) == 0 else { return -1 }
-            return getsockname(fd, pointer, &length)
-        }
-    }
-    guard bound == 0 else { throw TestFailure("bind: \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
 
 /// The JSON object on each line, failing on a line that is not one.
 func jsonLines(_ text: String) throws -> [JSON] {

@@ -413,23 +413,6 @@ final class RawSocket {
     }
 }
 
-/// A TCP port nobody listens on (bound then released).
-func unusedPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { Glibc.close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            _ = bind(fd, pointer, length)
-            return getsockname(fd, pointer, &length)
-        }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 // MARK: - Certificates
 
 /// A throwaway self-signed certificate for localhost / 127.0.0.1 in a temp directory.

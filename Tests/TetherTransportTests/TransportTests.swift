@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TetherTransport
+import TetherTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -423,7 +424,7 @@ struct TransportTests {
     @Test func connectingToAClosedPortFailsClearly() async throws {
         let client = try startClient()
         defer { client.shutdown() }
-        let port = unusedPort()
+        let port = try freePort()
         let recorder = RecordingClient()
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: recorder)
         try await waitUntil("failure") { recorder.finished }
