@@ -93,6 +93,7 @@ public final class TetherClient {
     // MARK: Actions
 
     /// Sends `action` to `room` and returns the version of the ack, or throws the server's error.
+    @discardableResult
     public func send(_ action: String, to room: String, args: JSON? = nil) async throws -> Int {
         guard let link, session != nil, !isClosed else {
             throw TetherClientError.disconnected("not connected")

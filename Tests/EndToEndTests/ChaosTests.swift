@@ -74,13 +74,14 @@ struct ChaosTests {
         var acked: [String: Int] = [:]
         var ackedActions = 0
         var unacknowledged = 0
-        var running = true
+        final class Flag { var isSet = true }
+        let running = Flag()
         var publishers: [Task<Void, Never>] = []
         for index in 0..<publisherCount {
             let client = makeClient()
             publishers.append(Task { @MainActor in
                 var sequence = 0
-                while running {
+                while running.isSet {
                     sequence += 1
                     let key = "p\(index)-\(sequence % 50)"
                     do {
@@ -106,7 +107,7 @@ struct ChaosTests {
             }
         }
         try await Task.sleep(for: .seconds(1))
-        running = false
+        running.isSet = false
         for publisher in publishers { await publisher.value }
 
         // Every client came back by itself and its mirror equals a fresh snapshot.
