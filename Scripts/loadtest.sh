@@ -148,12 +148,12 @@ if ((quick)); then
     duration=2; warmup=0.5
     fanout_subscribers=(100 1000); fanout_rates=(10 100)
     rooms=100; idle_clients=2000; churn_clients=200; churn_rate=50
-    saturation_rates=(100 300 600)
+    saturation_rates=(50 100 300 600)
 else
     duration=10; warmup=2
     fanout_subscribers=(100 1000 5000); fanout_rates=(10 100 1000)
     rooms=1000; idle_clients=10000; churn_clients=1000; churn_rate=200
-    saturation_rates=(100 200 400 600 800 1000 1500 2000 3000)
+    saturation_rates=(25 50 100 200 400 600 800 1000 1500 2000 3000)
 fi
 common=(--duration "$duration" --warmup "$warmup" --drain-timeout 15)
 

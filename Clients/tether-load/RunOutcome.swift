@@ -191,7 +191,7 @@ struct RunOutcome {
             var text = String(format: "CPU %.2f cores", own / ownWindowSeconds)
             if windowDeliveries > 0 { text += String(format: " (%.2f µs per delivery)", own * 1e6 / Double(windowDeliveries)) }
             if let busiest = busiestThreadShare { text += String(format: ", busiest loop thread %.0f %%", busiest * 100) }
-            text += ", \(c.threads) subscriber thread\(c.threads == 1 ? "" : "s")"
+            text += ", \(c.threads) subscriber thread\(c.threads == 1 ? "" : "s"), poll batching \(c.batchNanos / 1000) µs"
             row("tether-load", text)
             if let busiest = busiestThreadShare, busiest > 0.9 {
                 row("", "warning: a tether-load loop thread was over 90 % busy; the figures may measure tether-load, not the server")
@@ -230,6 +230,7 @@ struct RunOutcome {
         out.add("payload_bytes", c.payloadBytes)
         out.add("churn_per_s", c.churn)
         out.add("threads", c.threads)
+        out.add("batch_us", c.batchNanos / 1000)
         out.add("connected", connected)
         out.add("connect_failures", subscribers.connectFailures)
         out.add("connect_s", connectSeconds)

@@ -84,25 +84,8 @@ struct LoadToolTests {
         #expect(number("load_cpu_s") > 0)
     }
 
-    /// A port nothing listens on: bound to find it free, then closed.
-    static func unusedPort() -> Int? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
-            }
-        }
-        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
-    }
-
     @Test func anUnreachableServerIsASetupErrorWithExitStatus2() throws {
-        let port = try #require(Self.unusedPort())
+        let port = try freePort()  // nothing listens there
         let run = try Self.runLoad(["--url", "ws://127.0.0.1:\(port)", "--clients", "2", "--duration", "1", "--json", "--quiet"])
         #expect(run.status == 2, "\(run.stderr)\n\(run.stdout)")
         let line = try #require(run.stdout.split(separator: "\n").last)
