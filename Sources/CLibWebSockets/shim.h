@@ -8,7 +8,9 @@
 // Everything else is used straight from <libwebsockets.h>.
 
 #include <libwebsockets.h>
+#include <ev.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <pthread.h>
 
 /// Headroom lws_write needs in front of every payload (frame header, masking key).
@@ -20,6 +22,41 @@ static const uint64_t TETHER_OPT_EXPLICIT_VHOSTS = (uint64_t)LWS_SERVER_OPTION_E
 static const uint64_t TETHER_OPT_VALIDATE_UTF8 = (uint64_t)LWS_SERVER_OPTION_VALIDATE_UTF8;
 static const uint64_t TETHER_OPT_DISABLE_IPV6 = (uint64_t)LWS_SERVER_OPTION_DISABLE_IPV6;
 static const uint64_t TETHER_OPT_FAIL_UPON_UNABLE_TO_BIND = (uint64_t)LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
+static const uint64_t TETHER_OPT_LIBEV = (uint64_t)LWS_SERVER_OPTION_LIBEV;
+
+// libev, which lws drives through its event-library plugin: epoll instead of poll(), so a
+// service round costs what is ready, not what is connected. (libev's API is macros over
+// `struct ev_loop *`; these wrappers give Swift plain functions.)
+static inline struct ev_loop *tether_ev_loop_new(void) { return ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK); }
+static inline int tether_ev_run_once(struct ev_loop *loop) { return ev_run(loop, EVRUN_ONCE); }
+static inline void tether_ev_loop_destroy(struct ev_loop *loop) { ev_loop_destroy(loop); }
+
+// lws 4.1's libev plugin arms its one timer with ev_timer_set on a possibly active watcher, which
+// libev ignores: a timeout scheduled while a later one is armed (a 10 s handshake timeout behind
+// a 20 s ping) would fire late. A heartbeat scheduled every 250 ms through the public scheduler
+// keeps the armed deadline at most 250 ms away, so every timeout fires within 250 ms of its time.
+struct tether_heartbeat {
+    lws_sorted_usec_list_t sul;
+    struct lws_context *context;
+};
+static void tether_heartbeat_beat(lws_sorted_usec_list_t *sul) {
+    struct tether_heartbeat *beat = lws_container_of(sul, struct tether_heartbeat, sul);
+    lws_sul_schedule(beat->context, 0, &beat->sul, tether_heartbeat_beat, 250 * LWS_US_PER_MS);
+}
+/// Starts the heartbeat; call on the context's service thread.
+static inline struct tether_heartbeat *tether_heartbeat_start(struct lws_context *context) {
+    struct tether_heartbeat *beat = (struct tether_heartbeat *)calloc(1, sizeof(struct tether_heartbeat));
+    if (!beat) return 0;
+    beat->context = context;
+    lws_sul_schedule(context, 0, &beat->sul, tether_heartbeat_beat, 250 * LWS_US_PER_MS);
+    return beat;
+}
+/// Stops and frees it; call on the service thread before destroying the context.
+static inline void tether_heartbeat_stop(struct tether_heartbeat *beat) {
+    if (!beat) return;
+    lws_sul_cancel(&beat->sul);
+    free(beat);
+}
 
 // Client connection TLS flags, typed like `lws_client_connect_info.ssl_connection`.
 static const int32_t TETHER_LCCSCF_USE_SSL = (int32_t)LCCSCF_USE_SSL;

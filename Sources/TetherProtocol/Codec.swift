@@ -193,11 +193,22 @@ struct MessageWriter {
     var bytes: [UInt8]
     private var first = true
 
-    /// Starts a message in `buffer` (emptied first; pass it with `consume` to reuse its storage).
-    init(type: String, buffer: consuming [UInt8] = [], capacity: Int = 128) {
-        bytes = buffer
-        bytes.removeAll(keepingCapacity: true)
+    init(type: String, capacity: Int = 128) {
+        bytes = []
         bytes.reserveCapacity(capacity)
+        begin(type)
+    }
+
+    /// Starts a message in `buffer`'s storage: the caller swaps its buffer into `bytes` and back,
+    /// so a long-lived scratch buffer is reused without a copy or a reallocation.
+    init(reusing buffer: inout [UInt8], type: String) {
+        bytes = []
+        swap(&bytes, &buffer)
+        bytes.removeAll(keepingCapacity: true)
+        begin(type)
+    }
+
+    private mutating func begin(_ type: String) {
         bytes.append(contentsOf: #"{"type":""#.utf8)
         bytes.append(contentsOf: type.utf8)
         bytes.append(UInt8(ascii: "\""))
@@ -237,8 +248,12 @@ struct MessageWriter {
         key(name)
     }
 
-    consuming func finish() -> [UInt8] {
+    mutating func close() {
         bytes.append(UInt8(ascii: "}"))
+    }
+
+    consuming func finish() -> [UInt8] {
+        close()
         return bytes
     }
 }
@@ -323,9 +338,7 @@ extension ServerMessage {
         room: String, epoch: String, from: Int, version: Int, to buffer: inout [UInt8],
         writeOperations: (inout [UInt8]) -> Void
     ) {
-        var storage: [UInt8] = []
-        swap(&storage, &buffer)
-        var writer = MessageWriter(type: "patch", buffer: consume storage)
+        var writer = MessageWriter(reusing: &buffer, type: "patch")
         writer.field("room", room)
         writer.field("epoch", epoch)
         writer.field("from", from)
@@ -334,6 +347,7 @@ extension ServerMessage {
         writer.bytes.append(UInt8(ascii: "["))
         writeOperations(&writer.bytes)
         writer.bytes.append(UInt8(ascii: "]"))
-        buffer = writer.finish()
+        writer.close()
+        swap(&writer.bytes, &buffer)
     }
 }

@@ -12,6 +12,8 @@ final class Session {
     var privateRooms: [String: Room] = [:]
     var consecutiveErrors = 0
     var isClosed = false
+    /// Whether the hub will flush this session's queue when the current batch of posts is done.
+    var isFlushScheduled = false
     /// With auth on: until when this connection's token for each joined room is valid.
     var authorizedUntil: [String: Int] = [:]
     var actions: TokenBucket

@@ -19,6 +19,8 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
     var transport: WebSocketServer!
     private var sessions: [UInt64: Session] = [:]
     private var connectionsPerAddress: [String: Int] = [:]
+    /// Sessions that got messages during the current batch of posted work.
+    private var flushAfterBatch: [Session] = []
     /// Where merged patches are built; one per socket thread.
     private var scratch: [UInt8] = []
 
@@ -273,20 +275,50 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
         let session = handle.session
         guard !session.isClosed else { return }
         if let room = message.room, session.joined[room] == nil { return }
-        enqueue(message, for: session)
+        enqueue(message, for: session, soon: true)
     }
 
-    private func enqueue(_ message: OutboundMessage, for session: Session) {
+    /// Queues a message. Messages from rooms' posts (`soon`) go out when the current batch of
+    /// posts has run (`didRunPostedWork`), written at once on a connection with nothing buffered:
+    /// at low load that is one frame per patch without waiting for lws's writable callback, and
+    /// when the socket thread is behind, a batch holds many patches per connection and they
+    /// leave merged. (Asking lws for a writable callback costs two epoll_ctl calls per frame:
+    /// measured 7.9 µs of server CPU per delivered patch that way, 6.7 µs writing at once, at
+    /// 1,000 subscribers × 100 patches/s.) Messages answering a connection's own callbacks
+    /// (hello, errors) wait for its writable callback, as lws expects.
+    private func enqueue(_ message: OutboundMessage, for session: Session, soon: Bool = false) {
         let wasEmpty = session.outbox.isEmpty
         switch session.outbox.enqueue(message) {
         case .queued:
-            if wasEmpty { session.connection.requestWritable() }
+            guard wasEmpty else { break }
+            if soon {
+                if !session.isFlushScheduled {
+                    session.isFlushScheduled = true
+                    flushAfterBatch.append(session)
+                }
+            } else {
+                session.connection.requestWritable()
+            }
         case .dropped:
             break
         case .overflowed(let name):
             metrics.sendQueueOverflows.increment()
             let handle = SessionHandle(session: session)
             session.joined[name]?.enqueue { $0.resync(handle) }
+        }
+    }
+
+    func didRunPostedWork() {
+        let sessions = flushAfterBatch
+        flushAfterBatch.removeAll(keepingCapacity: true)
+        for session in sessions {
+            session.isFlushScheduled = false
+            guard !session.isClosed, !session.outbox.isEmpty else { continue }
+            if session.connection.isChoked {
+                session.connection.requestWritable()
+            } else {
+                connectionWritable(session.connection)
+            }
         }
     }
 

@@ -180,9 +180,14 @@ public protocol WebSocketServerDelegate: WebSocketConnectionDelegate {
     /// `requestWritable()` on the connections that have some; they get `connectionWritable`
     /// until their queues are empty (or the drain time ends), then close with 1001.
     func willShutdown()
+    /// A batch of work given to `execute` has run (everything that was waiting when the loop
+    /// woke). Work that queued frames can flush them here, once per batch: under load a batch
+    /// holds many posts, and their frames merge.
+    func didRunPostedWork()
 }
 
 extension WebSocketServerDelegate {
+    public func didRunPostedWork() {}
     public func httpGET(path: String) -> HTTPResponse { .notFound }
     public func willShutdown() {}
 }

@@ -125,7 +125,7 @@ final class ClientLoop: EventLoop, @unchecked Sendable {
 
         TransportLog.beginCapture()
         defer { TransportLog.endCapture() }
-        guard let context = lws_create_context(&info) else {
+        guard let context = createContext(&info) else {
             let lines = TransportLog.takeCaptured()
             destroyUnstartedContext(nil)
             if case .caFile = config.trust {

@@ -58,12 +58,17 @@ public final class WebSocketConnection: @unchecked Sendable {
         isOpened && !isFinished && !closeSent && pendingClose == nil
     }
 
-    /// True when the kernel send buffer is full (lws_send_pipe_choked): stop writing and call
-    /// `requestWritable()`. A closed connection reports true.
+    /// True when the socket took less than the last frame, so lws holds the rest
+    /// (lws_partial_buffered): stop writing; lws asks for `connectionWritable` again once it has
+    /// flushed. A closed connection reports true.
+    ///
+    /// Not `lws_send_pipe_choked`, which costs a `poll()` system call per check: inside a
+    /// writable callback the socket was writable, and a send that doesn't fit is buffered by
+    /// lws (measured: one system call per frame instead of two).
     public var isChoked: Bool {
         assertLoopThread()
         guard let wsi, !isFinished else { return true }
-        return lws_send_pipe_choked(wsi) != 0
+        return lws_partial_buffered(wsi) != 0
     }
 
     /// Asks for one `connectionWritable` call when the socket can take data.

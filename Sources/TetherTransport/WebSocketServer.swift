@@ -113,7 +113,7 @@ final class ServerLoop: EventLoop, @unchecked Sendable {
 
         TransportLog.beginCapture()
         defer { TransportLog.endCapture() }
-        guard let context = lws_create_context(&info) else {
+        guard let context = createContext(&info) else {
             destroyUnstartedContext(nil)
             throw TransportError.startFailed(explain(TransportLog.takeCaptured(), fallback: "lws_create_context failed"))
         }
@@ -150,6 +150,10 @@ final class ServerLoop: EventLoop, @unchecked Sendable {
     }
 
     // MARK: Callbacks
+
+    override func inboxDidDrain() {
+        delegate?.didRunPostedWork()
+    }
 
     private var acceptsNewConnections: Bool {
         phase == .running && openConnections < configuration.maxConnections && delegate != nil

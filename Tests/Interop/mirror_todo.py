@@ -50,7 +50,7 @@ async def main(url, room, actions, foreign):
 
         async def read_until(predicate):
             while True:
-                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                message = json.loads(await asyncio.wait_for(ws.recv(), 30))
                 if message["type"] == "error":
                     acks[message.get("id")] = message
                 elif message["type"] == "ack":
@@ -77,7 +77,7 @@ async def main(url, room, actions, foreign):
             json.loads(await fresh.recv())
             await fresh.send(json.dumps({"type": "join", "room": room}))
             while True:
-                snapshot = json.loads(await asyncio.wait_for(fresh.recv(), 10))
+                snapshot = json.loads(await asyncio.wait_for(fresh.recv(), 30))
                 if snapshot["type"] == "snapshot":
                     break
         if mirror.version < snapshot["version"]:
