@@ -73,6 +73,7 @@ stop_server() {
         wait "$server_pid" 2>/dev/null || true
     fi
     server_pid=""
+    rm -rf "${out:?}/data"  # the runs' databases: not part of the report
 }
 trap stop_server EXIT
 trap 'stop_server; exit 130' INT TERM
@@ -83,8 +84,9 @@ start_server() {
     : >"$log.out"  # exists before the daemon writes to it
     # shellcheck disable=SC2086  # TETHERD_ARGS is a list of flags
     # 10,000 clients + publishers come from one address: lift the per-IP connection limit.
+    # Each run gets its own data folder (durable rooms, the default durability) in the report.
     "$bin/tetherd" --host 127.0.0.1 --port 0 --log-level warning --max-connections 15000 \
-        --max-connections-per-ip 15000 ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
+        --max-connections-per-ip 15000 --data "$out/data/$1" ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
     server_pid=$!
     for _ in $(seq 100); do
         server_port="$(sed -n 's/.*listening on ws:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log.out" || true)"
