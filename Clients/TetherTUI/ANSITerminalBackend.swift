@@ -269,19 +269,27 @@ final class TerminalRestorer: @unchecked Sendable {  // all state is behind `loc
     }
 
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n > 0 {
-                    offset += n
-                } else if n < 0 && (errno == EINTR || errno == EAGAIN) {
-                    continue
-                } else {
-                    return
-                }
+        _ = TetherTUI.writeAll(bytes, to: fd)
+    }
+}
+
+/// Writes every byte to `fd`, retrying short and interrupted writes; false when the descriptor
+/// refuses (closed pipe, error). Shared by the terminal backend and the command-line output.
+@discardableResult
+public func writeAll(_ bytes: [UInt8], to fd: Int32) -> Bool {
+    bytes.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if n > 0 {
+                offset += n
+            } else if n < 0 && (errno == EINTR || errno == EAGAIN) {
+                continue
+            } else {
+                return false
             }
         }
+        return true
     }
 }
 

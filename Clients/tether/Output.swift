@@ -3,6 +3,7 @@ import Logging
 import TetherClient
 import TetherProtocol
 import TetherState
+import TetherTUI
 
 #if canImport(Glibc)
 import Glibc
@@ -24,37 +25,19 @@ enum Output {
             line = json.encoded()
         }
         line.append(0x0A)
-        if !writeAll(STDOUT_FILENO, line) { Glibc.exit(0) }
+        if !TetherTUI.writeAll(line, to: STDOUT_FILENO) { Glibc.exit(0) }
     }
 
     /// One line on stderr, prefixed with "tether: ", newlines folded.
     static func printError(_ message: String) {
         let text = "tether: " + message.split(whereSeparator: \.isNewline).joined(separator: " ") + "\n"
-        _ = writeAll(STDERR_FILENO, Array(text.utf8))
+        TetherTUI.writeAll(Array(text.utf8), to: STDERR_FILENO)
     }
 
     /// Prints `message` on stderr and returns the error that makes the command exit with `code`.
     static func failure(_ message: String, code: Int32 = connectionFailure) -> ExitCode {
         printError(message)
         return ExitCode(code)
-    }
-
-    @discardableResult
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n > 0 {
-                    offset += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return false
-                }
-            }
-            return true
-        }
     }
 
     /// Process set-up for every command: logs go to stderr at `level`, or nowhere for nil (an
