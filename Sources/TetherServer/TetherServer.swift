@@ -22,11 +22,13 @@ public final class TetherServer: Sendable {
     private let logger: Logger
     private let housekeeping = Mutex<Task<Void, Never>?>(nil)
 
-    /// Throws when the data directory can't be opened.
-    public init(configuration: ServerConfiguration = .init(), kinds: [ViewModelKind], logger: Logger = Logger(label: "tetherd")) throws {
+    /// Takes the data directory's lock and opens its database; throws when either fails.
+    public init(configuration: ServerConfiguration = .init(), kinds: [ViewModelKind], logger: Logger = Logger(label: "tetherd")) throws(StartupError) {
         self.configuration = configuration
-        store = try configuration.dataDirectory.map {
-            try RoomStore(directory: $0, durability: configuration.durability, historyLimit: configuration.historyMaxPatches, logger: logger)
+        if let directory = configuration.dataDirectory {
+            store = try RoomStore(directory: directory, durability: configuration.durability, historyLimit: configuration.historyMaxPatches, logger: logger)
+        } else {
+            store = nil
         }
         self.logger = logger
         var transportConfiguration = WebSocketServerConfiguration()
@@ -45,8 +47,19 @@ public final class TetherServer: Sendable {
 
     /// Listens and serves; returns the bound port (the chosen one when configured with 0).
     @discardableResult
-    public func start() throws -> Int {
-        let port = try transport.start(delegate: hub)
+    public func start() throws(StartupError) -> Int {
+        let port: Int
+        do {
+            port = try transport.start(delegate: hub)
+        } catch {
+            let (host, port) = (configuration.host, configuration.port)
+            switch error as? TransportError {
+            case .addressInUse?: throw .addressInUse(host: host, port: port)
+            case .tls(let reason)?: throw .configuration("TLS: \(reason)")
+            case .cannotListen(let reason)?, .startFailed(let reason)?: throw .cannotListen(host: host, port: port, reason)
+            default: throw .cannotListen(host: host, port: port, "\(error)")
+            }
+        }
         let hub = self.hub
         let task = Task {
             while !Task.isCancelled {

@@ -70,16 +70,20 @@ public enum TransportLog {
 
     static func emit(level: Int32, line: String) {
         let key = currentThreadKey()
-        let logger: Logger? = state.withLock { state in
-            if (level & (TETHER_LLL_ERR | TETHER_LLL_WARN)) != 0, var lines = state.captures[key] {
-                if lines.count >= 8 { lines.removeFirst() }
-                lines.append(line)
-                state.captures[key] = lines
+        let (logger, captured): (Logger?, Bool) = state.withLock { state in
+            guard (level & (TETHER_LLL_ERR | TETHER_LLL_WARN)) != 0, var lines = state.captures[key] else {
+                return (state.logger, false)
             }
-            return state.logger
+            if lines.count >= 8 { lines.removeFirst() }
+            lines.append(line)
+            state.captures[key] = lines
+            return (state.logger, true)
         }
         guard let logger else { return }
-        if (level & TETHER_LLL_ERR) != 0 {
+        if captured {
+            // The failing call explains itself in one line; the raw lws line is detail.
+            logger.debug("lws: \(line)")
+        } else if (level & TETHER_LLL_ERR) != 0 {
             logger.error("lws: \(line)")
         } else if (level & TETHER_LLL_WARN) != 0 {
             logger.warning("lws: \(line)")

@@ -3,7 +3,9 @@
 public enum TransportError: Error, Equatable, CustomStringConvertible {
     /// `WebSocketClient.connect(url:)` got a URL it cannot use.
     case invalidURL(String)
-    /// The server could not listen (port in use, permission denied, bad address...).
+    /// Another socket is bound to the server's address and port.
+    case addressInUse(String)
+    /// The server could not listen (permission denied, bad address...).
     case cannotListen(String)
     /// The TLS certificate, key or CA file is missing, unreadable or rejected.
     case tls(String)
@@ -17,6 +19,7 @@ public enum TransportError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidURL(let message): return "invalid URL: \(message)"
+        case .addressInUse(let address): return "\(address) is already in use"
         case .cannotListen(let message): return "cannot listen: \(message)"
         case .tls(let message): return "TLS: \(message)"
         case .startFailed(let message): return "transport failed to start: \(message)"

@@ -136,7 +136,8 @@ final class ServerLoop: EventLoop, @unchecked Sendable {
             let lines = TransportLog.takeCaptured()
             destroyUnstartedContext(context)
             if let bindError = probeBind(host: interface, port: config.port, ipv4Only: ipv4Only) {
-                throw TransportError.cannotListen("\(display): \(bindError)")
+                if bindError == EADDRINUSE { throw TransportError.addressInUse(display) }
+                throw TransportError.cannotListen("\(display): \(String(cString: strerror(bindError)))")
             }
             if config.tls != nil {
                 throw TransportError.tls(explain(lines, fallback: "the certificate or private key was rejected"))
@@ -268,8 +269,8 @@ func listenInterface(_ host: String) -> (interface: String?, ipv4Only: Bool) {
 }
 
 /// After lws failed to listen, binds a throwaway socket the same way to get the OS's reason.
-/// Returns nil when the address can be bound (the failure was something else).
-func probeBind(host: String?, port: Int, ipv4Only: Bool) -> String? {
+/// Returns the errno, or nil when the address can be bound (the failure was something else).
+func probeBind(host: String?, port: Int, ipv4Only: Bool) -> Int32? {
     guard port != 0 else { return nil }
     var v4 = in_addr()
     let isV4 = host.map { inet_pton(AF_INET, $0, &v4) == 1 } ?? ipv4Only
@@ -304,7 +305,7 @@ func probeBind(host: String?, port: Int, ipv4Only: Bool) -> String? {
             }
         }
     }
-    return result == 0 ? nil : String(cString: strerror(errno))
+    return result == 0 ? nil : errno
 }
 
 /// The peer's IP address as text ("::ffff:" prefix of v4-mapped addresses removed).

@@ -166,7 +166,8 @@ struct Serve: AsyncParsableCommand {
             server = try TetherServer(configuration: configuration, kinds: kinds, logger: logger)
             boundPort = try server.start()
         } catch {
-            throw ValidationError("cannot start: \(error)")
+            FileHandle.standardError.write(Data("tetherd: \(error)\n".utf8))
+            throw ExitCode(error.exitCode)
         }
         // One line on stdout, written at once (stdout may be a pipe that scripts read).
         FileHandle.standardOutput.write(Data("tetherd listening on \(tlsCert == nil ? "ws" : "wss")://\(host):\(boundPort)\n".utf8))

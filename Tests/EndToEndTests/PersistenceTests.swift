@@ -54,6 +54,35 @@ struct PersistenceTests {
         #expect(patch["from"] == .int(version) && patch["version"] == .int(version + 1) && patch["epoch"] == .string(epoch))
     }
 
+    /// Two daemons on one directory would both acknowledge versions of the same rooms, and one
+    /// history would silently replace the other's. The directory is locked for a daemon's life.
+    @Test func aSecondDaemonOnTheSameDirectoryExitsAtOnce() async throws {
+        let first = try Daemon()
+        defer { first.stop() }
+        let client = try await connectedClient(first, reconnect: false)
+        _ = try await client.send("increment", to: "counter", args: ["by": 1000])
+
+        let second = try Daemon.runToExit(["--port", "0", "--data", first.dataDirectory])
+        #expect(second.status == 69)
+        let lines = second.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "one line, got: \(second.stderr)")
+        #expect(second.stderr.contains(first.dataDirectory) && second.stderr.contains("pid \(first.pid)"))
+        #expect(!second.stdout.contains("listening"))
+
+        // The first keeps serving.
+        #expect(try await client.send("increment", to: "counter") == 2)
+        await client.close()
+
+        // kill -9 releases the lock with the process: a new daemon starts on the directory.
+        first.kill9()
+        let third = try Daemon(dataDirectory: first.dataDirectory)
+        defer { third.stop() }
+        let socket = try RawWebSocket(port: third.port)
+        _ = try socket.receiveJSON()
+        try socket.send(json: ["type": "join", "room": "counter"])
+        #expect(try socket.receiveJSON()["state"] == ["count": 1001])
+    }
+
     @Test func memoryOnlyStartsANewEpochAfterRestart() async throws {
         let first = try Daemon(arguments: ["--memory-only"])
         let socket = try RawWebSocket(port: first.port)

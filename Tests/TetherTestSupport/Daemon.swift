@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A real `tetherd` process for end-to-end tests: started on 127.0.0.1 with a free port, and
 /// always stopped (SIGTERM, then SIGKILL) when the test is done with it.
@@ -71,6 +72,13 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
+    /// Runs `tetherd ARGUMENTS` expecting it to exit by itself (a start-up failure, a
+    /// subcommand); kills it after `timeout`. Returns its status and output.
+    public static func runToExit(_ arguments: [String], timeout: Duration = .seconds(20)) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runProgram(ProcessInfo.processInfo.environment["TETHERD"].map(URL.init(fileURLWithPath:)) ?? executable("tetherd"),
+                       arguments, timeout: timeout)
+    }
+
     public static func temporaryDirectory() -> String {
         let path = NSTemporaryDirectory() + "tether-test-\(UUID().uuidString)"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -136,6 +144,38 @@ public enum DaemonError: Error, CustomStringConvertible {
         case .didNotStart(let out, let err): return "tetherd did not start.\nstdout: \(out)\nstderr: \(err)"
         }
     }
+}
+
+/// Runs a program to its end (killed after `timeout`), reading both pipes as it goes.
+public func runProgram(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+                       timeout: Duration = .seconds(20)) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let (stdout, stderr) = (Pipe(), Pipe())
+    process.standardOutput = stdout
+    process.standardError = stderr
+    let out = Mutex(Data()), err = Mutex(Data())
+    stdout.fileHandleForReading.readabilityHandler = { handle in
+        let chunk = handle.availableData
+        out.withLock { $0.append(chunk) }
+    }
+    stderr.fileHandleForReading.readabilityHandler = { handle in
+        let chunk = handle.availableData
+        err.withLock { $0.append(chunk) }
+    }
+    try process.run()
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    stdout.fileHandleForReading.readabilityHandler = nil
+    stderr.fileHandleForReading.readabilityHandler = nil
+    let restOut = stdout.fileHandleForReading.readDataToEndOfFile()
+    let restErr = stderr.fileHandleForReading.readDataToEndOfFile()
+    return (process.terminationStatus, String(decoding: out.withLock { $0 } + restOut, as: UTF8.self),
+            String(decoding: err.withLock { $0 } + restErr, as: UTF8.self))
 }
 
 /// Plain HTTP/1.1 GET over a raw socket (no proxy, no client library).

@@ -41,6 +41,7 @@ final class RoomStore: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let database: Mutex<SQLiteDatabase?>
     private let path: String
+    private let lock: DataDirectoryLock
 
     private enum Job: @unchecked Sendable {
         case commit(Commit)
@@ -61,12 +62,26 @@ final class RoomStore: Sendable {
         var startsEpoch = false
     }
 
-    init(directory: String, durability: Durability, historyLimit: Int, logger: Logger) throws {
+    /// Takes the data directory's lock, then opens (or creates) the database.
+    init(directory: String, durability: Durability, historyLimit: Int, logger: Logger) throws(StartupError) {
         self.durability = durability
         self.historyLimit = historyLimit
         self.logger = logger
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if let failure = Self.makeDirectory(directory) { throw .dataDirectory(directory, failure) }
+        lock = try DataDirectoryLock(directory: directory)
         path = (directory as NSString).appendingPathComponent("tether.sqlite")
+        do {
+            self.database = Mutex(try Self.open(path, durability: durability))
+        } catch {
+            lock.release()
+            throw .storage(error.description)
+        }
+        let thread = Thread { [self] in writerLoop() }
+        thread.name = "tether-store"
+        thread.start()
+    }
+
+    private static func open(_ path: String, durability: Durability) throws(StorageError) -> SQLiteDatabase {
         let database = try SQLiteDatabase(path: path)
         try database.execute("PRAGMA journal_mode=WAL")
         try database.execute("PRAGMA synchronous=\(durability == .strict ? "FULL" : "NORMAL")")
@@ -78,10 +93,19 @@ final class RoomStore: Sendable {
                 room TEXT NOT NULL, version INTEGER NOT NULL, frame BLOB NOT NULL,
                 PRIMARY KEY(room, version)) WITHOUT ROWID;
             """)
-        self.database = Mutex(database)
-        let thread = Thread { [self] in writerLoop() }
-        thread.name = "tether-store"
-        thread.start()
+        return database
+    }
+
+    /// `mkdir -p`; returns the OS's reason when a level can't be made.
+    private static func makeDirectory(_ path: String) -> String? {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o750) != 0, errno != EEXIST {
+                return "\(String(cString: strerror(errno))) (mkdir \(prefix))"
+            }
+        }
+        return nil
     }
 
     // MARK: Submitting (any thread)
@@ -109,6 +133,7 @@ final class RoomStore: Sendable {
         submit(.callback { done.signal() })
         submit(.stop)
         done.wait()
+        lock.release()
     }
 
     private func submit(_ job: Job) {
