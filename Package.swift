@@ -1,13 +1,14 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// One module per part of SPEC.md section 1. Libraries live in Sources/ (server side and shared)
+// One module per part (docs/ARCHITECTURE.md). Libraries live in Sources/ (server side and shared)
 // and Clients/ (client side); executables are thin shells over them.
 let package = Package(
     name: "Tether",
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "TetherBinding", targets: ["TetherBinding"]),
+        .library(name: "TetherJSON", targets: ["TetherJSON"]),
         .library(name: "TetherState", targets: ["TetherState"]),
         .library(name: "TetherProtocol", targets: ["TetherProtocol"]),
         .library(name: "TetherTUI", targets: ["TetherTUI"]),
@@ -30,14 +31,17 @@ let package = Package(
         // Binding core: Observable<T>, operators, observable collections. Plain Swift.
         .target(name: "TetherBinding"),
 
-        // State and diffs: JSON value, JSON Pointer, JSON Patch, the ViewModel API.
-        .target(name: "TetherState", dependencies: ["TetherBinding"]),
+        // JSON: value, parser, writer, JSON Pointer, JSON Patch, the Codable bridge. Plain Swift.
+        .target(name: "TetherJSON"),
+
+        // The ViewModel API: observables published as a JSON document, diffs as JSON Patch.
+        .target(name: "TetherState", dependencies: ["TetherBinding", "TetherJSON"]),
 
         // Wire protocol v1: message types and their codec.
-        .target(name: "TetherProtocol", dependencies: ["TetherState"]),
+        .target(name: "TetherProtocol", dependencies: ["TetherJSON"]),
 
-        // The demo ViewModels of SPEC section 3, written with the public ViewModel API only.
-        .target(name: "TetherDemos", dependencies: ["TetherState", "TetherBinding"]),
+        // The demo ViewModels, written with the public ViewModel API only.
+        .target(name: "TetherDemos", dependencies: ["TetherState", "TetherBinding", "TetherJSON"]),
 
         // Transport: libwebsockets (system library + shim header) wrapped for server and client.
         .systemLibrary(name: "CLibWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev", "libssl-dev"])]),
@@ -56,7 +60,7 @@ let package = Package(
         .target(
             name: "TetherServer",
             dependencies: [
-                "TetherState", "TetherProtocol", "TetherTransport", "CSQLite", "COpenSSL",
+                "TetherJSON", "TetherState", "TetherProtocol", "TetherTransport", "CSQLite", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -75,7 +79,7 @@ let package = Package(
         .target(
             name: "TetherClient",
             dependencies: [
-                "TetherBinding", "TetherState", "TetherProtocol", "TetherTransport",
+                "TetherBinding", "TetherJSON", "TetherProtocol", "TetherTransport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -89,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "tether",
             dependencies: [
-                "TetherClient", "TetherTUI", "TetherBinding", "TetherState", "TetherProtocol",
+                "TetherClient", "TetherTUI", "TetherBinding", "TetherJSON", "TetherProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -101,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "tether-load",
             dependencies: [
-                "TetherTransport", "TetherProtocol", "TetherState",
+                "TetherTransport", "TetherProtocol", "TetherJSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -112,29 +116,30 @@ let package = Package(
         // Benchmarks (release mode): `swift run -c release tether-bench`.
         .executableTarget(
             name: "tether-bench",
-            dependencies: ["TetherBinding", "TetherState", "TetherProtocol"],
+            dependencies: ["TetherBinding", "TetherJSON", "TetherState", "TetherProtocol"],
             path: "Benchmarks/tether-bench"
         ),
 
         // Test utilities shared by the test targets (seeded generators, random JSON, ...).
-        .target(name: "TetherTestSupport", dependencies: ["TetherState", "TetherTransport"], path: "Tests/TetherTestSupport"),
+        .target(name: "TetherTestSupport", dependencies: ["TetherJSON", "TetherTransport"], path: "Tests/TetherTestSupport"),
 
         .testTarget(name: "TetherBindingTests", dependencies: ["TetherBinding"]),
-        .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherBinding", "TetherTestSupport"]),
-        .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherState", "TetherTestSupport"]),
-        .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState"]),
+        .testTarget(name: "TetherJSONTests", dependencies: ["TetherJSON", "TetherTestSupport"]),
+        .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherJSON", "TetherBinding", "TetherTestSupport"]),
+        .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherJSON", "TetherTestSupport"]),
+        .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),
-        .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherState", "TetherTestSupport"]),
-        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherProtocol", "TetherState", "TetherTestSupport"]),
+        .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherJSON", "TetherTestSupport"]),
+        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherProtocol", "TetherJSON", "TetherState", "TetherTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TetherClient", "TetherProtocol", "TetherState", "TetherBinding", "TetherTestSupport"]
+            dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTestSupport"]
         ),
         .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI"]),
         // `tether` end to end under tmux against a real tetherd, plus its screens on a TestBackend.
         .testTarget(
             name: "TerminalClientTests",
-            dependencies: ["tether", "TetherClient", "TetherTUI", "TetherState", "TetherTestSupport"]
+            dependencies: ["tether", "TetherClient", "TetherTUI", "TetherJSON", "TetherTestSupport"]
         ),
     ]
 )

@@ -1,5 +1,5 @@
 import TetherProtocol
-import TetherState
+import TetherJSON
 
 /// libFuzzer entry: feeds each input to the client-message decoder and, as a patch document, to
 /// JSON Patch apply on a fixed document. Nothing may trap; a patch that applies must apply the

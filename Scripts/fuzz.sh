@@ -15,10 +15,9 @@ build_module() {
     swiftc "${flags[@]}" -wmo -module-name "$name" -emit-module -emit-module-path "$out/$name.swiftmodule" \
         -c "$@" -o "$out/$name.o"
 }
-build_module TetherBinding Sources/TetherBinding/*.swift
-build_module TetherState Sources/TetherState/*.swift
+build_module TetherJSON Sources/TetherJSON/*.swift
 build_module TetherProtocol Sources/TetherProtocol/*.swift
-swiftc "${flags[@]}" Fuzz/FuzzTarget.swift "$out"/TetherBinding.o "$out"/TetherState.o "$out"/TetherProtocol.o -o "$out/fuzz-protocol"
+swiftc "${flags[@]}" Fuzz/FuzzTarget.swift "$out"/TetherJSON.o "$out"/TetherProtocol.o -o "$out/fuzz-protocol"
 
 # New inputs go to the scratch corpus; the committed seeds are read only.
 "$out/fuzz-protocol" -max_total_time="$seconds" -max_len=4096 -timeout=10 -artifact_prefix="$out/" \

@@ -1,6 +1,7 @@
 import Foundation
 import TetherBinding
 import TetherProtocol
+import TetherJSON
 import TetherState
 
 // Release mode only: `swift run -c release tether-bench [name-filter]`.

@@ -1,6 +1,6 @@
 import TetherBinding
 import TetherProtocol
-import TetherState
+import TetherJSON
 
 /// What changed in a room's mirror.
 public enum RoomChange: Sendable {

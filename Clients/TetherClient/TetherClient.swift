@@ -2,7 +2,7 @@ import Dispatch
 import Logging
 import TetherBinding
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTransport
 
 /// A connection to a Tether server that mirrors rooms as observables.

@@ -1,7 +1,7 @@
 import Histogram
 import Logging
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTransport
 
 struct PublisherCounters: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 import Histogram
-import TetherState
+import TetherJSON
 
 /// Everything a run measured, and how it is shown: a table for people, one JSON line for scripts.
 struct RunOutcome {

@@ -2,7 +2,7 @@ import Dispatch
 import Histogram
 import Logging
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTransport
 
 #if canImport(Glibc)

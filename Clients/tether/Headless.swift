@@ -3,7 +3,7 @@ import Dispatch
 import Logging
 import TetherClient
 import TetherProtocol
-import TetherState
+import TetherJSON
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import TetherClient
-import TetherState
+import TetherJSON
 import TetherTUI
 
 /// Any other room (bench, or a kind without its own screen): the state as an indented JSON tree,

@@ -1,5 +1,5 @@
 import TetherBinding
-import TetherState
+import TetherJSON
 import TetherTUI
 
 /// `login` (per session): email and password fields that send every edit, a sign-in button

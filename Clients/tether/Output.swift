@@ -2,7 +2,7 @@ import ArgumentParser
 import Logging
 import TetherClient
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTUI
 
 #if canImport(Glibc)

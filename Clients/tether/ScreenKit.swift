@@ -1,7 +1,7 @@
 import Foundation
 import TetherBinding
 import TetherClient
-import TetherState
+import TetherJSON
 import TetherTUI
 
 /// One screen: widgets bound to a room, and the shortcut keys it understands.

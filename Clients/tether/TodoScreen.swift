@@ -1,6 +1,6 @@
 import Foundation
 import TetherBinding
-import TetherState
+import TetherJSON
 import TetherTUI
 
 /// `todo` (shared): the list, item by item, with toggles; an input that adds; delete and

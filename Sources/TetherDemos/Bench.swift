@@ -1,4 +1,5 @@
 import TetherBinding
+import TetherJSON
 import TetherState
 
 /// `{"fields": {}}`: `set` puts any JSON at `/fields/KEY` as one operation. Load tests use it.

@@ -1,5 +1,6 @@
 import Foundation
 import TetherBinding
+import TetherJSON
 import TetherState
 
 /// The MVP calculator: keys edit the display; `=` evaluates it with decimal arithmetic and adds

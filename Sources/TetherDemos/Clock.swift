@@ -1,5 +1,6 @@
 import Glibc
 import TetherBinding
+import TetherJSON
 import TetherState
 
 /// `{"time": "HH:mm:ss"}` in the server's local time, kept current by a timer.

@@ -1,4 +1,5 @@
 import TetherBinding
+import TetherJSON
 import TetherState
 
 /// `{"count": 0}`: the smallest shared room.

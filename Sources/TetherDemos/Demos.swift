@@ -1,3 +1,4 @@
+import TetherJSON
 import TetherState
 
 /// The demo ViewModels built into `tetherd` (SPEC section 3). Each is written with only the

@@ -1,5 +1,6 @@
 import Foundation
 import TetherBinding
+import TetherJSON
 import TetherState
 
 /// The exchange calculator: `result` follows the typed `amount` at once, with no button.

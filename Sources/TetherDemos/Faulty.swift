@@ -1,3 +1,4 @@
+import TetherJSON
 import TetherState
 
 /// A room whose action fails on the server's side, so tests can reach the `internal` error code.

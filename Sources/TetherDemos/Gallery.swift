@@ -1,4 +1,5 @@
 import TetherBinding
+import TetherJSON
 import TetherState
 
 /// The gallery: "next" and "previous" cycle through three people; name and picture follow the

@@ -1,4 +1,5 @@
 import TetherBinding
+import TetherJSON
 import TetherState
 
 /// The seeds' sign-in form, per session: every connection gets its own private instance.

@@ -1,5 +1,6 @@
 import Foundation
 import TetherBinding
+import TetherJSON
 import TetherState
 
 /// A shared to-do list. Every change addresses one item (`add /items/3`,

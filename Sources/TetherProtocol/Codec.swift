@@ -1,4 +1,4 @@
-import TetherState
+import TetherJSON
 
 // MARK: - Decoding
 

@@ -1,4 +1,4 @@
-import TetherState
+import TetherJSON
 
 /// Wire protocol version 1 (docs/PROTOCOL.md): WebSocket text frames, one JSON object each.
 public enum TetherProtocol {

@@ -1,5 +1,5 @@
 import TetherProtocol
-import TetherState
+import TetherJSON
 
 /// One version step of a room, encoded once and shared by every subscriber's queue and by the
 /// room's history. `frame` is the complete `patch` message; `operations` is the range of its

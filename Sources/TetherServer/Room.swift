@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import TetherProtocol
+import TetherJSON
 import TetherState
 
 /// One live ViewModel instance, its version history and its subscribers.

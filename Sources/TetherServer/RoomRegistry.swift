@@ -1,4 +1,5 @@
 import TetherProtocol
+import TetherJSON
 import TetherState
 
 /// The kinds the server knows and its live shared rooms, on the socket thread. All joins and

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TetherProtocol
+import TetherJSON
 import TetherState
 import TetherTransport
 

@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import TetherJSON
 import TetherState
 import TetherTransport
 

@@ -1,3 +1,5 @@
+import TetherJSON
+
 /// The JSON document of one ViewModel instance, kept current by its observables, plus the
 /// operations recorded since the last turn.
 ///

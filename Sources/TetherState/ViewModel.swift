@@ -1,3 +1,5 @@
+import TetherJSON
+
 /// The server developer's API: a ViewModel is a Swift type with published observables and
 /// action handlers. It contains no network or protocol code; the server hosts it in a room,
 /// turns its observable changes into patches and routes clients' actions to it.

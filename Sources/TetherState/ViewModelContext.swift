@@ -1,4 +1,5 @@
 import TetherBinding
+import TetherJSON
 
 /// What a ViewModel's initializer receives: the place to declare its published state under
 /// names, and its timers. Each published observable becomes one top-level member of the room's

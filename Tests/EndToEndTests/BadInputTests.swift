@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TetherClient
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// Every kind of bad input against the real daemon: each gets a clear error (or the documented

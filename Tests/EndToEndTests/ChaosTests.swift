@@ -3,7 +3,7 @@ import Testing
 import TetherBinding
 import TetherClient
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// The crash test: clients act and mirror while the daemon is killed with SIGKILL and restarted

@@ -3,7 +3,7 @@ import Testing
 import TetherBinding
 import TetherClient
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 @Suite("End to end: convergence and resume", .serialized)

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// Garbage against the real daemon. `Scripts/test.sh` also runs this suite against an

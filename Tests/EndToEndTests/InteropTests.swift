@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TetherClient
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// A client in another language, written from docs/PROTOCOL.md alone (Python with

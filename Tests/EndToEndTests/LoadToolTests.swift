@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// `tether-load` against a real daemon: a short run with 50 subscribers must check out clean

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TetherClient
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// Durable rooms: a restart, even after `kill -9`, continues every shared room with the same

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TetherClient
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// TLS, signed tokens and the per-connection limits, against the real daemon.

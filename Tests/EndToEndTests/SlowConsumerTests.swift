@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TetherClient
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// One client stops reading while others stay live: the room and the others go on at the same

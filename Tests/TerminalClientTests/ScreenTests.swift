@@ -1,6 +1,6 @@
 import Testing
 import TetherClient
-import TetherState
+import TetherJSON
 import TetherTUI
 import TetherTestSupport
 @testable import tether

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// `tether watch`, `tether send` and headless `tether ROOM`: what scripts see.

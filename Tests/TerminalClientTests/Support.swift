@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import TetherState
+import TetherJSON
 import TetherTUI
 import TetherTestSupport
 

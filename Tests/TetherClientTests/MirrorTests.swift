@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import TetherBinding
 import TetherClient
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 /// The client's mirror against a scripted server that sends what a real daemon never would.

@@ -1,5 +1,6 @@
 import Testing
 import TetherDemos
+import TetherJSON
 import TetherState
 
 private func host(_ kind: String, room: String? = nil) throws -> ViewModelHost {

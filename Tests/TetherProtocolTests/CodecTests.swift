@@ -1,6 +1,6 @@
 import Testing
 import TetherProtocol
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 @Suite("Protocol codec")

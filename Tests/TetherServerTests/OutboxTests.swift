@@ -1,7 +1,7 @@
 import Testing
 @testable import TetherServer
 import TetherProtocol
-import TetherState
+import TetherJSON
 
 @Suite("Outbox and history")
 struct OutboxTests {

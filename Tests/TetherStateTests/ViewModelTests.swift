@@ -1,5 +1,6 @@
 import Testing
 import TetherBinding
+import TetherJSON
 import TetherState
 import TetherTestSupport
 

@@ -1,4 +1,4 @@
-import TetherState
+import TetherJSON
 
 /// A small, fast, seedable generator (SplitMix64) so property tests are reproducible: a failing
 /// case prints its seed, and the same seed replays it.

@@ -1,5 +1,5 @@
 import Foundation
-import TetherState
+import TetherJSON
 
 /// A plain blocking TCP connection to 127.0.0.1, for tests that speak bytes: HTTP by hand,
 /// garbage before a handshake, half-open connections, WebSocket frames written by hand.

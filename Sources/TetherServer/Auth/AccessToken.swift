@@ -1,6 +1,6 @@
 import COpenSSL
 import Foundation
-import TetherState
+import TetherJSON
 
 /// The claims of a Tether access token: who (`sub`), until when (`exp`, seconds since 1970),
 /// and which rooms (`rooms`: patterns such as `counter`, `todo:*` or `*`).

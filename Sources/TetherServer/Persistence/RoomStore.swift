@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import TetherProtocol
-import TetherState
+import TetherJSON
 
 /// What an acknowledgement promises about a change surviving a crash.
 public enum Durability: String, Sendable, CaseIterable {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TetherState
+@testable import TetherJSON
 
 // MARK: - Shared test helpers (also used by JSONParserTests and JSONCodingTests)
 

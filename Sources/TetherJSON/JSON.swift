@@ -122,3 +122,21 @@ extension JSON {
         }
     }
 }
+
+extension JSON {
+    /// Moves an object's members out, leaving `.null`, so the caller can edit them without a
+    /// copy-on-write copy and put them back. (Binding the payload in a `switch` on `self` keeps a
+    /// second reference alive and copies the whole container on every edit.)
+    public mutating func takeObject() -> [String: JSON]? {
+        guard case .object(let object) = self else { return nil }
+        self = .null
+        return object
+    }
+
+    /// Like `takeObject()`, for an array's elements.
+    public mutating func takeArray() -> [JSON]? {
+        guard case .array(let array) = self else { return nil }
+        self = .null
+        return array
+    }
+}

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TetherState
+@testable import TetherJSON
 
 /// Parses `text`, or returns the error.
 private func parseResult(_ text: String, maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<JSON, JSONParseError> {

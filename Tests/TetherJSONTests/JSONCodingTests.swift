@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TetherState
+@testable import TetherJSON
 
 private struct Todo: Codable, Equatable {
     var id: String

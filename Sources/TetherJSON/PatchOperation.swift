@@ -1,27 +1,33 @@
-/// JSON Patch documents to and from JSON, and the compact writer the server's hot path uses.
-public enum JSONPatch {
-    /// Decodes a patch document: an array of operation objects. Unknown members are ignored.
-    public static func decode(_ json: JSON) throws(JSONPatchError) -> [PatchOperation] {
-        guard case .array(let items) = json else { throw .invalidPatch("a patch is an array of operations, got \(json.typeName)") }
-        var operations: [PatchOperation] = []
-        operations.reserveCapacity(items.count)
-        for item in items { operations.append(try PatchOperation(json: item)) }
-        return operations
+/// One JSON Patch operation (RFC 6902).
+public enum PatchOperation: Hashable, Sendable {
+    case add(path: JSONPointer, value: JSON)
+    case remove(path: JSONPointer)
+    case replace(path: JSONPointer, value: JSON)
+    case move(from: JSONPointer, path: JSONPointer)
+    case copy(from: JSONPointer, path: JSONPointer)
+    case test(path: JSONPointer, value: JSON)
+
+    public var path: JSONPointer {
+        switch self {
+        case .add(let path, _), .remove(let path), .replace(let path, _), .move(_, let path),
+            .copy(_, let path), .test(let path, _):
+            return path
+        }
     }
 
-    public static func encode(_ operations: [PatchOperation]) -> JSON {
-        .array(operations.map(\.json))
-    }
-
-    /// Writes the operations comma-separated, without the enclosing brackets, so encoded runs
-    /// can be concatenated into one merged patch.
-    public static func writeOperations(_ operations: [PatchOperation], to buffer: inout [UInt8]) {
-        for (i, operation) in operations.enumerated() {
-            if i > 0 { buffer.append(UInt8(ascii: ",")) }
-            operation.write(to: &buffer)
+    public var name: String {
+        switch self {
+        case .add: return "add"
+        case .remove: return "remove"
+        case .replace: return "replace"
+        case .move: return "move"
+        case .copy: return "copy"
+        case .test: return "test"
         }
     }
 }
+
+// MARK: - As JSON
 
 extension PatchOperation {
     public init(json: JSON) throws(JSONPatchError) {

@@ -1,5 +1,5 @@
 import Testing
-import TetherState
+import TetherJSON
 import TetherTestSupport
 
 private func json(_ text: String) -> JSON {
