@@ -162,7 +162,9 @@ public final class TetherClient {
         case .ack(let id, _, let version):
             guard let action = pending.removeValue(forKey: id) else { return }
             lastActionLatency.value = .now - action.sentAt
-            action.continuation.resume(returning: version)
+            action.continuation.resume(returning: version ?? 0)
+        case .description:
+            break
         case .error(let error):
             if let id = error.id, let action = pending.removeValue(forKey: id) {
                 action.continuation.resume(throwing: TetherClientError.server(error))

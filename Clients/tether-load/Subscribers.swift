@@ -447,8 +447,8 @@ final class SubscriberShard: @unchecked Sendable {
                 acceptPatch(subscriber, sameEpoch: encodedStringContents(epoch) == subscriber.epoch,
                             from: from, version: version, operations: buffer)
             }
-        case .ack:
-            violation("a subscriber got an ack")
+        case .ack, .description:
+            violation("a subscriber got an unrequested \(message)")
         case .error(let error):
             counters.errors += 1
             sample("error \(error.code.rawValue): \(error.message)")

@@ -88,8 +88,9 @@ extension JSON {
         return current
     }
 
-    /// Applies one operation in place and appends the operations that undo it to `undo`.
-    private mutating func apply(_ operation: PatchOperation, recordingInverseInto undo: inout [PatchOperation]) throws(JSONPatchError) {
+    /// Applies one operation in place and appends the operations that undo it to `undo`
+    /// (applied in reverse order, they restore the document). On error `self` is unchanged.
+    public mutating func apply(_ operation: PatchOperation, recordingInverseInto undo: inout [PatchOperation]) throws(JSONPatchError) {
         switch operation {
         case .add(let path, let value):
             undo.append(try add(value, at: path))

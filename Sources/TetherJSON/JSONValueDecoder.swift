@@ -14,14 +14,44 @@ public struct JSONValueDecoder: Sendable {
     /// `codingPath` and the message of every error.
     public var rootPath: [String] = []
 
+    /// When true, an object member that the decoded type never looked at is an error ("unknown
+    /// field args.bogus"), so a misspelt or misplaced field is reported instead of ignored.
+    public var rejectsUnknownKeys = false
+
     public init() {}
 
     public func decode<T: Decodable>(_ type: T.Type, from json: JSON) throws -> T {
         if T.self == JSON.self, let json = json as? T { return json }
         let root = _LazyPath(base: rootPath.map { _JSONKey(stringValue: $0) }, tail: .none)
-        let decoder = _JSONValueDecoder(value: json, path: root, userInfo: userInfo)
-        return try T(from: decoder)
+        let usage = rejectsUnknownKeys ? _KeyUsage() : nil
+        let decoder = _JSONValueDecoder(value: json, path: root, userInfo: userInfo, usage: usage)
+        let value = try T(from: decoder)
+        try usage?.checkNoUnknownKeys()
+        return value
     }
+}
+
+/// The keyed containers of one strict decode, each with the members it was asked about.
+final class _KeyUsage {
+    private var containers: [any _ReportsUnusedKeys] = []
+
+    func register(_ container: any _ReportsUnusedKeys) { containers.append(container) }
+
+    func checkNoUnknownKeys() throws {
+        for container in containers {
+            guard let key = container.unusedKeys().min() else { continue }
+            let path = container.codingPath + [_JSONKey(stringValue: key)]
+            let known = container.askedKeys().sorted()
+            let hint = known.isEmpty ? "it takes no fields" : "known: \(known.joined(separator: ", "))"
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "unknown field \(_renderCodingPath(path)) (\(hint))"))
+        }
+    }
+}
+
+protocol _ReportsUnusedKeys: AnyObject {
+    var codingPath: [any CodingKey] { get }
+    func unusedKeys() -> [String]
+    func askedKeys() -> Set<String>
 }
 
 // MARK: - Decoder
@@ -30,14 +60,22 @@ final class _JSONValueDecoder: Decoder {
     let value: JSON
     let path: _LazyPath
     let sendableUserInfo: [CodingUserInfoKey: any Sendable]
+    /// Set for strict decoding (`rejectsUnknownKeys`).
+    let usage: _KeyUsage?
 
     var codingPath: [any CodingKey] { path.array }
     var userInfo: [CodingUserInfoKey: Any] { sendableUserInfo }
 
-    init(value: JSON, path: _LazyPath, userInfo: [CodingUserInfoKey: any Sendable]) {
+    init(value: JSON, path: _LazyPath, userInfo: [CodingUserInfoKey: any Sendable], usage: _KeyUsage?) {
         self.value = value
         self.path = path
         self.sendableUserInfo = userInfo
+        self.usage = usage
+    }
+
+    /// A decoder for a value inside this one (same options).
+    func child(_ value: JSON, at path: _LazyPath) -> _JSONValueDecoder {
+        _JSONValueDecoder(value: value, path: path, userInfo: sendableUserInfo, usage: usage)
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -119,32 +157,47 @@ final class _JSONValueDecoder: Decoder {
         if T.self == Bool.self, let b = try Self.unboxBool(value, path: path().array) as? T { return b }
         if T.self == Double.self, let d = try Self.unboxDouble(value, path: path().array) as? T { return d }
         if T.self == JSON.self, let json = value as? T { return json }
-        return try T(from: _JSONValueDecoder(value: value, path: path(), userInfo: sendableUserInfo))
+        return try T(from: child(value, at: path()))
     }
 }
 
 /// A class, not a struct: `KeyedDecodingContainer` copies its concrete container on every call,
 /// and copying a reference is one retain instead of one per field.
-final class _KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
+final class _KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol, _ReportsUnusedKeys {
     let decoder: _JSONValueDecoder
     let members: [String: JSON]
     let path: _LazyPath
+    /// The members the decoded type asked about (strict decoding only).
+    private var asked: Set<String> = []
+    private let tracksKeys: Bool
 
     init(decoder: _JSONValueDecoder, members: [String: JSON], path: _LazyPath) {
         self.decoder = decoder
         self.members = members
         self.path = path
+        tracksKeys = decoder.usage != nil
+        decoder.usage?.register(self)
     }
 
     var codingPath: [any CodingKey] { path.array }
 
-    var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }
+    var allKeys: [Key] {
+        if tracksKeys { asked.formUnion(members.keys) }
+        return members.keys.compactMap { Key(stringValue: $0) }
+    }
 
-    func contains(_ key: Key) -> Bool { members[key.stringValue] != nil }
+    func contains(_ key: Key) -> Bool {
+        if tracksKeys { asked.insert(key.stringValue) }
+        return members[key.stringValue] != nil
+    }
+
+    func unusedKeys() -> [String] { members.keys.filter { !asked.contains($0) } }
+    func askedKeys() -> Set<String> { asked }
 
     func childPath(_ key: Key) -> [any CodingKey] { path.appending(key).array }
 
     func value(_ key: Key) throws -> JSON {
+        if tracksKeys { asked.insert(key.stringValue) }
         guard let value = members[key.stringValue] else {
             let full = _renderCodingPath(childPath(key))
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "missing field \(full)"))
@@ -203,13 +256,13 @@ final class _KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        _JSONValueDecoder(
-            value: members[_JSONKey.super.stringValue] ?? .null, path: path.appending(_JSONKey.super),
-            userInfo: decoder.sendableUserInfo)
+        if tracksKeys { asked.insert(_JSONKey.super.stringValue) }
+        return decoder.child(members[_JSONKey.super.stringValue] ?? .null, at: path.appending(_JSONKey.super))
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        _JSONValueDecoder(value: members[key.stringValue] ?? .null, path: path.appending(key), userInfo: decoder.sendableUserInfo)
+        if tracksKeys { asked.insert(key.stringValue) }
+        return decoder.child(members[key.stringValue] ?? .null, at: path.appending(key))
     }
 }
 
@@ -311,7 +364,7 @@ struct _UnkeyedDecoder: UnkeyedDecodingContainer {
 
     mutating func superDecoder() throws -> any Decoder {
         let value = try peek((any Decoder).self)
-        let child = _JSONValueDecoder(value: value, path: currentPath, userInfo: decoder.sendableUserInfo)
+        let child = decoder.child(value, at: currentPath)
         currentIndex += 1
         return child
     }

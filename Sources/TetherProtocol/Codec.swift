@@ -118,6 +118,8 @@ extension ClientMessage {
             return .join(room: try fields.string("room"), id: try fields.optionalInt("id"), since: since, token: try fields.optionalString("token"))
         case "leave":
             return .leave(room: try fields.string("room"), id: try fields.optionalInt("id"))
+        case "describe":
+            return .describe(kind: try fields.optionalString("kind"), id: try fields.optionalInt("id"))
         case "action":
             let id = try fields.int("id")
             let room = try fields.string("room")
@@ -174,7 +176,13 @@ extension ServerMessage {
             }
             return .patch(room: try fields.string("room"), epoch: try fields.string("epoch"), from: try fields.int("from"), version: try fields.int("version"), operations: operations)
         case "ack":
-            return .ack(id: try fields.int("id"), room: try fields.string("room"), version: try fields.int("version"))
+            return .ack(id: try fields.int("id"), room: try fields.string("room"), version: try fields.optionalInt("version"))
+        case "description":
+            let kinds = try fields.json("kinds")
+            guard case .array(let items) = kinds else { throw fields.fail(.badMessage, "field \"kinds\" must be an array") }
+            var decoded: [KindDescription] = []
+            for item in items { decoded.append(try KindDescription(json: item, fields)) }
+            return .description(id: try fields.optionalInt("id"), kinds: decoded)
         case "error":
             let codeName = try fields.string("code")
             guard let code = ErrorCode(rawValue: codeName) else { throw fields.fail(.badMessage, "unknown error code \"\(codeName)\"") }
@@ -280,6 +288,11 @@ extension ClientMessage {
             if let args { writer.field("args", args) }
             writer.field("id", id)
             return writer.finish()
+        case .describe(let kind, let id):
+            var writer = MessageWriter(type: "describe")
+            writer.optionalField("kind", kind)
+            writer.optionalField("id", id)
+            return writer.finish()
         }
     }
 }
@@ -308,7 +321,12 @@ extension ServerMessage {
             var writer = MessageWriter(type: "ack")
             writer.field("id", id)
             writer.field("room", room)
-            writer.field("version", version)
+            writer.optionalField("version", version)
+            return writer.finish()
+        case .description(let id, let kinds):
+            var writer = MessageWriter(type: "description")
+            writer.optionalField("id", id)
+            writer.field("kinds", .array(kinds.map(\.json)))
             return writer.finish()
         case .error(let error):
             var writer = MessageWriter(type: "error")
@@ -349,5 +367,38 @@ extension ServerMessage {
         writer.bytes.append(UInt8(ascii: "]"))
         writer.close()
         swap(&writer.bytes, &buffer)
+    }
+}
+
+// MARK: - Kind descriptions
+
+extension KindDescription {
+    /// `{"name": "counter", "scope": "shared", "actions": [{"name": "increment", "args": {...}}]}`
+    public var json: JSON {
+        .object([
+            "name": .string(name), "scope": .string(scope),
+            "actions": .array(actions.map { ["name": .string($0.name), "args": JSONShape.fieldsJSON($0.arguments)] }),
+        ])
+    }
+
+    init(json: JSON, _ message: MessageFields) throws(ProtocolError) {
+        guard case .object(let object) = json else { throw message.fail(.badMessage, "a kind description is an object") }
+        let fields = MessageFields(object)
+        name = try fields.string("name")
+        scope = try fields.string("scope")
+        guard case .array(let actionItems)? = object["actions"] else { throw message.fail(.badMessage, "kind \(name) has no \"actions\" array") }
+        actions = []
+        for item in actionItems {
+            guard case .object(let action) = item, case .string(let actionName)? = action["name"] else {
+                throw message.fail(.badMessage, "an action of \(name) has no name")
+            }
+            guard case .object(let args)? = action["args"] ?? .object([:]) else {
+                throw message.fail(.badMessage, "\"args\" of \(name).\(actionName) is not an object")
+            }
+            let arguments = args.keys.sorted().map { key in
+                JSONShape.Field(name: key, shape: JSONShape(described: args[key]!), isOptional: args[key]?["optional"]?.boolValue ?? false)
+            }
+            actions.append(Action(name: actionName, arguments: arguments))
+        }
     }
 }

@@ -24,18 +24,47 @@ public enum ClientMessage: Hashable, Sendable {
     case leave(room: String, id: Int? = nil)
     /// Ask the room's ViewModel to act. `id` is the client's, echoed in the ack or error.
     case action(room: String, name: String, args: JSON? = nil, id: Int)
+    /// Ask which room kinds the server has (all, or the one named), with their actions.
+    case describe(kind: String? = nil, id: Int? = nil)
 
-    public var room: String {
+    /// The room the request is about (none for `describe`).
+    public var room: String? {
         switch self {
         case .join(let room, _, _, _), .leave(let room, _), .action(let room, _, _, _): return room
+        case .describe: return nil
         }
     }
 
     public var id: Int? {
         switch self {
-        case .join(_, let id, _, _), .leave(_, let id): return id
+        case .join(_, let id, _, _), .leave(_, let id), .describe(_, let id): return id
         case .action(_, _, _, let id): return id
         }
+    }
+}
+
+/// A room kind as clients discover it (`describe`): its scope and its actions' arguments.
+public struct KindDescription: Hashable, Sendable {
+    public var name: String
+    /// "shared" or "per-session".
+    public var scope: String
+    public var actions: [Action]
+
+    public struct Action: Hashable, Sendable {
+        public var name: String
+        /// The fields of its `args` object.
+        public var arguments: [JSONShape.Field]
+
+        public init(name: String, arguments: [JSONShape.Field]) {
+            self.name = name
+            self.arguments = arguments
+        }
+    }
+
+    public init(name: String, scope: String, actions: [Action]) {
+        self.name = name
+        self.scope = scope
+        self.actions = actions
     }
 }
 
@@ -47,12 +76,15 @@ public enum ServerMessage: Hashable, Sendable {
     case snapshot(room: String, epoch: String, version: Int, state: JSON)
     /// Applying `operations` to the state at `from` gives exactly the state at `version`.
     case patch(room: String, epoch: String, from: Int, version: Int, operations: [PatchOperation])
-    /// The action `id` was applied; its effects are in the state at `version` or earlier.
-    case ack(id: Int, room: String, version: Int)
+    /// The request `id` was done: an action's effects are in the state at `version` or earlier;
+    /// a join's stream starts at `version`; a leave has no version.
+    case ack(id: Int, room: String, version: Int?)
+    /// The answer to `describe`.
+    case description(id: Int?, kinds: [KindDescription])
     case error(ProtocolError)
 }
 
-/// The error codes of SPEC section 2.
+/// The error codes (docs/PROTOCOL.md).
 public enum ErrorCode: String, Hashable, Sendable, CaseIterable {
     /// Not JSON, no type, an unknown type, or a field of the wrong type.
     case badMessage = "bad_message"

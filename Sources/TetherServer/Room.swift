@@ -31,6 +31,8 @@ actor Room {
     /// The last snapshot frame and its version: many joins at one version encode it once.
     private var snapshotCache: (version: Int, frame: [UInt8])?
     private var timers: [any DispatchSourceTimer] = []
+    private let maxStateBytes: Int
+    private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
     /// sees every version this one committed.
     nonisolated let stopped = DispatchGroup()
@@ -48,6 +50,7 @@ actor Room {
         self.logger = logger
         self.epoch = RandomID.make(length: 10)
         self.history = PatchHistory(maxPatches: configuration.historyMaxPatches, maxBytes: configuration.historyMaxBytes)
+        self.maxStateBytes = configuration.maxStateBytes
         stopped.enter()
     }
 
@@ -113,9 +116,16 @@ actor Room {
 
     private func tick(_ index: Int) {
         host.timers[index].tick()
-        if let patch = commitTurn() {
-            let list = subscriberList
-            emit { hub in hub.broadcast(patch, to: list) }
+        do {
+            if let patch = commitTurn(try host.finishTurn(maxEncodedSize: maxStateBytes)) {
+                let list = subscriberList
+                emit { hub in hub.broadcast(patch, to: list) }
+            }
+            refusedTicks = 0
+        } catch {
+            refusedTicks += 1
+            // Once, then every 60th: a timer that keeps growing the state must not flood the log.
+            if refusedTicks % 60 == 1 { logger.warning("room \(name): a timer tick was taken back: \(error) (\(refusedTicks) so far)") }
         }
     }
 
@@ -123,17 +133,20 @@ actor Room {
 
     /// Subscribes `session`: first a snapshot, or, when `since` names a version of this epoch
     /// still in the history, the patches after it (an empty patch when nothing changed).
-    func join(_ session: SessionHandle, since: ResumePoint?) {
+    /// With an `id`, the stream's first message is followed by an ack at its version.
+    func join(_ session: SessionHandle, since: ResumePoint?, id: Int? = nil) {
         if subscribers.insert(session).inserted { subscriberList = Array(subscribers) }
+        let ack = id.map { ServerMessage.ack(id: $0, room: name, version: version).encoded() }
         if let since, since.epoch == epoch, let missing = history.patches(after: since.version, newest: version) {
             metrics.resumes(fromHistory: true)
             let patches = missing.isEmpty ? [PatchFrame(room: name, epoch: epoch, from: version, version: version, operations: [])] : missing
             emit { hub in
                 for patch in patches { hub.send(.patch(patch), to: session) }
+                if let ack { hub.send(.control(ack), to: session) }
             }
         } else {
             if since != nil { metrics.resumes(fromHistory: false) }
-            sendSnapshot(to: session)
+            sendSnapshot(to: session, thenAck: ack)
         }
     }
 
@@ -149,7 +162,7 @@ actor Room {
         sendSnapshot(to: session)
     }
 
-    private func sendSnapshot(to session: SessionHandle) {
+    private func sendSnapshot(to session: SessionHandle, thenAck ack: [UInt8]? = nil) {
         let frame: [UInt8]
         if let cached = snapshotCache, cached.version == version {
             frame = cached.frame
@@ -158,7 +171,10 @@ actor Room {
             snapshotCache = (version, frame)
         }
         let (room, version) = (name, version)
-        emit { hub in hub.send(.snapshot(room: room, version: version, frame: frame), to: session) }
+        emit { hub in
+            hub.send(.snapshot(room: room, version: version, frame: frame), to: session)
+            if let ack { hub.send(.control(ack), to: session) }
+        }
     }
 
     // MARK: Actions
@@ -179,8 +195,15 @@ actor Room {
             logger.error("action \(action) in room \(name) failed: \(error)")
             failure = ProtocolError(.internal, "the action failed on the server", id: id, room: name)
         }
+        let patch: PatchFrame?
+        do {
+            patch = commitTurn(try host.finishTurn(maxEncodedSize: maxStateBytes))
+        } catch {
+            patch = nil
+            failure = ProtocolError(.tooLarge, error.description, id: id, room: name)
+            logger.notice("room \(name): action \(action) refused: \(error.description)")
+        }
         metrics.action(outcome: failure?.code.rawValue ?? "ok")
-        let patch = commitTurn()
         let reply = failure.map { ServerMessage.error($0) } ?? .ack(id: id, room: name, version: version)
         let replyFrame = reply.encoded()
         let list = subscriberList
@@ -190,9 +213,8 @@ actor Room {
         }
     }
 
-    /// Gathers the turn's operations into one version step.
-    private func commitTurn() -> PatchFrame? {
-        let operations = host.takeChanges()
+    /// Makes the turn's operations one version step.
+    private func commitTurn(_ operations: [PatchOperation]) -> PatchFrame? {
         guard !operations.isEmpty else { return nil }
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations)
         version += 1

@@ -36,6 +36,9 @@ final class RoomRegistry {
     var sharedRoomCount: Int { shared.count }
     func hasSharedRoom(named name: String) -> Bool { shared[name] != nil }
     var kindNames: [String] { kinds.keys.sorted() }
+    /// Every registered kind, sorted by name.
+    var allKinds: [ViewModelKind] { kinds.values.sorted { $0.name < $1.name } }
+    func kind(named name: String) -> ViewModelKind? { kinds[name] }
 
     /// The kind a room name ("KIND" or "KIND:INSTANCE") refers to, or `unknown_room`.
     func kind(forRoom name: String) -> Result<ViewModelKind, ProtocolError> {
@@ -91,4 +94,12 @@ final class RoomRegistry {
     }
 
     func allRooms() -> [Room] { shared.values.map(\.room) }
+}
+
+extension ViewModelKind {
+    /// The kind as `describe` answers it.
+    var protocolDescription: KindDescription {
+        KindDescription(name: name, scope: scope.rawValue,
+                        actions: actions.map { KindDescription.Action(name: $0.name, arguments: $0.arguments) })
+    }
 }

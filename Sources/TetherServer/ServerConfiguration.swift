@@ -11,6 +11,10 @@ public struct ServerConfiguration: Sendable {
     /// Per room: how many recent patches are kept for resuming clients, and how many bytes.
     public var historyMaxPatches = 1_000
     public var historyMaxBytes = 1 << 20
+    /// Largest encoded room state, and largest patch of one turn; a turn past it is refused with
+    /// `too_large` and changes nothing. The default keeps every frame under 1 MiB, the limit many
+    /// WebSocket clients apply by default.
+    public var maxStateBytes = 1_000_000
     /// Per connection: queued bytes before a room's patches are dropped for a fresh snapshot.
     public var sendQueueBytes = 512 << 10
     /// Largest merged patch (its operations) built from a connection's queued patches.

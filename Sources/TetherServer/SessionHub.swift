@@ -112,10 +112,12 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
         switch message {
         case .join(let room, let id, let since, let token):
             join(room, id: id, since: since, token: token, session: session)
-        case .leave(let room, _):
-            leave(room, session: session)
+        case .leave(let room, let id):
+            leave(room, id: id, session: session)
         case .action(let room, let name, let args, let id):
             perform(name, args: args, id: id, room: room, session: session)
+        case .describe(let kind, let id):
+            describe(kind, id: id, session: session)
         }
     }
 
@@ -173,17 +175,36 @@ final class SessionHub: WebSocketServerDelegate, @unchecked Sendable {
             session.outbox.forget(room: name)  // a second join restarts the room's stream
         }
         let handle = SessionHandle(session: session)
-        room.enqueue { $0.join(handle, since: since) }
+        room.enqueue { $0.join(handle, since: since, id: id) }
     }
 
-    private func leave(_ name: String, session: Session) {
+    /// Leaving a room not joined is not an error: the client's wish already holds.
+    private func leave(_ name: String, id: Int?, session: Session) {
         session.consecutiveErrors = 0
         session.authorizedUntil[name] = nil
-        guard let room = session.joined.removeValue(forKey: name) else { return }
-        session.outbox.forget(room: name)
-        let handle = SessionHandle(session: session)
-        room.enqueue { $0.leave(handle) }
-        if room.kind.scope == .shared { registry.removeMember(name) }
+        if let room = session.joined.removeValue(forKey: name) {
+            session.outbox.forget(room: name)
+            let handle = SessionHandle(session: session)
+            room.enqueue { $0.leave(handle) }
+            if room.kind.scope == .shared { registry.removeMember(name) }
+        }
+        if let id { enqueue(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), for: session) }
+    }
+
+    private func describe(_ kind: String?, id: Int?, session: Session) {
+        let kinds: [ViewModelKind]
+        if let kind {
+            guard let found = registry.kind(named: kind) else {
+                reject(ProtocolError(.unknownRoom, "no room kind \"\(kind)\"; kinds are \(registry.kindNames.joined(separator: ", "))", id: id), session: session)
+                return
+            }
+            kinds = [found]
+        } else {
+            kinds = registry.allKinds
+        }
+        session.consecutiveErrors = 0
+        let description = ServerMessage.description(id: id, kinds: kinds.map(\.protocolDescription))
+        enqueue(.control(description.encoded()), for: session)
     }
 
     private func perform(_ action: String, args: JSON?, id: Int, room name: String, session: Session) {

@@ -48,9 +48,14 @@ public enum ActionError: Error, Equatable, CustomStringConvertible {
 }
 
 /// A ViewModel type's actions by name, each with typed, `Decodable` arguments.
+///
+/// Arguments are decoded strictly: a field the `Args` type does not read is `invalid_args`
+/// naming it, so a misspelt field is reported instead of silently ignored. (An action that
+/// wants free-form arguments takes `JSON`.)
 public struct ActionTable<Model: ViewModel>: Sendable {
     typealias Handler = @Sendable (Model, JSON) throws -> Void
     private var handlers: [String: Handler] = [:]
+    private var argumentFields: [String: [JSONShape.Field]] = [:]
 
     public init() {}
 
@@ -64,25 +69,52 @@ public struct ActionTable<Model: ViewModel>: Sendable {
             do {
                 var decoder = JSONValueDecoder()
                 decoder.rootPath = ["args"]
+                decoder.rejectsUnknownKeys = true
                 args = try decoder.decode(Args.self, from: json)
             } catch let error as DecodingError {
                 throw ActionError.invalidArgs(error.readableDescription)
             }
             try handler(model, args)
         }
+        switch JSONShape.of(Args.self) {
+        case .object(let fields): table.argumentFields[name] = fields
+        default: table.argumentFields[name] = []
+        }
         return table
     }
 
-    /// An action that takes no arguments (any `args` sent are ignored).
+    /// An action that takes no arguments: `args` must be absent or `{}`.
     public func on(_ name: String, _ handler: @escaping @Sendable (Model) throws -> Void) -> ActionTable {
         var table = self
-        table.handlers[name] = { model, _ in try handler(model) }
+        table.handlers[name] = { model, args in
+            if case .object(let members) = args, let field = members.keys.min() {
+                throw ActionError.invalidArgs("unknown field args.\(field) (\(name) takes no arguments)")
+            }
+            try handler(model)
+        }
+        table.argumentFields[name] = []
         return table
     }
 
     public var names: [String] { handlers.keys.sorted() }
 
+    /// Every action with the argument fields it reads, sorted by name.
+    public var descriptions: [ActionDescription] {
+        names.map { ActionDescription(name: $0, arguments: argumentFields[$0] ?? []) }
+    }
+
     func handler(named name: String) -> Handler? { handlers[name] }
+}
+
+/// An action as clients discover it: its name and the fields of its `args` object.
+public struct ActionDescription: Hashable, Sendable {
+    public var name: String
+    public var arguments: [JSONShape.Field]
+
+    public init(name: String, arguments: [JSONShape.Field]) {
+        self.name = name
+        self.arguments = arguments
+    }
 }
 
 /// A ViewModel type registered under a kind name: what the server's registry holds.
@@ -90,12 +122,15 @@ public struct ViewModelKind: Sendable {
     public let name: String
     public let scope: RoomScope
     public let actionNames: [String]
+    /// The actions with their argument fields, for clients discovering the kind.
+    public let actions: [ActionDescription]
     private let make: @Sendable (ViewModelContext) -> ViewModelHost
 
     public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type) {
         self.name = name
         self.scope = scope
         self.actionNames = Model.actions.names
+        self.actions = Model.actions.descriptions
         self.make = { context in ViewModelHost(model: Model(context: context), context: context) }
     }
 
@@ -135,6 +170,27 @@ public final class ViewModelHost {
 
     /// Every operation since the last call, in order: one turn, one patch.
     public func takeChanges() -> [PatchOperation] { context.document.takeChanges() }
+
+    /// Ends the turn and returns its operations, unless the state would encode to more than
+    /// `maxEncodedSize` bytes or the turn's patch would: then the turn is taken back (the
+    /// document and every published value are as before it) and `ActionError.tooLarge` thrown.
+    /// Private observables a ViewModel keeps for itself are not rolled back.
+    public func finishTurn(maxEncodedSize: Int) throws(ActionError) -> [PatchOperation] {
+        let document = context.document
+        // A state already past the limit (restored after the limit was lowered) may still shrink.
+        let fits = document.estimatedTurnSize <= maxEncodedSize
+            && (document.turnGrowth <= 0 || document.estimatedEncodedSize <= maxEncodedSize
+                || document.measureEncodedSize() <= maxEncodedSize)
+        guard fits else {
+            let size = document.estimatedTurnSize > maxEncodedSize ? "its patch" : "the state"
+            // Put the observables back; their changes bring the document back with them.
+            let before = document.stateBeforeTurn()
+            document.discardTurn()
+            try? context.restore(from: before)
+            throw .tooLarge("refused: \(size) would exceed the server's limit of \(maxEncodedSize) bytes (--max-state-bytes); nothing changed")
+        }
+        return document.takeChanges()
+    }
 
     public var timers: [ViewModelTimer] { context.timers }
 

@@ -128,6 +128,9 @@ public final class ViewModelContext {
 
     // MARK: Restore and snapshot
 
+    /// The document's encoded size as the limit check sees it (exact or a little high).
+    public var documentSizeEstimate: Int { document.estimatedEncodedSize }
+
     /// The document rebuilt from the observables' current values. Equal to `document.state`
     /// whenever the event-to-operation mapping is right; tests check exactly that.
     public func freshSnapshot() -> JSON {

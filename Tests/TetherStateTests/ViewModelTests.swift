@@ -149,6 +149,56 @@ struct ViewModelTests {
         }
     }
 
+    /// The size estimate errs high but stays close, so a limit check rarely needs a full encode.
+    @Test(arguments: 0..<10)
+    func theEncodedSizeEstimateStaysCloseAndHigh(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let host = kind.instantiate(room: "sample")
+        let model = try #require(host.model(as: Sample.self))
+        for turn in 0..<200 {
+            randomChange(model, using: &rng)
+            _ = try host.finishTurn(maxEncodedSize: 1 << 30)
+            let exact = host.state.encoded().count
+            let estimate = host.context.documentSizeEstimate
+            #expect(estimate >= exact && estimate <= exact + 16 + exact / 4, "seed \(seed) turn \(turn): \(estimate) vs \(exact)")
+        }
+    }
+
+    @Test func aTurnPastTheStateLimitIsTakenBackWhole() throws {
+        let host = kind.instantiate(room: "sample")
+        try host.perform("add", args: ["title": "kept"])
+        _ = try host.finishTurn(maxEncodedSize: 200)
+        let before = host.state
+        // One turn with two changes; the second pushes the state past 200 bytes.
+        try host.perform("increment", args: ["by": 1])
+        try host.perform("add", args: ["title": .string(String(repeating: "x", count: 150))])
+        #expect(throws: ActionError.self) { _ = try host.finishTurn(maxEncodedSize: 200) }
+        #expect(host.state == before, "the document is as before the turn")
+        #expect(host.state == host.context.freshSnapshot(), "and so are the observables")
+        #expect(try host.finishTurn(maxEncodedSize: 200).isEmpty)
+        // Small turns still go through; a turn that shrinks a state already over the limit too.
+        try host.perform("increment", args: nil)
+        #expect(try host.finishTurn(maxEncodedSize: 200) == [.replace(path: "/count", value: 1)])
+        try host.perform("add", args: ["title": .string(String(repeating: "y", count: 100))])
+        _ = try host.finishTurn(maxEncodedSize: 1000)
+        #expect(host.state.encoded().count > 150)
+        let model = try #require(host.model(as: Sample.self))
+        model.items.removeAll { _ in true }
+        #expect(try host.finishTurn(maxEncodedSize: 120).count == 2)
+    }
+
+    @Test func argumentsAreDecodedStrictlyAndDescribed() throws {
+        let host = kind.instantiate(room: "sample")
+        #expect(throws: ActionError.invalidArgs("unknown field args.bogus (known: by)")) { try host.perform("increment", args: ["bogus": 1]) }
+        #expect(throws: ActionError.invalidArgs("unknown field args.by (twoChanges takes no arguments)")) { try host.perform("twoChanges", args: ["by": 5]) }
+        #expect(host.takeChanges().isEmpty)
+        #expect(kind.actions == [
+            ActionDescription(name: "add", arguments: [.init(name: "title", shape: .string, isOptional: false)]),
+            ActionDescription(name: "increment", arguments: [.init(name: "by", shape: .integer, isOptional: true)]),
+            ActionDescription(name: "twoChanges", arguments: []),
+        ])
+    }
+
     private func randomChange(_ model: Sample, using rng: inout SeededGenerator) {
         let items = model.items
         switch Int.random(in: 0..<9, using: &rng) {
