@@ -693,7 +693,13 @@ export class TetherClient extends Emitter {
     // Events of a socket that was replaced or closed by us are ignored.
     socket.onopen = () => { opened = true; };
     socket.onmessage = (event) => { if (this.#socket === socket) this.#receive(event.data); };
-    socket.onerror = () => {};  // a close event follows
+    socket.onerror = () => {
+      // After an open, a close event follows. A failed opening gets only this event in some
+      // implementations (Node 20's), so it counts as the loss.
+      if (opened || this.#socket !== socket) return;
+      this.#lost(`cannot connect to ${url}`);
+      try { socket.close(); } catch { /* never opened */ }
+    };
     socket.onclose = (event) => {
       if (this.#socket !== socket) return;
       this.#lost(opened ? `connection closed (${event.code}${event.reason ? ": " + event.reason : ""})` : `cannot connect to ${url}`);
