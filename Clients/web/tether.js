@@ -1,0 +1,799 @@
+// tether.js: the Tether protocol client for browsers and Node (protocol 1, docs/PROTOCOL.md).
+//
+// One ES module with no dependencies and no build step. It mirrors rooms the way the Swift client
+// does: a snapshot, then patches applied only when their `from` is the mirror's version; a gap
+// rejoins with `since`; a patch that does not apply (never half-applied) rejoins for a snapshot;
+// a dropped connection reconnects with capped, jittered backoff and resumes every room.
+//
+//   import { TetherClient } from "/tether.js";
+//   const client = new TetherClient("ws://127.0.0.1:8080", { token });
+//   const room = client.room("counter");
+//   const stop = room.observe("/count", (value) => (label.textContent = value));
+//   await room.send("increment", { by: 1 });
+//
+// In Node 20 pass a WebSocket constructor (`{ WebSocket }`) or run with --experimental-websocket;
+// browsers and Node 22+ have a global one.
+
+export const PROTOCOL_VERSION = 1;
+export const SUBPROTOCOL = "tether.v1";
+
+// MARK: - JSON Pointer (RFC 6901)
+
+/** An error in a JSON Patch or JSON Pointer; `index` is the failing operation's position. */
+export class PatchError extends Error {
+  constructor(message, index) {
+    super(message);
+    this.name = "PatchError";
+    this.index = index;
+  }
+}
+
+/** "/a/b~1c" → ["a", "b/c"]; "" is the whole document. Throws a PatchError when malformed. */
+export function parsePointer(text) {
+  if (typeof text !== "string") throw new PatchError(`a JSON Pointer is a string, got ${typeof text}`);
+  if (text === "") return [];
+  if (text[0] !== "/") throw new PatchError(`JSON Pointer "${text}" must be empty or start with /`);
+  if (/~(?![01])/.test(text)) throw new PatchError(`JSON Pointer "${text}" has a ~ not followed by 0 or 1`);
+  // ~1 before ~0, so "~01" becomes "~1" and not "/".
+  return text.slice(1).split("/").map((token) => token.replaceAll("~1", "/").replaceAll("~0", "~"));
+}
+
+/** ["a", "b/c"] → "/a/b~1c". */
+export function formatPointer(tokens) {
+  return tokens.map((token) => "/" + token.replaceAll("~", "~0").replaceAll("/", "~1")).join("");
+}
+
+/** The array index a token names: "0", or digits without a leading zero. "-" is the caller's. */
+function arrayIndex(token) {
+  return /^(0|[1-9][0-9]{0,14})$/.test(token) ? Number(token) : undefined;
+}
+
+function isContainer(value) {
+  return typeof value === "object" && value !== null;
+}
+
+/** The child `token` of a container, or undefined. Only own members count (not "toString"). */
+function childOf(container, token) {
+  if (Array.isArray(container)) {
+    const index = arrayIndex(token);
+    return index !== undefined && index < container.length ? container[index] : undefined;
+  }
+  if (isContainer(container) && Object.hasOwn(container, token)) return container[token];
+  return undefined;
+}
+
+/** Sets an object member; "__proto__" becomes a plain member, as JSON.parse makes it. */
+function setMember(object, key, value) {
+  if (key === "__proto__") {
+    Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
+  } else {
+    object[key] = value;
+  }
+}
+
+/** The value at `pointer` (a string or a token array) in `document`, or undefined. */
+export function valueAt(document, pointer) {
+  const tokens = typeof pointer === "string" ? parsePointer(pointer) : pointer;
+  let current = document;
+  for (const token of tokens) {
+    current = childOf(current, token);
+    if (current === undefined) return undefined;
+  }
+  return current;
+}
+
+/** JSON equality: numbers by value, objects regardless of member order. */
+export function jsonEqual(a, b) {
+  if (a === b) return true;
+  if (!isContainer(a) || !isContainer(b)) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
+    return true;
+  }
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) if (!Object.hasOwn(b, key) || !jsonEqual(a[key], b[key])) return false;
+  return true;
+}
+
+/** True when one token path contains the other (a change at one may change the other). */
+function overlaps(a, b) {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+// MARK: - JSON Patch (RFC 6902)
+
+/**
+ * Applies `operations` to `document` and returns the result; `document` itself is never modified.
+ * Atomic: if any operation fails, it throws a PatchError and nothing changed. Unchanged subtrees
+ * are shared with the input, so a patch costs what it touches, not the document's size.
+ */
+export function applyPatch(document, operations) {
+  if (!Array.isArray(operations)) throw new PatchError("a patch is an array of operations");
+  const editor = new PatchEditor(document);
+  operations.forEach((operation, index) => {
+    try {
+      editor.apply(operation);
+    } catch (error) {
+      if (error instanceof PatchError) error.index = index;
+      throw error;
+    }
+  });
+  return editor.root;
+}
+
+/**
+ * Applies operations copy-on-write: a container on the way to a change is copied the first time
+ * and edited in place after that (it is then reachable only from the new root), so the input
+ * document, and every value a patch carried in, stay untouched.
+ */
+class PatchEditor {
+  constructor(root) {
+    this.root = root;
+    this.copies = new Set();
+  }
+
+  apply(operation) {
+    if (!isContainer(operation) || Array.isArray(operation)) throw new PatchError("an operation is an object");
+    const { op } = operation;
+    const pointer = (member) => {
+      if (typeof operation[member] !== "string") throw new PatchError(`"${op}" needs a string "${member}"`);
+      return parsePointer(operation[member]);
+    };
+    const value = () => {
+      if (!Object.hasOwn(operation, "value")) throw new PatchError(`"${op}" needs a "value"`);
+      return operation.value;
+    };
+    switch (op) {
+      case "add": return this.add(pointer("path"), value());
+      case "remove": return void this.remove(pointer("path"));
+      case "replace": return this.replace(pointer("path"), value());
+      case "move": return this.move(pointer("from"), pointer("path"));
+      case "copy": return this.copy(pointer("from"), pointer("path"));
+      case "test": return this.test(pointer("path"), value());
+      default: throw new PatchError(`unknown op ${JSON.stringify(op)}`);
+    }
+  }
+
+  add(path, value) {
+    if (path.length === 0) { this.root = value; return; }
+    const [parent, token] = this.parentOf(path);
+    if (Array.isArray(parent)) {
+      const index = token === "-" ? parent.length : arrayIndex(token);
+      if (index === undefined || index > parent.length) throw new PatchError(`path "${formatPointer(path)}" has an invalid or out-of-range array index`);
+      parent.splice(index, 0, value);
+    } else {
+      setMember(parent, token, value);
+    }
+  }
+
+  remove(path) {
+    if (path.length === 0) throw new PatchError("cannot remove the whole document");
+    const [parent, token] = this.parentOf(path);
+    if (Array.isArray(parent)) {
+      const index = arrayIndex(token);
+      if (index === undefined || index >= parent.length) throw new PatchError(`path "${formatPointer(path)}" has an invalid or out-of-range array index`);
+      return parent.splice(index, 1)[0];
+    }
+    if (!Object.hasOwn(parent, token)) throw new PatchError(`path "${formatPointer(path)}" does not exist`);
+    const removed = parent[token];
+    delete parent[token];
+    return removed;
+  }
+
+  replace(path, value) {
+    if (path.length === 0) { this.root = value; return; }
+    const [parent, token] = this.parentOf(path);
+    if (Array.isArray(parent)) {
+      const index = arrayIndex(token);
+      if (index === undefined || index >= parent.length) throw new PatchError(`path "${formatPointer(path)}" has an invalid or out-of-range array index`);
+      parent[index] = value;
+    } else {
+      if (!Object.hasOwn(parent, token)) throw new PatchError(`path "${formatPointer(path)}" does not exist`);
+      setMember(parent, token, value);
+    }
+  }
+
+  move(from, path) {
+    if (valueAt(this.root, from) === undefined) throw new PatchError(`path "${formatPointer(from)}" does not exist`);
+    if (from.length === path.length && overlaps(from, path)) return;  // onto itself
+    if (from.length < path.length && overlaps(from, path)) {
+      throw new PatchError(`cannot move "${formatPointer(from)}" into its own child "${formatPointer(path)}"`);
+    }
+    this.add(path, this.remove(from));
+  }
+
+  copy(from, path) {
+    const value = valueAt(this.root, from);
+    if (value === undefined) throw new PatchError(`path "${formatPointer(from)}" does not exist`);
+    // A real copy: the two places must not share containers this editor may edit in place.
+    this.add(path, JSON.parse(JSON.stringify(value)));
+  }
+
+  test(path, expected) {
+    const actual = valueAt(this.root, path);
+    if (actual === undefined) throw new PatchError(`path "${formatPointer(path)}" does not exist`);
+    if (!jsonEqual(actual, expected)) throw new PatchError(`test failed at "${formatPointer(path)}"`);
+  }
+
+  /** A container this editor owns: the original is copied once, then edited in place. */
+  writable(container) {
+    if (this.copies.has(container)) return container;
+    const copy = Array.isArray(container) ? container.slice() : { ...container };
+    this.copies.add(copy);
+    return copy;
+  }
+
+  /** The writable container holding `path`'s last token, copying every container on the way. */
+  parentOf(path) {
+    if (!isContainer(this.root)) throw new PatchError(`path "${formatPointer(path)}" goes through a value that is not an object or array`);
+    this.root = this.writable(this.root);
+    let parent = this.root;
+    for (let depth = 0; depth < path.length - 1; depth++) {
+      const token = path[depth];
+      const child = childOf(parent, token);
+      if (!isContainer(child)) throw new PatchError(`path "${formatPointer(path)}" does not exist`);
+      const copy = this.writable(child);
+      if (Array.isArray(parent)) parent[arrayIndex(token)] = copy;
+      else setMember(parent, token, copy);
+      parent = copy;
+    }
+    return [parent, path[path.length - 1]];
+  }
+}
+
+// MARK: - Events and errors
+
+/** An error from the server (`code` as in PROTOCOL.md) or from the client: `timeout`,
+ * `disconnected` (the action may or may not have been applied), `closed`, `left`. */
+export class TetherError extends Error {
+  constructor(code, message, { id, room } = {}) {
+    super(message);
+    this.name = "TetherError";
+    this.code = code;
+    if (id !== undefined) this.id = id;
+    if (room !== undefined) this.room = room;
+  }
+}
+
+/** `on(event, fn)` returns a function that removes `fn`. A throwing listener is reported, not
+ * propagated: one bad listener must not break the mirror. */
+class Emitter {
+  #listeners = new Map();
+
+  on(event, listener) {
+    if (!this.#listeners.has(event)) this.#listeners.set(event, new Set());
+    this.#listeners.get(event).add(listener);
+    return () => this.off(event, listener);
+  }
+
+  off(event, listener) {
+    this.#listeners.get(event)?.delete(listener);
+  }
+
+  emit(event, ...args) {
+    const listeners = this.#listeners.get(event);
+    if (!listeners || listeners.size === 0) return false;
+    for (const listener of [...listeners]) callSafely(listener, args);
+    return true;
+  }
+}
+
+function callSafely(fn, args) {
+  try {
+    fn(...args);
+  } catch (error) {
+    console.error("tether.js: a listener threw", error);
+  }
+}
+
+/** A promise whose rejection is not reported as unhandled when nobody awaits it. */
+function quietly(promise) {
+  promise.catch(() => {});
+  return promise;
+}
+
+/**
+ * The wait before reconnect attempt `attempt` (1-based), in milliseconds: `initialDelay ×
+ * multiplier^(attempt-1)`, capped at `maxDelay`, then scaled by a random factor in 0.5–1 so
+ * clients dropped together don't come back in step.
+ */
+export function backoffDelay(attempt, { initialDelay = 200, maxDelay = 5000, multiplier = 2 } = {}, random = Math.random) {
+  const base = Math.min(initialDelay * multiplier ** Math.max(0, attempt - 1), maxDelay);
+  return Math.round(base * (0.5 + 0.5 * random()));
+}
+
+// MARK: - Rooms
+
+/**
+ * The mirror of one room: `state`, `epoch` and `version`, built only from the server's snapshot
+ * and patches. Treat `state` as read-only: it is replaced, never edited, on each change (so a
+ * value you hold keeps its contents).
+ *
+ * Events: `snapshot` ({epoch, version, state, resynced}), `patch` ({epoch, from, version, ops,
+ * paths}), `joined` (the server's join ack), `error` (a server error about this room that answers
+ * no action, e.g. a refused join).
+ */
+export class RemoteRoom extends Emitter {
+  #client;
+  #watchers = [];
+  #readyWaiters = [];
+  /** A join is on its way: patches that don't continue the mirror are dropped until it lands. */
+  #joining = false;
+  #joinID = null;
+  #left = false;
+
+  constructor(client, name) {
+    super();
+    this.#client = client;
+    this.name = name;
+    this.state = undefined;
+    this.epoch = null;
+    this.version = null;
+    /** The paths (pointers) the last patch touched; empty after a snapshot. */
+    this.lastChangedPaths = [];
+    /** The last server error about this room outside an action. */
+    this.lastError = null;
+  }
+
+  /** True once the mirror has a state and continues the server's stream. */
+  get synced() {
+    return this.version !== null && !this.#joining;
+  }
+
+  /**
+   * Calls `listener(value)` now with the value at `path` (undefined while absent) and again each
+   * time an operation touches that path, something below or above it, and the value actually
+   * changed. Returns a function that stops it.
+   */
+  observe(path, listener) {
+    const watcher = { tokens: parsePointer(path), listener, last: undefined, active: true };
+    watcher.last = valueAt(this.state, watcher.tokens);
+    this.#watchers.push(watcher);
+    callSafely(listener, [watcher.last]);
+    return () => {
+      watcher.active = false;
+      this.#watchers = this.#watchers.filter((w) => w !== watcher);
+    };
+  }
+
+  /** Sends an action to this room: resolves with the ack, rejects with a TetherError. */
+  send(action, args, options) {
+    return this.#client.send(this.name, action, args, options);
+  }
+
+  /** Resolves (with the room) once the mirror is synced; rejects if the join is refused. */
+  ready() {
+    if (this.synced) return Promise.resolve(this);
+    if (this.#left) return Promise.reject(new TetherError("left", `room ${this.name} was left`, { room: this.name }));
+    if (this.#client.state === "closed") return Promise.reject(new TetherError("closed", "the client was closed"));
+    return new Promise((resolve, reject) => this.#readyWaiters.push({ resolve, reject }));
+  }
+
+  /** Unsubscribes; the mirror stops changing. Resolves with the server's ack (null when not
+   * connected); nothing is reported if you don't await it. */
+  leave() {
+    if (this.#left) return Promise.resolve(null);
+    this.#left = true;
+    this.#joining = false;
+    this.#settleReady(new TetherError("left", `room ${this.name} was left`, { room: this.name }));
+    return this.#client._leave(this);
+  }
+
+  // Called by the client (not part of the API).
+
+  _sendJoin(resume) {
+    if (this.#left) return;
+    this.#joining = true;
+    const since = resume && this.epoch !== null ? { epoch: this.epoch, version: this.version } : undefined;
+    this.#joinID = this.#client._join(this, since, this.#joinID);
+  }
+
+  _joinAnswered(error, ack) {
+    this.#joinID = null;
+    if (error) {
+      this.#joining = false;
+      this._receiveError(error);
+    } else {
+      this.emit("joined", ack);
+    }
+  }
+
+  _receiveError(error) {
+    this.lastError = error;
+    if (!this.synced) this.#settleReady(error);
+    this.emit("error", error);
+  }
+
+  _receiveSnapshot({ epoch, version, state }) {
+    const resynced = this.version !== null && (epoch !== this.epoch || this.#joining || version !== this.version);
+    this.epoch = epoch;
+    this.version = version;
+    this.state = state;
+    this.#joining = false;
+    this.lastChangedPaths = [];
+    for (const watcher of [...this.#watchers]) this.#update(watcher);
+    this.emit("snapshot", { epoch, version, state, resynced });
+    this.#settleReady(null);
+    return resynced;
+  }
+
+  _receivePatch({ epoch, from, version, ops }) {
+    if (epoch !== this.epoch || from !== this.version) {
+      // A gap, or a patch of another epoch: resume from what we have.
+      if (!this.#joining) this._sendJoin(true);
+      return;
+    }
+    let state;
+    try {
+      state = applyPatch(this.state, ops);
+    } catch (error) {
+      this.#client._warn(`room ${this.name}: patch ${from}->${version} does not apply (${error.message}); resyncing from a snapshot`);
+      this._sendJoin(false);
+      return;
+    }
+    this.state = state;
+    this.version = version;
+    this.#joining = false;
+    const changed = [];
+    for (const op of ops) {
+      if (op.op === "move") changed.push(parsePointer(op.from));
+      changed.push(parsePointer(op.path));
+    }
+    this.lastChangedPaths = changed.map(formatPointer);
+    for (const watcher of [...this.#watchers]) {
+      if (changed.some((tokens) => overlaps(tokens, watcher.tokens))) this.#update(watcher);
+    }
+    this.emit("patch", { epoch, from, version, ops, paths: this.lastChangedPaths });
+    this.#settleReady(null);
+  }
+
+  _disconnected() {
+    this.#joinID = null;
+  }
+
+  _closed(error) {
+    this.#settleReady(error);
+  }
+
+  #update(watcher) {
+    if (!watcher.active) return;
+    const value = valueAt(this.state, watcher.tokens);
+    if (jsonEqual(value, watcher.last)) return;
+    watcher.last = value;
+    callSafely(watcher.listener, [value]);
+  }
+
+  #settleReady(error) {
+    if (!error && !this.synced) return;
+    const waiters = this.#readyWaiters;
+    this.#readyWaiters = [];
+    for (const waiter of waiters) error ? waiter.reject(error) : waiter.resolve(this);
+  }
+}
+
+// MARK: - The client
+
+/**
+ * A connection to a Tether server (or several: `urls` are tried round robin on each reconnect)
+ * that mirrors rooms. It connects at once, and after a drop reconnects with backoff and resumes
+ * every room with `since`, so a short outage costs patches, not snapshots.
+ *
+ * Options: `token` (sent with every join), `WebSocket` (a constructor; default the global one),
+ * `actionTimeout` (ms, default 10000), `reconnect` ({enabled, initialDelay, maxDelay,
+ * multiplier}; default true, 200, 5000, 2).
+ *
+ * `state` is `connecting`, `live`, `reconnecting` or `closed`; `stateInfo` says more (attempt,
+ * reason, delay). Events: `state` (state, info), `hello`, `message` (every decoded message),
+ * `resync` (a room that lost continuity got a fresh snapshot), `error` (server errors that answer
+ * no request), `warning` (text: a frame that did not decode, a patch that did not apply).
+ */
+export class TetherClient extends Emitter {
+  #WebSocket;
+  #socket = null;
+  #urlIndex = 0;
+  #attempt = 0;
+  #reconnectTimer = null;
+  #closed = false;
+  #rooms = new Map();
+  #pending = new Map();
+  #nextID = 1;
+  #connectedWaiters = [];
+
+  constructor(urls, options = {}) {
+    super();
+    this.urls = Array.isArray(urls) ? [...urls] : [urls];
+    if (this.urls.length === 0) throw new TypeError("TetherClient needs at least one URL");
+    for (const url of this.urls) {
+      const protocol = new URL(url).protocol;  // throws on a malformed URL
+      if (protocol !== "ws:" && protocol !== "wss:") throw new TypeError(`not a ws:// or wss:// URL: ${url}`);
+    }
+    this.#WebSocket = options.WebSocket ?? globalThis.WebSocket;
+    if (typeof this.#WebSocket !== "function") {
+      throw new TypeError("no WebSocket: pass { WebSocket } in the options (Node 20: or run with --experimental-websocket)");
+    }
+    this.token = options.token;
+    this.actionTimeout = options.actionTimeout ?? 10_000;
+    this.reconnect = { enabled: true, initialDelay: 200, maxDelay: 5000, multiplier: 2, ...options.reconnect };
+    this.state = "connecting";
+    this.stateInfo = {};
+    /** The session id from the server's hello. */
+    this.session = null;
+    /** The URL of the current (or last tried) connection. */
+    this.url = null;
+    /** The round trip of the last acknowledged action, in ms. */
+    this.lastActionLatency = null;
+    this.#open();
+  }
+
+  /** The mirror of `name` (`KIND` or `KIND:INSTANCE`), joined now or at the next connection. */
+  room(name) {
+    let room = this.#rooms.get(name);
+    if (room) return room;
+    room = new RemoteRoom(this, name);
+    this.#rooms.set(name, room);
+    if (this.state === "live") room._sendJoin(true);
+    return room;
+  }
+
+  /** The rooms this client mirrors. */
+  get rooms() {
+    return [...this.#rooms.values()];
+  }
+
+  /** Resolves once the client is live (now if it is); rejects if it is closed first. */
+  connected() {
+    if (this.state === "live") return Promise.resolve(this);
+    if (this.#closed) return Promise.reject(new TetherError("closed", "the client was closed"));
+    return new Promise((resolve, reject) => this.#connectedWaiters.push({ resolve, reject }));
+  }
+
+  /**
+   * Sends `action` to `room`: resolves with the ack ({type, id, room, version}), rejects with a
+   * TetherError carrying the server's {code, message}, or `timeout` (after `timeout` ms, default
+   * `actionTimeout`), or `disconnected`/`closed`. Fails at once when not connected.
+   */
+  send(room, action, args, { timeout = this.actionTimeout } = {}) {
+    const message = { type: "action", room, name: action };
+    if (args !== undefined) message.args = args;
+    const sentAt = Date.now();
+    return this.#request(message, timeout).then((ack) => {
+      this.lastActionLatency = Date.now() - sentAt;
+      return ack;
+    });
+  }
+
+  /** The server's room kinds with their scope and actions (or just `kind`'s). */
+  describe(kind, { timeout = this.actionTimeout } = {}) {
+    const message = { type: "describe" };
+    if (kind !== undefined) message.kind = kind;
+    return this.#request(message, timeout).then((description) => description.kinds);
+  }
+
+  /** Uses `token` from now on, and rejoins every room with it (resuming with `since`). */
+  setToken(token) {
+    this.token = token;
+    if (this.state === "live") for (const room of this.#rooms.values()) room._sendJoin(true);
+  }
+
+  /** Closes the connection for good; pending requests fail with `closed`. */
+  close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#reconnectTimer);
+    const socket = this.#socket;
+    this.#socket = null;
+    this.session = null;
+    try { socket?.close(1000, "client closing"); } catch { /* already closing */ }
+    const error = new TetherError("closed", "the client was closed");
+    this.#failPending(error);
+    for (const room of this.#rooms.values()) room._closed(error);
+    for (const waiter of this.#connectedWaiters.splice(0)) waiter.reject(error);
+    this.#setState("closed", { reason: "closed by the client" });
+  }
+
+  // MARK: Requests
+
+  #request(message, timeout) {
+    if (this.#closed) return Promise.reject(new TetherError("closed", "the client was closed"));
+    if (this.state !== "live") return Promise.reject(new TetherError("disconnected", "not connected"));
+    const id = this.#nextID++;
+    return new Promise((resolve, reject) => {
+      const timer = timeout > 0 && Number.isFinite(timeout)
+        ? setTimeout(() => {
+          if (this.#pending.delete(id)) reject(new TetherError("timeout", `no answer from the server in ${timeout} ms`, { id }));
+        }, timeout)
+        : null;
+      this.#pending.set(id, { resolve, reject, timer });
+      this.#send({ ...message, id });
+    });
+  }
+
+  /** Sends a join for `room` and returns its id; the answer of an earlier join is no longer awaited. */
+  _join(room, since, previousID) {
+    if (previousID !== null) this.#forget(previousID);
+    if (this.state !== "live") return null;
+    const id = this.#nextID++;
+    const message = { type: "join", room: room.name, id };
+    if (since) message.since = since;
+    if (this.token !== undefined && this.token !== null) message.token = this.token;
+    // No timeout: a live server always answers a join (servers that don't send join acks still
+    // send the snapshot, which is what the mirror waits for).
+    this.#pending.set(id, { onAnswer: (error, ack) => room._joinAnswered(error, ack) });
+    this.#send(message);
+    return id;
+  }
+
+  _leave(room) {
+    if (this.#rooms.get(room.name) === room) this.#rooms.delete(room.name);
+    if (this.state !== "live") return Promise.resolve(null);
+    return quietly(this.#request({ type: "leave", room: room.name }, this.actionTimeout));
+  }
+
+  _warn(text) {
+    if (!this.emit("warning", text)) console.warn("tether.js:", text);
+  }
+
+  #forget(id) {
+    const entry = this.#pending.get(id);
+    if (!entry) return;
+    clearTimeout(entry.timer);
+    this.#pending.delete(id);
+  }
+
+  #answer(id, error, message) {
+    const entry = this.#pending.get(id);
+    if (!entry) return false;
+    this.#forget(id);
+    entry.onAnswer?.(error, message);
+    if (error) entry.reject?.(error);
+    else entry.resolve?.(message);
+    return true;
+  }
+
+  #failPending(error) {
+    const entries = [...this.#pending.values()];
+    for (const entry of entries) clearTimeout(entry.timer);
+    this.#pending.clear();
+    for (const entry of entries) entry.reject?.(error);
+  }
+
+  #send(message) {
+    try {
+      this.#socket?.send(JSON.stringify(message));
+    } catch (error) {
+      this._warn(`cannot send: ${error.message}`);
+    }
+  }
+
+  // MARK: Connection
+
+  #setState(state, info = {}) {
+    this.state = state;
+    this.stateInfo = info;
+    this.emit("state", state, info);
+  }
+
+  #open() {
+    const url = this.urls[this.#urlIndex % this.urls.length];
+    this.url = url;
+    let socket;
+    try {
+      socket = new this.#WebSocket(url, SUBPROTOCOL);
+    } catch (error) {
+      this.#lost(`cannot connect to ${url}: ${error.message}`);
+      return;
+    }
+    this.#socket = socket;
+    let opened = false;
+    // Events of a socket that was replaced or closed by us are ignored.
+    socket.onopen = () => { opened = true; };
+    socket.onmessage = (event) => { if (this.#socket === socket) this.#receive(event.data); };
+    socket.onerror = () => {
+      // After an open, a close event follows. A failed opening gets only this event in some
+      // implementations (Node 20's), so it counts as the loss.
+      if (opened || this.#socket !== socket) return;
+      this.#lost(`cannot connect to ${url}`);
+      try { socket.close(); } catch { /* never opened */ }
+    };
+    socket.onclose = (event) => {
+      if (this.#socket !== socket) return;
+      this.#lost(opened ? `connection closed (${event.code}${event.reason ? ": " + event.reason : ""})` : `cannot connect to ${url}`);
+    };
+  }
+
+  #lost(reason) {
+    this.#socket = null;
+    this.session = null;
+    this.#failPending(new TetherError("disconnected", reason));
+    for (const room of this.#rooms.values()) room._disconnected();
+    if (!this.reconnect.enabled) {
+      this.#closed = true;
+      const error = new TetherError("disconnected", reason);
+      for (const room of this.#rooms.values()) room._closed(error);
+      for (const waiter of this.#connectedWaiters.splice(0)) waiter.reject(error);
+      this.#setState("closed", { reason });
+      return;
+    }
+    const attempt = ++this.#attempt;
+    const delay = backoffDelay(attempt, this.reconnect);
+    this.#urlIndex++;  // round robin: the next attempt goes to the next URL
+    this.#setState("reconnecting", { attempt, reason, delay, url: this.urls[this.#urlIndex % this.urls.length] });
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = null;
+      if (!this.#closed) this.#open();
+    }, delay);
+  }
+
+  #receive(data) {
+    if (typeof data !== "string") {
+      this._warn("ignoring a binary frame from the server");
+      return;
+    }
+    let message;
+    try {
+      message = JSON.parse(data);
+    } catch {
+      this._warn(`ignoring a frame that is not JSON: ${data.slice(0, 200)}`);
+      return;
+    }
+    if (!isContainer(message) || Array.isArray(message) || typeof message.type !== "string") {
+      this._warn(`ignoring a frame that is not a message: ${data.slice(0, 200)}`);
+      return;
+    }
+    this.emit("message", message);
+    switch (message.type) {
+      case "hello": return this.#receiveHello(message);
+      case "snapshot": return this.#receiveSnapshot(message);
+      case "patch": return this.#receivePatch(message);
+      case "ack":
+      case "description":
+        return void this.#answer(message.id, null, message);
+      case "error": return this.#receiveError(message);
+      default: return;  // a newer server's message: ignored, as the protocol says
+    }
+  }
+
+  #receiveHello(message) {
+    this.session = typeof message.session === "string" ? message.session : null;
+    this.#attempt = 0;
+    this.#setState("live", { url: this.url, session: this.session, server: message.server });
+    this.emit("hello", message);
+    for (const room of this.#rooms.values()) room._sendJoin(true);
+    for (const waiter of this.#connectedWaiters.splice(0)) waiter.resolve(this);
+  }
+
+  #receiveSnapshot(message) {
+    const room = this.#rooms.get(message.room);
+    if (!room) return;
+    if (typeof message.epoch !== "string" || !Number.isInteger(message.version) || !Object.hasOwn(message, "state")) {
+      this._warn(`ignoring a malformed snapshot of ${message.room}`);
+      return;
+    }
+    if (room._receiveSnapshot(message)) this.emit("resync", room);
+  }
+
+  #receivePatch(message) {
+    const room = this.#rooms.get(message.room);
+    if (!room) return;
+    if (typeof message.epoch !== "string" || !Number.isInteger(message.from) || !Number.isInteger(message.version) || !Array.isArray(message.ops)) {
+      this._warn(`ignoring a malformed patch of ${message.room}`);
+      return;
+    }
+    room._receivePatch(message);
+  }
+
+  #receiveError(message) {
+    const code = typeof message.code === "string" ? message.code : "unknown";
+    const text = typeof message.message === "string" ? message.message : code;
+    const error = new TetherError(code, text, { id: message.id, room: message.room });
+    if (message.id !== undefined && this.#answer(message.id, error)) return;
+    const room = typeof message.room === "string" ? this.#rooms.get(message.room) : undefined;
+    room?._receiveError(error);
+    this.emit("error", error);
+  }
+}
