@@ -26,6 +26,8 @@ let package = Package(
         // tether-load's latency percentiles: HdrHistogram keeps p50...p99.9 and max over millions
         // of samples in fixed memory (a few hundred KiB), with bounded relative error.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // The calculator demo computes exactly with any number of digits (Decimal silently rounds past 38).
+        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
     ],
     targets: [
         // Binding core: Observable<T>, operators, observable collections. Plain Swift.
@@ -41,7 +43,7 @@ let package = Package(
         .target(name: "TetherProtocol", dependencies: ["TetherJSON"]),
 
         // The demo ViewModels, written with the public ViewModel API only.
-        .target(name: "TetherDemos", dependencies: ["TetherState", "TetherBinding", "TetherJSON"]),
+        .target(name: "TetherDemos", dependencies: ["TetherState", "TetherBinding", "TetherJSON", .product(name: "BigInt", package: "BigInt")]),
 
         // Transport: libwebsockets (system library + shim header) wrapped for server and client.
         .systemLibrary(name: "CLibWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev", "libssl-dev"])]),

@@ -1,10 +1,10 @@
-import Foundation
+import BigInt
 import TetherBinding
 import TetherJSON
 import TetherState
 
-/// The MVP calculator: keys edit the display; `=` evaluates it with decimal arithmetic and adds
-/// "EXPR = RESULT" to the history. A malformed expression or a division by zero shows `Error`.
+/// The MVP calculator: keys edit the display; `=` evaluates it exactly and adds "EXPR = RESULT"
+/// to the history. A malformed expression or a division by zero shows `Error: why`.
 public final class Calculator: ViewModel {
     public static let keys: Set<String> = Set((0...9).map(String.init) + ["+", "-", "*", "/", "%", ".", "back", "clear", "="])
     static let maximumDisplayLength = 64
@@ -13,6 +13,8 @@ public final class Calculator: ViewModel {
 
     let display: Observable<String>
     let history: ObservableList<String>
+    /// The display shows a result: the next digit starts a new number.
+    private var justEvaluated = false
 
     public init(context: ViewModelContext) {
         display = context.property("display", "")
@@ -30,8 +32,11 @@ public final class Calculator: ViewModel {
         }
 
     func press(_ key: String) {
-        // After an error, the next key starts over.
-        var text = display.value == Self.errorText ? "" : display.value
+        // After an error, the next key starts over; after `=`, a digit starts a new number while
+        // an operator continues from the result.
+        var text = display.value.hasPrefix(Self.errorText) ? "" : display.value
+        if justEvaluated, key.first?.isNumber == true || key == "." { text = "" }
+        justEvaluated = false
         switch key {
         case "clear":
             text = ""
@@ -39,12 +44,14 @@ public final class Calculator: ViewModel {
             if !text.isEmpty { text.removeLast() }
         case "=":
             guard !text.isEmpty else { return }
-            if let result = Self.evaluate(text) {
+            switch Self.evaluate(text) {
+            case .success(let result):
                 history.append("\(text) = \(result)")
                 if history.count > Self.maximumHistory { history.remove(at: 0) }
                 text = result
-            } else {
-                text = Self.errorText
+                justEvaluated = true
+            case .failure(let problem):
+                text = "\(Self.errorText): \(problem.rawValue)"
             }
         default:
             guard text.count < Self.maximumDisplayLength else { return }
@@ -53,15 +60,92 @@ public final class Calculator: ViewModel {
         display.value = text
     }
 
-    /// Evaluates `+ - * / %` over decimals with the usual precedence; nil when the expression is
-    /// malformed, divides by zero or overflows.
-    static func evaluate(_ expression: String) -> String? {
+    enum Problem: String, Error {
+        case malformed = "not a complete expression"
+        case divisionByZero = "division by zero"
+        case tooLong = "result too long"
+    }
+
+    /// Evaluates `+ - * / %` (`%` is the remainder, as in most programming languages) with the
+    /// usual precedence, exactly: numbers are fractions of arbitrary-precision integers, so no
+    /// number of digits loses precision. A result that is not a finite decimal is rounded to 10
+    /// places.
+    static func evaluate(_ expression: String) -> Result<String, Problem> {
         var parser = ExpressionParser(Array(expression))
-        guard let value = parser.parseExpression(), parser.isAtEnd, !value.isNaN else { return nil }
-        var rounded = Decimal()
-        var exact = value
-        NSDecimalRound(&rounded, &exact, 10, .plain)
-        return rounded.isZero ? "0" : "\(rounded)"
+        do {
+            let value = try parser.parseExpression()
+            guard parser.isAtEnd else { return .failure(.malformed) }
+            let text = value.decimalText(places: 10)
+            return text.count <= maximumDisplayLength ? .success(text) : .failure(.tooLong)
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// An exact fraction `numerator / denominator` (denominator > 0, in lowest terms).
+struct Fraction: Equatable {
+    let numerator: BigInt
+    let denominator: BigInt
+
+    init(_ numerator: BigInt, _ denominator: BigInt = 1) {
+        let divisor = numerator.greatestCommonDivisor(with: denominator)
+        let sign: BigInt = denominator < 0 ? -1 : 1
+        self.numerator = divisor == 0 ? 0 : sign * numerator / divisor
+        self.denominator = divisor == 0 ? 1 : sign * denominator / divisor
+    }
+
+    /// "12.5" → 25/2.
+    init?(decimal text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let whole = BigInt(parts[0].isEmpty ? "0" : String(parts[0])) else { return nil }
+        let fraction = parts.count == 2 ? String(parts[1]) : ""
+        guard fraction.isEmpty || BigInt(fraction) != nil else { return nil }
+        let scale = BigInt(10).power(fraction.count)
+        self.init(whole * scale + (BigInt(fraction) ?? 0), scale)
+    }
+
+    var isZero: Bool { numerator == 0 }
+
+    static func + (a: Fraction, b: Fraction) -> Fraction { Fraction(a.numerator * b.denominator + b.numerator * a.denominator, a.denominator * b.denominator) }
+    static func - (a: Fraction, b: Fraction) -> Fraction { Fraction(a.numerator * b.denominator - b.numerator * a.denominator, a.denominator * b.denominator) }
+    static func * (a: Fraction, b: Fraction) -> Fraction { Fraction(a.numerator * b.numerator, a.denominator * b.denominator) }
+    static func / (a: Fraction, b: Fraction) -> Fraction { Fraction(a.numerator * b.denominator, a.denominator * b.numerator) }
+    static prefix func - (a: Fraction) -> Fraction { Fraction(-a.numerator, a.denominator) }
+
+    /// The remainder of truncating division: `a - b * trunc(a / b)`, with the sign of `a`.
+    func remainder(dividingBy b: Fraction) -> Fraction {
+        let quotient = self / b
+        return self - b * Fraction(quotient.numerator / quotient.denominator)
+    }
+
+    /// Exact when the fraction is a finite decimal, else rounded half away from zero to `places`.
+    func decimalText(places: Int) -> String {
+        var denominator = self.denominator
+        var exactPlaces = 0
+        for factor: BigInt in [2, 5] { while denominator % factor == 0 { denominator /= factor } }
+        if denominator == 1 {
+            while BigInt(10).power(exactPlaces) % self.denominator != 0 { exactPlaces += 1 }
+        }
+        let digits = denominator == 1 ? exactPlaces : places
+        let scale = BigInt(10).power(digits)
+        let magnitude = numerator.magnitude * BigUInt(scale) * 2 + self.denominator.magnitude
+        var scaled = BigInt(magnitude / (2 * self.denominator.magnitude))  // rounded half up
+        if numerator < 0 { scaled.negate() }
+        guard scaled != 0 else { return "0" }
+        var text = String(scaled.magnitude).leftPadding(to: digits + 1)
+        if digits > 0 {
+            text.insert(".", at: text.index(text.endIndex, offsetBy: -digits))
+            while text.last == "0" { text.removeLast() }
+            if text.last == "." { text.removeLast() }
+        }
+        return (scaled < 0 ? "-" : "") + text
+    }
+}
+
+private extension String {
+    func leftPadding(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
     }
 }
 
@@ -75,52 +159,44 @@ private struct ExpressionParser {
     var isAtEnd: Bool { position == characters.count }
     private var next: Character? { isAtEnd ? nil : characters[position] }
 
-    mutating func parseExpression() -> Decimal? {
-        guard var value = parseTerm() else { return nil }
+    mutating func parseExpression() throws(Calculator.Problem) -> Fraction {
+        var value = try parseTerm()
         while let op = next, op == "+" || op == "-" {
             position += 1
-            guard let rhs = parseTerm() else { return nil }
+            let rhs = try parseTerm()
             value = op == "+" ? value + rhs : value - rhs
-            if value.isNaN { return nil }
         }
         return value
     }
 
-    mutating func parseTerm() -> Decimal? {
-        guard var value = parseFactor() else { return nil }
+    mutating func parseTerm() throws(Calculator.Problem) -> Fraction {
+        var value = try parseFactor()
         while let op = next, op == "*" || op == "/" || op == "%" {
             position += 1
-            guard let rhs = parseFactor() else { return nil }
+            let rhs = try parseFactor()
             switch op {
             case "*": value = value * rhs
             case "/":
-                guard !rhs.isZero else { return nil }
+                guard !rhs.isZero else { throw .divisionByZero }
                 value = value / rhs
             default:
-                guard !rhs.isZero else { return nil }
-                var quotient = value / rhs, truncated = Decimal()
-                NSDecimalRound(&truncated, &quotient, 0, .down)
-                value = value - rhs * truncated
+                guard !rhs.isZero else { throw .divisionByZero }
+                value = value.remainder(dividingBy: rhs)
             }
-            if value.isNaN { return nil }
         }
         return value
     }
 
-    mutating func parseFactor() -> Decimal? {
+    mutating func parseFactor() throws(Calculator.Problem) -> Fraction {
         if let sign = next, sign == "-" || sign == "+" {
             position += 1
-            guard let value = parseFactor() else { return nil }
+            let value = try parseFactor()
             return sign == "-" ? -value : value
         }
         let start = position
-        var dots = 0
-        while let c = next, c.isASCII, c.isNumber || c == "." {
-            if c == "." { dots += 1 }
-            position += 1
-        }
+        while let c = next, c.isASCII, c.isNumber || c == "." { position += 1 }
         let text = String(characters[start..<position])
-        guard !text.isEmpty, dots <= 1, text != "." else { return nil }
-        return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+        guard !text.isEmpty, text != ".", let value = Fraction(decimal: text) else { throw .malformed }
+        return value
     }
 }

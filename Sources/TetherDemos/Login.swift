@@ -46,4 +46,10 @@ public final class Login: ViewModel {
                 model.signedIn.value = true
             }
         }
+        .on("signOut") { model in
+            model.signedIn.value = false
+            model.email.value = ""
+            model.password.value = ""
+            model.errorMessage.value = nil
+        }
 }

@@ -71,22 +71,40 @@ struct DemoTests {
         #expect(throws: ActionError.self) { try login.perform("signIn", args: nil) }
     }
 
-    @Test func exchangeResultFollowsTheAmount() throws {
+    @Test func exchangeResultFollowsTheAmountAndSaysWhyItCannot() throws {
         let exchange = try host("exchange")
-        #expect(exchange.state == ["amount": "", "rate": 1350.0, "result": ""])
+        #expect(exchange.state == ["amount": "", "from": "USD", "to": "KRW", "rate": 1350.0, "result": "", "error": nil,
+                                   "currencies": ["USD", "KRW", "EUR", "JPY", "GBP"]])
         try act(exchange, "setAmount", ["value": "2"])
         #expect(exchange.state["result"] == "2700.00")
         try act(exchange, "setAmount", ["value": "1.5"])
         #expect(exchange.state["result"] == "2025.00")
-        for bad in ["", "abc", "1..2", "inf", "nan", "1e400", " "] {
+        for (bad, reason) in [("1,000", "comma"), ("abc", "not a number"), ("1e20", "not a number"), ("1-", "not a number"),
+                              ("99999999999999", "too large")] {
             try act(exchange, "setAmount", ["value": .string(bad)])
             #expect(exchange.state["result"] == "", "\(bad)")
+            #expect(exchange.state["error"]?.stringValue?.contains(reason) == true, "\(bad): \(String(describing: exchange.state["error"]))")
         }
         try act(exchange, "setAmount", ["value": "3"])
+        #expect(exchange.state["error"] == .some(.null))
         try act(exchange, "setRate", ["value": 0.5])
         #expect(exchange.state["result"] == "1.50")
+        try act(exchange, "setPair", ["from": "EUR", "to": "USD"])
+        #expect(exchange.state["from"] == "EUR" && exchange.state["to"] == "USD")
+        #expect(exchange.state["rate"] == 1.087 && exchange.state["result"] == "3.26")
+        #expect(throws: ActionError.self) { try exchange.perform("setPair", args: ["from": "XXX", "to": "USD"]) }
         #expect(throws: ActionError.self) { try exchange.perform("setRate", args: ["value": -1]) }
         #expect(throws: ActionError.self) { try exchange.perform("setAmount", args: ["value": 5]) }
+    }
+
+    @Test func loginSignsOut() throws {
+        let login = try host("login")
+        try act(login, "setEmail", ["value": "a@b.c"])
+        try act(login, "setPassword", ["value": "abcdef"])
+        try act(login, "signIn")
+        #expect(login.state["signedIn"] == true)
+        try act(login, "signOut")
+        #expect(login.state == ["email": "", "passwordLength": 0, "signInEnabled": false, "errorMessage": nil, "signedIn": false])
     }
 
     private func press(_ calculator: ViewModelHost, _ keys: String) throws {
@@ -114,10 +132,12 @@ struct DemoTests {
 
     @Test func calculatorShowsErrorInsteadOfCrashing() throws {
         let calculator = try host("calculator")
-        for expression in ["1/0=", "5%0=", "1++=", "*2=", "1..2=", "3-=", ".="] {
+        for (expression, why) in [("1/0=", "division by zero"), ("5%0=", "division by zero"), ("1++=", "not a complete expression"),
+                                  ("*2=", "not a complete expression"), ("1..2=", "not a complete expression"),
+                                  ("3-=", "not a complete expression"), (".=", "not a complete expression")] {
             try act(calculator, "press", ["key": "clear"])
             try press(calculator, expression)
-            #expect(calculator.state["display"] == "Error", "\(expression)")
+            #expect(calculator.state["display"] == .string("Error: \(why)"), "\(expression)")
         }
         try press(calculator, "2=")
         #expect(calculator.state["display"] == "2", "typing after Error starts over")
@@ -128,6 +148,36 @@ struct DemoTests {
             return try act(calculator, "press", ["key": "="])
         }()
         #expect(historyOps.contains(.add(path: "/history/1", value: "2+1 = 3")))
+    }
+
+    @Test func aDigitAfterEqualsStartsANewNumber() throws {
+        let calculator = try host("calculator")
+        try press(calculator, "1+1=5")
+        #expect(calculator.state["display"] == "5")
+        try press(calculator, "+1=*3=")
+        #expect(calculator.state["display"] == "18", "an operator after = continues from the result")
+    }
+
+    @Test func calculatorIsExactPast38Digits() throws {
+        let calculator = try host("calculator")
+        let big = String(repeating: "9", count: 40)
+        try press(calculator, "\(big)+1=")
+        #expect(calculator.state["display"] == .string("1" + String(repeating: "0", count: 40)))
+        try act(calculator, "press", ["key": "clear"])
+        try press(calculator, "123456789012345678901234567890*1000000000000=")
+        #expect(calculator.state["display"] == "123456789012345678901234567890000000000000")
+        try act(calculator, "press", ["key": "clear"])
+        try press(calculator, "1/3=")
+        #expect(calculator.state["display"] == "0.3333333333")
+        try act(calculator, "press", ["key": "clear"])
+        try press(calculator, "2/3=")
+        #expect(calculator.state["display"] == "0.6666666667")
+        try act(calculator, "press", ["key": "clear"])
+        try press(calculator, "-7%3=")
+        #expect(calculator.state["display"] == "-1")
+        try act(calculator, "press", ["key": "clear"])
+        try press(calculator, "\(String(repeating: "9", count: 59))/7=")  // 58 digits and 10 decimals
+        #expect(calculator.state["display"] == "Error: result too long")
     }
 
     @Test func galleryCyclesThreePeople() throws {
