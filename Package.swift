@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "TetherTUI", targets: ["TetherTUI"]),
         .library(name: "TetherClient", targets: ["TetherClient"]),
         .library(name: "TetherServer", targets: ["TetherServer"]),
+        .library(name: "TetherDemos", targets: ["TetherDemos"]),
+        .library(name: "TetherTesting", targets: ["TetherTesting"]),
         .executable(name: "tetherd", targets: ["tetherd"]),
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-load", targets: ["tether-load"]),
@@ -28,6 +30,12 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // The calculator demo computes exactly with any number of digits (Decimal silently rounds past 38).
         .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
+        // tetherd runs as a Service in a ServiceGroup: graceful shutdown on signals, beside other services.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Settings from flags, environment variables and a config file, in that order of precedence.
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "CommandLineArguments"]),
+        // The config file's parser (YAML, which also reads JSON), so unknown keys can be named.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // Binding core: Observable<T>, operators, observable collections. Plain Swift.
@@ -66,14 +74,29 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .executableTarget(
             name: "tetherd",
             dependencies: [
-                "TetherServer", "TetherDemos", "TetherTransport",
+                "TetherServer", "TetherDemos",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+
+        // Testing Tether apps: TestRoom asserts what one action changed in a ViewModel; TestServer
+        // runs the server core in process (in-memory connections, virtual clock).
+        .target(
+            name: "TetherTesting",
+            dependencies: [
+                "TetherServer", "TetherState", "TetherJSON", "TetherProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
 
@@ -132,7 +155,7 @@ let package = Package(
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherJSON", "TetherTestSupport"]),
-        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherProtocol", "TetherJSON", "TetherState", "TetherTestSupport"]),
+        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherProtocol", "TetherJSON", "TetherState", "TetherTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTestSupport"]

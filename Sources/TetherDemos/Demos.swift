@@ -1,7 +1,7 @@
 import TetherJSON
 import TetherState
 
-/// The demo ViewModels built into `tetherd` (SPEC section 3). Each is written with only the
+/// The demo ViewModels built into `tetherd` (docs/PROTOCOL.md lists them). Each is written with only the
 /// public ViewModel API, so they double as its examples.
 public enum Demos {
     public static let kinds: [ViewModelKind] = [

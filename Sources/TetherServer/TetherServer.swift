@@ -1,49 +1,44 @@
 import Logging
+import ServiceLifecycle
 import Synchronization
-import TetherJSON
 import TetherState
 import TetherTransport
 
-/// The Tether server: rooms of authoritative ViewModels, served over WebSockets.
+/// The Tether server: rooms of authoritative ViewModels, served over WebSockets. A
+/// swift-service-lifecycle `Service`, so it runs in a `ServiceGroup` beside other services and
+/// shuts down gracefully with it.
 ///
 /// ```swift
-/// let server = TetherServer(configuration: .init(), kinds: Demos.kinds + [myKind])
-/// let port = try server.start()
-/// ...
-/// await server.shutdown()
+/// let server = try TetherServer(configuration: .init(), kinds: Demos.kinds + [myKind])
+/// try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
 /// ```
-public final class TetherServer: Sendable {
+public final class TetherServer: Service, Sendable {
     public static let version = "0.1.0"
 
     public let configuration: ServerConfiguration
     private let transport: WebSocketServer
     private let hub: SessionHub
+    private let bridge: TransportBridge
     private let store: RoomStore?
-    private let metrics = ServerMetrics()
     private let logger: Logger
-    private let housekeeping = Mutex<Task<Void, Never>?>(nil)
+    private let boundPort = Mutex<Int?>(nil)
 
     /// Takes the data directory's lock and opens its database; throws when either fails.
     public init(configuration: ServerConfiguration = .init(), kinds: [ViewModelKind], logger: Logger = Logger(label: "tetherd")) throws(StartupError) {
         self.configuration = configuration
+        self.logger = logger
         if let directory = configuration.dataDirectory {
             store = try RoomStore(directory: directory, durability: configuration.durability, historyLimit: configuration.historyMaxPatches, logger: logger)
         } else {
             store = nil
         }
-        self.logger = logger
-        var transportConfiguration = WebSocketServerConfiguration()
-        transportConfiguration.host = configuration.host
-        transportConfiguration.port = configuration.port
-        transportConfiguration.maxMessageBytes = configuration.maxFrameBytes
-        transportConfiguration.maxConnections = configuration.maxConnections
-        transportConfiguration.tls = configuration.tls
-        transportConfiguration.pingInterval = configuration.pingInterval
-        transportConfiguration.idleTimeout = configuration.peerTimeout
-        transportConfiguration.handshakeTimeout = configuration.handshakeTimeout
-        transport = WebSocketServer(configuration: transportConfiguration, logger: logger)
-        hub = SessionHub(configuration: configuration, kinds: kinds, store: store, metrics: metrics, logger: logger)
-        hub.transport = transport
+        transport = WebSocketServer(configuration: configuration.transportConfiguration, logger: logger)
+        let metrics = ServerMetrics()
+        let runtime = ServerRuntime(clock: SystemClock(), hubQueue: TransportQueue(server: transport)) { room in
+            DispatchRoomExecutor(label: "tether.room.\(room)")
+        }
+        hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, metrics: metrics, logger: logger)
+        bridge = TransportBridge(hub: hub, routes: HTTPRoutes(hub: hub, metrics: metrics))
     }
 
     /// Listens and serves; returns the bound port (the chosen one when configured with 0).
@@ -51,7 +46,7 @@ public final class TetherServer: Sendable {
     public func start() throws(StartupError) -> Int {
         let port: Int
         do {
-            port = try transport.start(delegate: hub)
+            port = try transport.start(delegate: bridge)
         } catch {
             let (host, port) = (configuration.host, configuration.port)
             switch error as? TransportError {
@@ -61,31 +56,36 @@ public final class TetherServer: Sendable {
             default: throw .cannotListen(host: host, port: port, "\(error)")
             }
         }
-        let hub = self.hub
-        let task = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                hub.post { $0.sweep() }
-            }
-        }
-        housekeeping.withLock { $0 = task }
+        boundPort.withLock { $0 = port }
+        hub.queue.execute { [hub] in hub.startHousekeeping() }
+        logger.info("serving \(configuration.summary(port: port))")
         return port
     }
 
+    /// The bound port once started.
+    public var port: Int? { boundPort.withLock { $0 } }
+
+    /// The `Service` entry point: starts (unless started already), serves until the group shuts
+    /// down gracefully (or the task is cancelled), then shuts down.
+    public func run() async throws {
+        if port == nil { try start() }
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
     /// Graceful stop: refuses new connections, sends what is queued, closes every client with
-    /// 1001, stops the rooms. Returns when the socket thread is gone.
+    /// 1001, stops the rooms, closes the store. Returns when the socket thread is gone.
     public func shutdown() async {
-        housekeeping.withLock { task in
-            task?.cancel()
-            task = nil
-        }
+        logger.info("shutting down")
+        hub.queue.execute { [hub] in hub.stopHousekeeping() }
         await transport.shutdownAsync(deadline: configuration.shutdownGracePeriod * 2)
-        for room in hub.allRoomsAfterShutdown() { await room.stop() }
+        await hub.stopAllRooms()
         store?.close()
+        logger.info("stopped")
     }
 
     /// The Prometheus exposition text, as `GET /metrics` serves it.
     public func metricsText() -> String {
-        String(decoding: metrics.render(), as: UTF8.self)
+        String(decoding: bridge.routes.metrics.render(), as: UTF8.self)
     }
 }

@@ -113,7 +113,7 @@ final class RoomStore: Sendable {
     func commit(_ commit: Commit) { submit(.commit(commit)) }
 
     /// Runs `work` on the writer thread once everything submitted before it is committed.
-    func afterPendingCommits(_ work: @escaping @Sendable () -> Void) { submit(.callback(work)) }
+    func afterCommits(_ work: @escaping @Sendable () -> Void) { submit(.callback(work)) }
 
     /// The stored room, or nil; waits for everything submitted before.
     func load(room: String) throws(StorageError) -> StoredRoom? {

@@ -3,8 +3,10 @@ import Testing
 import TetherProtocol
 import TetherJSON
 
-@Suite("Outbox and history")
-struct OutboxTests {
+@Suite("Send queue and history")
+struct SendQueueTests {
+    let now = ContinuousClock.now
+
     func patch(_ room: String = "r", from: Int, _ value: Int = 0, epoch: String = "e") -> PatchFrame {
         PatchFrame(room: room, epoch: epoch, from: from, version: from + 1, operations: [.replace(path: "/n", value: .int(value))])
     }
@@ -17,27 +19,27 @@ struct OutboxTests {
 
     @Test func overflowDropsTheRoomsPatchesAndAwaitsASnapshot() {
         let one = patch(from: 0)
-        var outbox = Outbox(limitBytes: one.byteCount * 2 + 10, maxMergedBytes: 1 << 16)
-        #expect(outbox.enqueue(.control([1, 2, 3])) == .queued)
-        #expect(outbox.enqueue(.patch(patch("other", from: 0))) == .queued)
-        #expect(outbox.enqueue(.patch(one)) == .queued)
-        #expect(outbox.enqueue(.patch(patch(from: 1))) == .overflowed(room: "r"))
-        #expect(outbox.count == 2, "the control frame and the other room's patch stay")
-        #expect(outbox.enqueue(.patch(patch(from: 2))) == .dropped, "patches wait for the snapshot")
-        #expect(outbox.enqueue(.snapshot(room: "r", version: 5, frame: [9])) == .queued)
-        #expect(outbox.enqueue(.patch(patch(from: 5))) == .queued, "the stream resumes after the snapshot")
-        #expect(outbox.awaitingSnapshot.isEmpty)
+        var queue = SendQueue(limitBytes: one.byteCount * 2 + 10, maxMergedBytes: 1 << 16)
+        #expect(queue.enqueue(.control([1, 2, 3]), now: now) == .queued)
+        #expect(queue.enqueue(.patch(patch("other", from: 0)), now: now) == .queued)
+        #expect(queue.enqueue(.patch(one), now: now) == .queued)
+        #expect(queue.enqueue(.patch(patch(from: 1)), now: now) == .overflowed(room: "r"))
+        #expect(queue.count == 2, "the control frame and the other room's patch stay")
+        #expect(queue.enqueue(.patch(patch(from: 2)), now: now) == .dropped, "patches wait for the snapshot")
+        #expect(queue.enqueue(.snapshot(room: "r", version: 5, frame: [9]), now: now) == .queued)
+        #expect(queue.enqueue(.patch(patch(from: 5)), now: now) == .queued, "the stream resumes after the snapshot")
+        #expect(queue.awaitingSnapshot.isEmpty)
     }
 
     @Test func snapshotSupersedesTheRoomsQueuedMessages() {
-        var outbox = Outbox(limitBytes: 1 << 20, maxMergedBytes: 1 << 16)
-        _ = outbox.enqueue(.patch(patch(from: 0)))
-        _ = outbox.enqueue(.patch(patch("b", from: 0)))
-        _ = outbox.enqueue(.snapshot(room: "r", version: 1, frame: [1]))
-        #expect(outbox.count == 2)
-        outbox.forget(room: "b")
-        #expect(outbox.count == 1)
-        #expect(outbox.queuedBytes == 1)
+        var queue = SendQueue(limitBytes: 1 << 20, maxMergedBytes: 1 << 16)
+        _ = queue.enqueue(.patch(patch(from: 0)), now: now)
+        _ = queue.enqueue(.patch(patch("b", from: 0)), now: now)
+        _ = queue.enqueue(.snapshot(room: "r", version: 1, frame: [1]), now: now)
+        #expect(queue.count == 2)
+        queue.forget(room: "b")
+        #expect(queue.count == 1)
+        #expect(queue.queuedBytes == 1)
     }
 
     @Test func historyServesContiguousRunsAndTrims() {

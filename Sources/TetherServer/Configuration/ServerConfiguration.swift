@@ -1,6 +1,10 @@
+import Logging
+import TetherProtocol
 import TetherTransport
 
-/// Everything `tetherd` can be told. Defaults are the embedded defaults the README documents.
+/// Every setting of the server, with its default: the single source. `tetherd` reads the same
+/// settings from flags, environment variables and a config file (`ServerConfiguration.options`
+/// and `ConfigurationLoader`); a program embedding Tether sets these fields directly.
 public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// 0 lets the OS pick a free port; `TetherServer.start()` returns the one bound.
@@ -31,13 +35,17 @@ public struct ServerConfiguration: Sendable {
     public var handshakeTimeout: Duration = .seconds(10)
     /// Graceful shutdown: how long queued messages may take to drain before clients are closed.
     public var shutdownGracePeriod: Duration = .seconds(5)
-    public var tls: TLSFiles?
+    /// Certificate chain and private key (PEM) to serve `wss://`; both or neither.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
     /// Where shared rooms are kept (SQLite); nil keeps everything in memory only.
-    public var dataDirectory: String?
+    public var dataDirectory: String? = "data"
     public var durability: Durability = .batch
     public var serverName = "tetherd/\(TetherServer.version)"
     /// When set, every join needs a token signed with this authority that covers the room.
     public var auth: TokenAuthority?
+    /// Listen beyond loopback without `auth` (refused otherwise: anyone could join every room).
+    public var allowAnonymous = false
     /// Per connection: a token bucket of actions (answered `rate_limited` when empty).
     public var maxActionsPerSecond = 1_000.0
     public var actionBurst = 1_000
@@ -45,6 +53,47 @@ public struct ServerConfiguration: Sendable {
     public var maxRoomsPerConnection = 100
     public var maxRooms = 10_000
     public var maxConnectionsPerIP = 10_000
+    public var logLevel: Logger.Level = .info
+    public var logFormat: LogFormat = .text
 
     public init() {}
+
+    /// The TLS files, when both are set.
+    public var tls: TLSFiles? {
+        guard let tlsCertificatePath, let tlsKeyPath else { return nil }
+        return TLSFiles(certificatePath: tlsCertificatePath, privateKeyPath: tlsKeyPath)
+    }
+
+    /// The URL scheme clients use.
+    public var scheme: String { tls == nil ? "ws" : "wss" }
+}
+
+/// How log lines are written: for people, or one JSON object per line for log collectors.
+public enum LogFormat: String, Sendable, CaseIterable {
+    case text
+    case json
+}
+
+extension ServerConfiguration {
+    /// The transport's part of the settings.
+    var transportConfiguration: WebSocketServerConfiguration {
+        var transport = WebSocketServerConfiguration()
+        transport.host = host
+        transport.port = port
+        transport.subprotocol = TetherProtocol.subprotocol
+        transport.maxMessageBytes = maxFrameBytes
+        transport.maxConnections = maxConnections
+        transport.tls = tls
+        transport.pingInterval = pingInterval
+        transport.idleTimeout = peerTimeout
+        transport.handshakeTimeout = handshakeTimeout
+        return transport
+    }
+
+    /// One line for the start-up log: what an operator wants to confirm.
+    func summary(port: Int) -> String {
+        let storage = dataDirectory.map { "data in \($0) (durability \(durability.rawValue))" } ?? "memory only"
+        return "\(scheme)://\(host):\(port), \(storage), auth \(auth == nil ? "off" : "on"), "
+            + "max \(maxConnections) connections, \(maxRooms) rooms, state \(maxStateBytes) bytes, log \(logLevel) \(logFormat.rawValue)"
+    }
 }

@@ -1,27 +1,26 @@
 import Dispatch
 import Logging
-import TetherProtocol
 import TetherJSON
+import TetherProtocol
 import TetherState
 
 /// One live ViewModel instance, its version history and its subscribers.
 ///
 /// A room runs on its own serial executor: the ViewModel's actions and timers, the patch
-/// encoding and the subscriber list all live there. It talks to the socket thread only by
-/// posting work to the hub, so rooms never block each other or the sockets. Work for a room is
-/// posted with `enqueue`, which keeps each client's requests in order.
+/// encoding and the subscriber list all live there. Everything it produces leaves through its
+/// `RoomOutput`, in order, so rooms never block each other or the sockets. Work for a room is
+/// given to `execute`, which keeps each client's requests in order.
 actor Room {
     nonisolated let name: String
     nonisolated let kind: ViewModelKind
-    private nonisolated let executor: QueueExecutor
+    private nonisolated let executor: any RoomExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     private let host: ViewModelHost
-    private let hub: SessionHub
+    private let output: any RoomOutput
     /// Where a shared room persists its versions; nil for per-session rooms or in memory only.
     private let store: RoomStore?
-    private let metrics: ServerMetrics
-    private let logger: Logger
+    private let environment: RoomEnvironment
     private(set) var epoch: String
     private(set) var version = 0
     private var history: PatchHistory
@@ -30,45 +29,39 @@ actor Room {
     private var subscriberList: [SessionHandle] = []
     /// The last snapshot frame and its version: many joins at one version encode it once.
     private var snapshotCache: (version: Int, frame: [UInt8])?
-    private var timers: [any DispatchSourceTimer] = []
-    private let maxStateBytes: Int
+    private var timers: [any ServerTimer] = []
     private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
     /// sees every version this one committed.
     nonisolated let stopped = DispatchGroup()
     private var isStopped = false
 
-    init(name: String, kind: ViewModelKind, configuration: ServerConfiguration, hub: SessionHub, store: RoomStore?,
-         metrics: ServerMetrics, logger: Logger) {
+    init(name: String, kind: ViewModelKind, environment: RoomEnvironment, output: any RoomOutput) {
         self.name = name
         self.kind = kind
-        self.executor = QueueExecutor(label: "tether.room.\(name)")
+        self.executor = environment.runtime.makeRoomExecutor(name)
         self.host = kind.instantiate(room: name)
-        self.hub = hub
-        self.store = kind.scope == .shared ? store : nil
-        self.metrics = metrics
-        self.logger = logger
+        self.environment = environment
+        let store = kind.scope == .shared ? environment.store : nil
+        self.store = store
+        if let store, store.durability != .none {
+            self.output = CommittedOutput(store: store, next: output)
+        } else {
+            self.output = output
+        }
         self.epoch = RandomID.make(length: 10)
-        self.history = PatchHistory(maxPatches: configuration.historyMaxPatches, maxBytes: configuration.historyMaxBytes)
-        self.maxStateBytes = configuration.maxStateBytes
+        self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
+                                    maxBytes: environment.configuration.historyMaxBytes)
         stopped.enter()
     }
 
-    /// Runs `work` on the room's executor after everything enqueued before it.
-    nonisolated func enqueue(_ work: @escaping @Sendable (isolated Room) -> Void) {
-        executor.queue.async { self.assumeIsolated(work) }
+    /// Runs `work` on the room's executor after everything given to it before.
+    nonisolated func execute(_ work: @escaping @Sendable (isolated Room) -> Void) {
+        executor.execute { self.assumeIsolated(work) }
     }
 
-    /// Sends work to the socket thread. With durability on, it goes out only after every
-    /// version produced before it is committed, so no client sees a version that could be lost.
-    private func emit(_ work: @escaping @Sendable (SessionHub) -> Void) {
-        let hub = self.hub
-        if let store, store.durability != .none {
-            store.afterPendingCommits { hub.post(work) }
-        } else {
-            hub.post(work)
-        }
-    }
+    private var logger: Logger { environment.logger }
+    private var metrics: ServerMetrics { environment.metrics }
 
     // MARK: Lifecycle
 
@@ -76,13 +69,10 @@ actor Room {
         predecessor?.stopped.wait()
         if let store { restore(from: store) }
         for (index, timer) in host.timers.enumerated() {
-            let source = DispatchSource.makeTimerSource(queue: executor.queue)
-            let interval = DispatchTimeInterval.nanoseconds(Int(timer.interval.components.seconds * 1_000_000_000 + timer.interval.components.attoseconds / 1_000_000_000))
-            source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(10))
-            // The source keeps the room alive until `stop()` cancels it.
-            source.setEventHandler { self.assumeIsolated { room in room.tick(index) } }
-            source.resume()
-            timers.append(source)
+            // The timer keeps the room alive until `stop()` cancels it.
+            timers.append(environment.runtime.clock.startTimer(every: timer.interval) {
+                self.execute { room in room.tick(index) }
+            })
         }
     }
 
@@ -115,11 +105,11 @@ actor Room {
     }
 
     private func tick(_ index: Int) {
+        guard !isStopped else { return }
         host.timers[index].tick()
         do {
-            if let patch = commitTurn(try host.finishTurn(maxEncodedSize: maxStateBytes)) {
-                let list = subscriberList
-                emit { hub in hub.broadcast(patch, to: list) }
+            if let patch = commitTurn(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes)) {
+                output.deliver([.patch(patch, to: subscriberList)])
             }
             refusedTicks = 0
         } catch {
@@ -132,22 +122,21 @@ actor Room {
     // MARK: Subscribers
 
     /// Subscribes `session`: first a snapshot, or, when `since` names a version of this epoch
-    /// still in the history, the patches after it (an empty patch when nothing changed).
-    /// With an `id`, the stream's first message is followed by an ack at its version.
-    func join(_ session: SessionHandle, since: ResumePoint?, id: Int? = nil) {
+    /// still in the history, the patches after it (an empty patch when nothing changed). With an
+    /// `id`, an ack at that version follows.
+    func join(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
         if subscribers.insert(session).inserted { subscriberList = Array(subscribers) }
-        let ack = id.map { ServerMessage.ack(id: $0, room: name, version: version).encoded() }
+        var deliveries: [RoomDelivery]
         if let since, since.epoch == epoch, let missing = history.patches(after: since.version, newest: version) {
             metrics.resumes(fromHistory: true)
             let patches = missing.isEmpty ? [PatchFrame(room: name, epoch: epoch, from: version, version: version, operations: [])] : missing
-            emit { hub in
-                for patch in patches { hub.send(.patch(patch), to: session) }
-                if let ack { hub.send(.control(ack), to: session) }
-            }
+            deliveries = patches.map { .message(.patch($0), to: session) }
         } else {
             if since != nil { metrics.resumes(fromHistory: false) }
-            sendSnapshot(to: session, thenAck: ack)
+            deliveries = [snapshot(for: session)]
         }
+        if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: version).encoded()), to: session)) }
+        output.deliver(deliveries)
     }
 
     func leave(_ session: SessionHandle) {
@@ -159,10 +148,10 @@ actor Room {
     /// After the session's queue overflowed: a fresh snapshot restarts its stream.
     func resync(_ session: SessionHandle) {
         guard subscribers.contains(session) else { return }
-        sendSnapshot(to: session)
+        output.deliver([snapshot(for: session)])
     }
 
-    private func sendSnapshot(to session: SessionHandle, thenAck ack: [UInt8]? = nil) {
+    private func snapshot(for session: SessionHandle) -> RoomDelivery {
         let frame: [UInt8]
         if let cached = snapshotCache, cached.version == version {
             frame = cached.frame
@@ -170,11 +159,7 @@ actor Room {
             frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: host.state).encoded()
             snapshotCache = (version, frame)
         }
-        let (room, version) = (name, version)
-        emit { hub in
-            hub.send(.snapshot(room: room, version: version, frame: frame), to: session)
-            if let ack { hub.send(.control(ack), to: session) }
-        }
+        return .message(.snapshot(room: name, version: version, frame: frame), to: session)
     }
 
     // MARK: Actions
@@ -197,7 +182,7 @@ actor Room {
         }
         let patch: PatchFrame?
         do {
-            patch = commitTurn(try host.finishTurn(maxEncodedSize: maxStateBytes))
+            patch = commitTurn(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
         } catch {
             patch = nil
             failure = ProtocolError(.tooLarge, error.description, id: id, room: name)
@@ -205,12 +190,10 @@ actor Room {
         }
         metrics.action(outcome: failure?.code.rawValue ?? "ok")
         let reply = failure.map { ServerMessage.error($0) } ?? .ack(id: id, room: name, version: version)
-        let replyFrame = reply.encoded()
-        let list = subscriberList
-        emit { hub in
-            if let patch { hub.broadcast(patch, to: list) }
-            hub.send(.control(replyFrame), to: sender)
-        }
+        var deliveries: [RoomDelivery] = []
+        if let patch { deliveries.append(.patch(patch, to: subscriberList)) }
+        deliveries.append(.message(.control(reply.encoded()), to: sender))
+        output.deliver(deliveries)
     }
 
     /// Makes the turn's operations one version step.
@@ -230,4 +213,13 @@ actor Room {
 
     /// The current state, for tests and tools.
     var state: JSON { host.state }
+}
+
+/// What every room shares: settings, runtime, storage and observability.
+struct RoomEnvironment: Sendable {
+    let configuration: ServerConfiguration
+    let runtime: ServerRuntime
+    let store: RoomStore?
+    let metrics: ServerMetrics
+    let logger: Logger
 }

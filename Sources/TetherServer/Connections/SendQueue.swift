@@ -1,15 +1,14 @@
 import DequeModule
 import TetherProtocol
-import TetherTransport
 
-/// One connection's send queue, on the socket thread. Bounded in bytes: when a room's patches
+/// One connection's send queue, on the hub's queue. Bounded in bytes: when a room's patches
 /// would overflow it, they are dropped and the room is asked for a fresh snapshot, so a slow
 /// client costs a bounded amount of memory and never slows the room.
 ///
 /// When the socket is writable, consecutive patches of one room go out as one merged patch
 /// (`from` of the first, `version` of the last, operations concatenated): one write carries
 /// many versions when the client is behind, while at low load each patch still goes out alone.
-struct Outbox {
+struct SendQueue {
     private var queue: Deque<OutboundMessage> = []
     private(set) var queuedBytes = 0
     /// Rooms whose patches are dropped until their snapshot arrives (after an overflow).
@@ -37,8 +36,8 @@ struct Outbox {
         case overflowed(room: String)
     }
 
-    mutating func enqueue(_ message: OutboundMessage) -> EnqueueResult {
-        if waitingSince == nil { waitingSince = .now }
+    mutating func enqueue(_ message: OutboundMessage, now: ContinuousClock.Instant) -> EnqueueResult {
+        if waitingSince == nil { waitingSince = now }
         switch message {
         case .control:
             break
@@ -84,7 +83,7 @@ struct Outbox {
 
     /// Writes queued messages while the socket takes them; asks for another writable callback
     /// when some remain. `scratch` is the socket thread's buffer for building merged patches.
-    mutating func flush(to connection: WebSocketConnection, scratch: inout [UInt8]) -> WriteStats {
+    mutating func flush(to connection: any ClientConnection, scratch: inout [UInt8], now: ContinuousClock.Instant) -> WriteStats {
         var stats = WriteStats()
         while let head = queue.first, !connection.isChoked {
             let taken: Int
@@ -128,7 +127,7 @@ struct Outbox {
             guard ok else { break }  // closing: the transport drops the rest
             for _ in 0..<taken { queuedBytes -= queue.removeFirst().byteCount }
             stats.frames += 1
-            waitingSince = .now
+            waitingSince = now
         }
         if queue.isEmpty { waitingSince = nil } else { connection.requestWritable() }
         return stats

@@ -1,18 +1,20 @@
 import TetherProtocol
-import TetherJSON
 import TetherState
 
-/// The kinds the server knows and its live shared rooms, on the socket thread. All joins and
-/// leaves pass through here, so membership counts are exact and an idle room can be dropped
-/// without racing a join.
+/// The kinds the server knows and every live room, on the hub's queue. All joins, leaves and
+/// room creations pass through here, so it alone counts rooms (shared and per-session) and
+/// members, and an idle room can be dropped without racing a join.
 final class RoomRegistry {
     static let maxRoomNameBytes = 128
 
     private final class Entry {
         let room: Room
         var members = 0
-        var idleSince: ContinuousClock.Instant? = .now
-        init(room: Room) { self.room = room }
+        var idleSince: ContinuousClock.Instant?
+        init(room: Room, idleSince: ContinuousClock.Instant) {
+            self.room = room
+            self.idleSince = idleSince
+        }
     }
 
     private struct Retiring {
@@ -20,20 +22,18 @@ final class RoomRegistry {
     }
 
     private let kinds: [String: ViewModelKind]
-    /// Makes a room, given the one of the same name still stopping (if any).
-    private let makeRoom: (String, ViewModelKind, Room?) -> Room
     private var shared: [String: Entry] = [:]
     /// Rooms dropped for idleness whose `stop` may not have run yet.
     private var retiring: [String: Retiring] = [:]
-    /// Live per-session instances (owned by their sessions), counted for metrics.
-    var privateRoomCount = 0
+    /// Live per-session instances; their sessions own them.
+    private(set) var privateRoomCount = 0
 
-    init(kinds: [ViewModelKind], makeRoom: @escaping (String, ViewModelKind, Room?) -> Room) {
+    init(kinds: [ViewModelKind]) {
         self.kinds = Dictionary(kinds.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        self.makeRoom = makeRoom
     }
 
     var sharedRoomCount: Int { shared.count }
+    var roomCount: Int { shared.count + privateRoomCount }
     func hasSharedRoom(named name: String) -> Bool { shared[name] != nil }
     var kindNames: [String] { kinds.keys.sorted() }
     /// Every registered kind, sorted by name.
@@ -58,12 +58,24 @@ final class RoomRegistry {
         return .success(kind)
     }
 
-    /// The shared room with this name, created (and started) on first use.
-    func sharedRoom(named name: String, kind: ViewModelKind) -> Room {
+    /// The shared room with this name; `make` creates it (given the same-named room still
+    /// stopping, if any) on first use. A new room counts as idle until someone joins.
+    func sharedRoom(named name: String, now: ContinuousClock.Instant, make: (_ predecessor: Room?) -> Room) -> Room {
         if let entry = shared[name] { return entry.room }
-        let room = makeRoom(name, kind, retiring.removeValue(forKey: name)?.room)
-        shared[name] = Entry(room: room)
+        let room = make(retiring.removeValue(forKey: name)?.room)
+        shared[name] = Entry(room: room, idleSince: now)
         return room
+    }
+
+    /// A new per-session instance, counted until `releasePrivateRooms`.
+    func privateRoom(make: () -> Room) -> Room {
+        privateRoomCount += 1
+        return make()
+    }
+
+    /// A session closed: its per-session instances are gone.
+    func releasePrivateRooms(_ count: Int) {
+        privateRoomCount -= count
     }
 
     func addMember(_ name: String) {
@@ -72,15 +84,15 @@ final class RoomRegistry {
         entry.idleSince = nil
     }
 
-    func removeMember(_ name: String) {
+    func removeMember(_ name: String, now: ContinuousClock.Instant) {
         guard let entry = shared[name] else { return }
         entry.members -= 1
-        if entry.members == 0 { entry.idleSince = .now }
+        if entry.members == 0 { entry.idleSince = now }
     }
 
     /// Drops shared rooms that have had no members for `timeout`; returns them so they can be
     /// stopped.
-    func removeIdleRooms(olderThan timeout: Duration, now: ContinuousClock.Instant = .now) -> [Room] {
+    func removeIdleRooms(olderThan timeout: Duration, now: ContinuousClock.Instant) -> [Room] {
         var removed: [Room] = []
         for (name, entry) in shared {
             if let since = entry.idleSince, now - since >= timeout {
@@ -93,7 +105,8 @@ final class RoomRegistry {
         return removed
     }
 
-    func allRooms() -> [Room] { shared.values.map(\.room) }
+    /// Every live shared room with its member count.
+    var sharedRooms: [(room: Room, members: Int)] { shared.values.map { ($0.room, $0.members) } }
 }
 
 extension ViewModelKind {

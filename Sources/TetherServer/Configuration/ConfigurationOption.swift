@@ -1,0 +1,154 @@
+import Foundation
+import Logging
+
+/// One setting as the outside world names it: the flag `--KEY`, the environment variable
+/// `TETHERD_KEY` (upper case, `-` as `_`) and the config file's `KEY`, all applied to one
+/// `ServerConfiguration` field. Defaults are the field's own.
+public struct ConfigurationOption: Sendable {
+    /// "max-connections": `--max-connections`, `TETHERD_MAX_CONNECTIONS`, `max-connections:`.
+    public let key: String
+    /// What the value is ("n", "seconds", "path"); nil for a flag that takes no value.
+    public let valueName: String?
+    public let help: String
+    /// Redacted in logs and error messages.
+    public let isSecret: Bool
+    /// Left out of `--help` (test switches).
+    public let isHidden: Bool
+    /// Whether a reload (SIGHUP) may change it while the server runs.
+    public let isReloadable: Bool
+    let apply: @Sendable (inout ServerConfiguration, String) throws(ConfigurationError) -> Void
+    let current: @Sendable (ServerConfiguration) -> String?
+
+    public static let environmentPrefix = "TETHERD_"
+
+    public var flag: String { "--\(key)" }
+    public var environmentName: String { Self.environmentPrefix + key.uppercased().replacingOccurrences(of: "-", with: "_") }
+    public var isFlag: Bool { valueName == nil }
+
+    /// The value as text in `configuration` (for help, the packaged config file, and reload
+    /// reports); nil when unset.
+    public func value(in configuration: ServerConfiguration) -> String? { current(configuration) }
+
+    init(_ key: String, value valueName: String?, _ help: String, secret: Bool = false, hidden: Bool = false, reloadable: Bool = false,
+         apply: @escaping @Sendable (inout ServerConfiguration, String) throws(ConfigurationError) -> Void,
+         current: @escaping @Sendable (ServerConfiguration) -> String?) {
+        self.key = key
+        self.valueName = valueName
+        self.help = help
+        self.isSecret = secret
+        self.isHidden = hidden
+        self.isReloadable = reloadable
+        self.apply = apply
+        self.current = current
+    }
+
+    // MARK: Kinds of values
+
+    static func string(_ key: String, _ field: WritableKeyPath<ServerConfiguration, String> & Sendable, _ help: String, value: String = "text") -> Self {
+        Self(key, value: value, help, apply: { config, text in config[keyPath: field] = text }, current: { $0[keyPath: field] })
+    }
+
+    static func optionalString(_ key: String, _ field: WritableKeyPath<ServerConfiguration, String?> & Sendable, _ help: String,
+                               value: String = "path", reloadable: Bool = false) -> Self {
+        Self(key, value: value, help, reloadable: reloadable,
+             apply: { config, text in config[keyPath: field] = text.isEmpty ? nil : text }, current: { $0[keyPath: field] })
+    }
+
+    static func integer(_ key: String, _ field: WritableKeyPath<ServerConfiguration, Int> & Sendable, _ help: String,
+                        value: String = "n", range: ClosedRange<Int> = 1...Int.max, reloadable: Bool = false) -> Self {
+        Self(key, value: value, help, reloadable: reloadable, apply: { config, text throws(ConfigurationError) in
+            guard let number = Int(text.replacingOccurrences(of: "_", with: "")) else { throw .badValue(key, text, "an integer") }
+            guard range.contains(number) else { throw .badValue(key, text, range.upperBound == .max ? "at least \(range.lowerBound)" : "from \(range.lowerBound) to \(range.upperBound)") }
+            config[keyPath: field] = number
+        }, current: { "\($0[keyPath: field])" })
+    }
+
+    static func number(_ key: String, _ field: WritableKeyPath<ServerConfiguration, Double> & Sendable, _ help: String, reloadable: Bool = false) -> Self {
+        Self(key, value: "n", help, reloadable: reloadable, apply: { config, text throws(ConfigurationError) in
+            guard let number = Double(text), number.isFinite, number > 0 else { throw .badValue(key, text, "a positive number") }
+            config[keyPath: field] = number
+        }, current: { config in
+            let value = config[keyPath: field]
+            return value == value.rounded() ? "\(Int(value))" : "\(value)"
+        })
+    }
+
+    static func seconds(_ key: String, _ field: WritableKeyPath<ServerConfiguration, Duration> & Sendable, _ help: String, reloadable: Bool = false) -> Self {
+        Self(key, value: "seconds", help, reloadable: reloadable, apply: { config, text throws(ConfigurationError) in
+            guard let seconds = Double(text), seconds.isFinite, seconds > 0 else { throw .badValue(key, text, "a positive number of seconds") }
+            config[keyPath: field] = .milliseconds(Int64(seconds * 1000))
+        }, current: { config in
+            let components = config[keyPath: field].components
+            return components.attoseconds == 0 ? "\(components.seconds)" : "\(Double(components.seconds) + Double(components.attoseconds) / 1e18)"
+        })
+    }
+
+    static func flag(_ key: String, _ field: WritableKeyPath<ServerConfiguration, Bool> & Sendable, _ help: String) -> Self {
+        Self(key, value: nil, help, apply: { config, text throws(ConfigurationError) in
+            switch text.lowercased() {
+            case "true", "1", "yes", "on": config[keyPath: field] = true
+            case "false", "0", "no", "off": config[keyPath: field] = false
+            default: throw .badValue(key, text, "true or false")
+            }
+        }, current: { "\($0[keyPath: field])" })
+    }
+
+    static func choice<Value: RawRepresentable & CaseIterable & Sendable>(
+        _ key: String, _ field: WritableKeyPath<ServerConfiguration, Value> & Sendable, _ help: String, reloadable: Bool = false
+    ) -> Self where Value.RawValue == String {
+        let names = Value.allCases.map(\.rawValue)
+        return Self(key, value: names.joined(separator: "|"), help, reloadable: reloadable, apply: { config, text throws(ConfigurationError) in
+            guard let value = Value(rawValue: text) else { throw .badValue(key, text, "one of \(names.joined(separator: ", "))") }
+            config[keyPath: field] = value
+        }, current: { $0[keyPath: field].rawValue })
+    }
+}
+
+extension Logger.Level: @retroactive CaseIterable {
+    public static var allCases: [Logger.Level] { [.trace, .debug, .info, .notice, .warning, .error, .critical] }
+}
+
+extension ServerConfiguration {
+    /// Every setting, in the order `tetherd --help` lists them.
+    public static let options: [ConfigurationOption] = [
+        .string("host", \.host, "Address to listen on; beyond loopback it needs --auth-secret (or --allow-anonymous).", value: "address"),
+        .integer("port", \.port, "Port to listen on; 0 picks a free one (printed on start).", value: "port", range: 0...65_535),
+        .choice("log-level", \.logLevel, "Log level.", reloadable: true),
+        .choice("log-format", \.logFormat, "Log lines as text, or one JSON object per line for log collectors."),
+        .optionalString("data", \.dataDirectory, "Directory for durable shared rooms (SQLite); created if missing; locked while the daemon runs."),
+        ConfigurationOption("memory-only", value: nil, "Keep rooms in memory only: nothing survives a restart.", apply: { config, text throws(ConfigurationError) in
+            let on = ["true", "1", "yes", "on"].contains(text.lowercased())
+            guard on || ["false", "0", "no", "off"].contains(text.lowercased()) else { throw .badValue("memory-only", text, "true or false") }
+            if on { config.dataDirectory = nil }
+        }, current: { "\($0.dataDirectory == nil)" }),
+        .choice("durability", \.durability, "What an ack promises: strict (fsynced), batch (survives a daemon crash), none (may lose recent acks)."),
+        .integer("max-state-bytes", \.maxStateBytes, "Largest encoded state of a room and largest patch of one turn; a turn past it is refused with too_large.", value: "bytes", range: 64...Int.max, reloadable: true),
+        .integer("history-max-patches", \.historyMaxPatches, "Per room: recent patches kept for resuming clients.", range: 0...Int.max),
+        .integer("history-max-bytes", \.historyMaxBytes, "Per room: bytes of recent patches kept for resuming clients.", value: "bytes", range: 0...Int.max),
+        .integer("max-frame-bytes", \.maxFrameBytes, "Largest frame accepted from a client; larger ones close the connection with 1009.", value: "bytes", range: 64...Int.max),
+        .integer("max-connections", \.maxConnections, "Simultaneous connections."),
+        .integer("max-connections-per-ip", \.maxConnectionsPerIP, "Simultaneous connections from one IP address.", reloadable: true),
+        .integer("send-queue-bytes", \.sendQueueBytes, "Per connection: queued bytes before a slow client's patches are replaced by a snapshot.", value: "bytes", range: 1024...Int.max),
+        .seconds("idle-room-seconds", \.idleRoomTimeout, "A shared room with no subscribers leaves memory after this (its history stays on disk)."),
+        .seconds("stuck-client-seconds", \.stuckClientTimeout, "A client whose queue makes no progress this long is closed with 1008.", reloadable: true),
+        .optionalString("tls-cert", \.tlsCertificatePath, "TLS certificate chain (PEM) to serve wss:// (with --tls-key).", reloadable: true),
+        .optionalString("tls-key", \.tlsKeyPath, "TLS private key (PEM).", reloadable: true),
+        ConfigurationOption("auth-secret", value: "secret", "Shared secret for HS256 access tokens; joins then need a valid token. Visible in ps: prefer --auth-secret-file.", secret: true, reloadable: true, apply: { config, text in
+            config.auth = text.isEmpty ? nil : TokenAuthority(secret: Array(text.utf8))
+        }, current: { $0.auth == nil ? nil : "<secret>" }),
+        ConfigurationOption("auth-secret-file", value: "path", "File holding the token secret.", reloadable: true, apply: { config, path throws(ConfigurationError) in
+            guard let contents = FileManager.default.contents(atPath: path) else { throw .unreadable("auth-secret-file", path) }
+            let secret = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !secret.isEmpty else { throw .badValue("auth-secret-file", path, "a file holding the secret, not an empty one") }
+            config.auth = TokenAuthority(secret: Array(secret.utf8))
+        }, current: { _ in nil }),
+        .flag("allow-anonymous", \.allowAnonymous, "Allow listening on a non-loopback address without a token secret."),
+        .number("max-actions-per-second", \.maxActionsPerSecond, "Per connection: actions per second (token bucket; excess gets rate_limited).", reloadable: true),
+        .integer("action-burst", \.actionBurst, "Per connection: the token bucket's burst size.", reloadable: true),
+        .integer("max-rooms-per-connection", \.maxRoomsPerConnection, "Rooms one connection may join at once.", reloadable: true),
+        .integer("max-rooms", \.maxRooms, "Live rooms in the whole server (shared and per-session).", reloadable: true),
+        .seconds("handshake-timeout-seconds", \.handshakeTimeout, "Time to complete the WebSocket handshake."),
+        .seconds("ping-seconds", \.pingInterval, "Silence after which the server pings a peer."),
+        .seconds("peer-timeout-seconds", \.peerTimeout, "Silence after which a peer counts as dead and is dropped."),
+    ]
+}

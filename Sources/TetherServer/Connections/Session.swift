@@ -1,0 +1,36 @@
+/// One client connection's state, on the hub's queue: its send queue and the rooms it joined.
+final class Session {
+    let id: String
+    let connection: any ClientConnection
+    var sendQueue: SendQueue
+    /// Rooms this connection joined, by name.
+    var joined: [String: Room] = [:]
+    /// This connection's private instances of per-session kinds, joined or not.
+    var privateRooms: [String: Room] = [:]
+    var consecutiveErrors = 0
+    /// Whether a limit refused one of its requests yet (logged once per connection).
+    var hitLimit = false
+    var isClosed = false
+    /// Whether the hub will flush this session's queue when the current batch of posts is done.
+    var isFlushScheduled = false
+    /// With auth on: until when (seconds since 1970) this connection's token for each joined
+    /// room is valid.
+    var authorizedUntil: [String: Int] = [:]
+    var actions: TokenBucket
+
+    init(id: String, connection: any ClientConnection, sendQueue: SendQueue, actions: TokenBucket) {
+        self.id = id
+        self.connection = connection
+        self.sendQueue = sendQueue
+        self.actions = actions
+    }
+}
+
+/// A session as rooms hold it: identity only. Rooms pass it back to the hub's queue, which
+/// alone dereferences it (`@unchecked Sendable` under that rule).
+public struct SessionHandle: @unchecked Sendable, Hashable {
+    let session: Session
+
+    public static func == (lhs: SessionHandle, rhs: SessionHandle) -> Bool { lhs.session === rhs.session }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(session)) }
+}

@@ -1,0 +1,461 @@
+import Logging
+import TetherJSON
+import TetherProtocol
+import TetherState
+
+/// The server side of every connection: decodes what clients send, routes it to rooms, and
+/// feeds each connection's send queue from what rooms deliver. It knows connections only as
+/// `ClientConnection`s, so it runs on libwebsockets in production and on in-memory connections
+/// in tests (TetherTesting).
+///
+/// Threading rule: everything here runs on `queue` (the transport's service thread in
+/// production), except `deliver`'s callers, which hand their work to `queue`. Hence
+/// `@unchecked Sendable`.
+public final class SessionHub: @unchecked Sendable {
+    let configuration: ServerConfiguration
+    let runtime: ServerRuntime
+    private let environment: RoomEnvironment
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    private let registry: RoomRegistry
+    private var sessions: [ObjectIdentifier: Session] = [:]
+    private var connectionsPerAddress: [String: Int] = [:]
+    /// Sessions that got messages during the current batch of queued work.
+    private var flushAfterBatch: [Session] = []
+    /// Where merged patches are built; one per hub.
+    private var scratch: [UInt8] = []
+    private var housekeeping: (any ServerTimer)?
+    private var activity = ActivityCounts()
+
+    /// The queue every method runs on.
+    public var queue: any WorkQueue { runtime.hubQueue }
+
+    /// A hub with rooms in memory only.
+    public convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime,
+                            logger: Logger = Logger(label: "tetherd")) {
+        self.init(configuration: configuration, kinds: kinds, runtime: runtime, store: nil, metrics: ServerMetrics(), logger: logger)
+    }
+
+    init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, store: RoomStore?,
+         metrics: ServerMetrics, logger: Logger) {
+        self.configuration = configuration
+        self.runtime = runtime
+        self.metrics = metrics
+        self.logger = logger
+        self.registry = RoomRegistry(kinds: kinds)
+        self.environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
+        scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
+    }
+
+    private var now: ContinuousClock.Instant { runtime.clock.now }
+
+    // MARK: Connections
+
+    public func connectionOpened(_ connection: any ClientConnection) {
+        let session = Session(
+            id: RandomID.make(), connection: connection,
+            sendQueue: SendQueue(limitBytes: configuration.sendQueueBytes, maxMergedBytes: configuration.maxMergedPatchBytes),
+            actions: TokenBucket(rate: configuration.maxActionsPerSecond, capacity: configuration.actionBurst, now: now))
+        connection.context = session
+        sessions[ObjectIdentifier(connection)] = session
+        metrics.connectionsOpened.increment()
+        metrics.connections.increment()
+        activity.opened += 1
+        let fromAddress = connectionsPerAddress[connection.remoteAddress, default: 0] + 1
+        connectionsPerAddress[connection.remoteAddress] = fromAddress
+        logger.debug("connection \(session.id) opened from \(connection.remoteAddress)")
+        if fromAddress > configuration.maxConnectionsPerIP {
+            logger.notice("refusing a connection from \(connection.remoteAddress): \(fromAddress) open from that address (--max-connections-per-ip)")
+            connection.close(code: 1008, reason: "too many connections from your address")
+            return
+        }
+        let hello = ServerMessage.hello(protocolVersion: TetherProtocol.version, server: configuration.serverName, session: session.id)
+        enqueue(.control(hello.encoded()), for: session)
+    }
+
+    /// Called once per opened connection, however it ended; `closeCode` is for the log.
+    public func connectionClosed(_ connection: any ClientConnection, closeCode: UInt16? = nil) {
+        guard let session = connection.context as? Session else { return }
+        connection.context = nil
+        session.isClosed = true
+        sessions[ObjectIdentifier(connection)] = nil
+        metrics.connections.decrement()
+        activity.closed += 1
+        logger.debug("connection \(session.id) from \(connection.remoteAddress) closed (\(closeCode.map { "code \($0)" } ?? "no close code"))")
+        let remaining = connectionsPerAddress[connection.remoteAddress, default: 1] - 1
+        connectionsPerAddress[connection.remoteAddress] = remaining > 0 ? remaining : nil
+        let handle = SessionHandle(session: session)
+        for (name, room) in session.joined {
+            room.execute { $0.leave(handle) }
+            if room.kind.scope == .shared { registry.removeMember(name, now: now) }
+        }
+        session.joined.removeAll()
+        for room in session.privateRooms.values { room.execute { $0.stop() } }
+        registry.releasePrivateRooms(session.privateRooms.count)
+        session.privateRooms.removeAll()
+    }
+
+    public func connectionWritable(_ connection: any ClientConnection) {
+        guard let session = connection.context as? Session else { return }
+        flush(session)
+    }
+
+    private func flush(_ session: Session) {
+        let stats = session.sendQueue.flush(to: session.connection, scratch: &scratch, now: now)
+        guard stats.frames > 0 else { return }
+        metrics.framesSent.increment(by: Int64(stats.frames))
+        metrics.bytesSent.increment(by: Int64(stats.bytes))
+        if stats.patchVersions > 0 { metrics.patchDeliveries.increment(by: Int64(stats.patchVersions)) }
+        if stats.mergedFrames > 0 { metrics.mergedFrames.increment(by: Int64(stats.mergedFrames)) }
+    }
+
+    public func connection(_ connection: any ClientConnection, receivedText payload: UnsafeRawBufferPointer) {
+        metrics.messagesReceived.increment()
+        metrics.bytesReceived.increment(by: Int64(payload.count))
+        guard let session = connection.context as? Session else { return }
+        let message: ClientMessage
+        do {
+            message = try ClientMessage.decode(payload)
+        } catch {
+            reject(error, session: session)
+            return
+        }
+        switch message {
+        case .join(let room, let id, let since, let token):
+            join(room, id: id, since: since, token: token, session: session)
+        case .leave(let room, let id):
+            leave(room, id: id, session: session)
+        case .action(let room, let name, let args, let id):
+            perform(name, args: args, id: id, room: room, session: session)
+        case .describe(let kind, let id):
+            describe(kind, id: id, session: session)
+        }
+    }
+
+    public func connectionReceivedBinary(_ connection: any ClientConnection) {
+        metrics.messagesReceived.increment()
+        guard let session = connection.context as? Session else { return }
+        reject(ProtocolError(.badMessage, "binary frames are not supported: send JSON in text frames"), session: session)
+    }
+
+    // MARK: Requests
+
+    private func join(_ name: String, id: Int?, since: ResumePoint?, token: String?, session: Session) {
+        guard let kind = kind(forRoom: name, id: id, session: session) else { return }
+        if let auth = configuration.auth {
+            guard let token else {
+                refuse(ProtocolError(.unauthorized, "this server needs a token to join \(name)", id: id, room: name), session: session)
+                return
+            }
+            do {
+                let claims = try auth.verify(token, now: runtime.clock.secondsSince1970)
+                guard claims.covers(room: name) else {
+                    refuse(ProtocolError(.unauthorized, "the token of \"\(claims.subject)\" does not cover room \(name)", id: id, room: name), session: session)
+                    return
+                }
+                session.authorizedUntil[name] = claims.expires
+            } catch {
+                refuse(ProtocolError(.unauthorized, error.description, id: id, room: name), session: session)
+                return
+            }
+        }
+        if session.joined[name] == nil, session.joined.count >= configuration.maxRoomsPerConnection {
+            limitHit(ProtocolError(.rateLimited, "a connection may join at most \(configuration.maxRoomsPerConnection) rooms; leave one first", id: id, room: name), session: session)
+            return
+        }
+        guard hasCapacity(forRoom: name, kind: kind, session: session) else {
+            limitHit(ProtocolError(.rateLimited, "the server holds its maximum of \(configuration.maxRooms) rooms; try again later", id: id, room: name), session: session)
+            return
+        }
+        session.consecutiveErrors = 0
+        let room = self.room(named: name, kind: kind, for: session)
+        if session.joined[name] == nil {
+            if kind.scope == .shared { registry.addMember(name) }
+            session.joined[name] = room
+        } else {
+            session.sendQueue.forget(room: name)  // a second join restarts the room's stream
+        }
+        let handle = SessionHandle(session: session)
+        room.execute { $0.join(handle, since: since, id: id) }
+    }
+
+    /// Leaving a room not joined is not an error: the client's wish already holds.
+    private func leave(_ name: String, id: Int?, session: Session) {
+        session.consecutiveErrors = 0
+        session.authorizedUntil[name] = nil
+        if let room = session.joined.removeValue(forKey: name) {
+            session.sendQueue.forget(room: name)
+            let handle = SessionHandle(session: session)
+            room.execute { $0.leave(handle) }
+            if room.kind.scope == .shared { registry.removeMember(name, now: now) }
+        }
+        if let id { enqueue(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), for: session) }
+    }
+
+    private func perform(_ action: String, args: JSON?, id: Int, room name: String, session: Session) {
+        guard let kind = kind(forRoom: name, id: id, session: session) else { return }
+        guard session.actions.take(now: now) else {
+            limitHit(ProtocolError(.rateLimited, "more than \(Int(configuration.maxActionsPerSecond)) actions per second", id: id, room: name), session: session)
+            return
+        }
+        if configuration.auth != nil {
+            guard let until = session.authorizedUntil[name], session.joined[name] != nil else {
+                refuse(ProtocolError(.unauthorized, "join \(name) with a token before acting on it", id: id, room: name), session: session)
+                return
+            }
+            guard runtime.clock.secondsSince1970 < until else {
+                refuse(ProtocolError(.unauthorized, "the token for \(name) has expired; join again with a fresh one", id: id, room: name), session: session)
+                return
+            }
+        }
+        guard kind.actionNames.contains(action) else {
+            let known = kind.actionNames.isEmpty ? "it has none" : "its actions are \(kind.actionNames.joined(separator: ", "))"
+            reject(ProtocolError(.unknownAction, "\(kind.name) has no action \"\(action)\"; \(known)", id: id, room: name), session: session)
+            return
+        }
+        guard session.joined[name] != nil || hasCapacity(forRoom: name, kind: kind, session: session) else {
+            limitHit(ProtocolError(.rateLimited, "the server holds its maximum of \(configuration.maxRooms) rooms; try again later", id: id, room: name), session: session)
+            return
+        }
+        session.consecutiveErrors = 0
+        let room = session.joined[name] ?? self.room(named: name, kind: kind, for: session)
+        let handle = SessionHandle(session: session)
+        room.execute { $0.perform(action, args: args, id: id, from: handle) }
+    }
+
+    private func describe(_ kind: String?, id: Int?, session: Session) {
+        let kinds: [ViewModelKind]
+        if let kind {
+            guard let found = registry.kind(named: kind) else {
+                reject(ProtocolError(.unknownRoom, "no room kind \"\(kind)\"; kinds are \(registry.kindNames.joined(separator: ", "))", id: id), session: session)
+                return
+            }
+            kinds = [found]
+        } else {
+            kinds = registry.allKinds
+        }
+        session.consecutiveErrors = 0
+        let description = ServerMessage.description(id: id, kinds: kinds.map(\.protocolDescription))
+        enqueue(.control(description.encoded()), for: session)
+    }
+
+    /// The kind a room name refers to; answers `unknown_room` (with the request's id) if none.
+    private func kind(forRoom name: String, id: Int?, session: Session) -> ViewModelKind? {
+        switch registry.kind(forRoom: name) {
+        case .success(let kind):
+            return kind
+        case .failure(var error):
+            error.id = id
+            reject(error, session: session)
+            return nil
+        }
+    }
+
+    /// Whether `name` exists already for this session, or one more room fits under the limit.
+    private func hasCapacity(forRoom name: String, kind: ViewModelKind, session: Session) -> Bool {
+        switch kind.scope {
+        case .shared: if registry.hasSharedRoom(named: name) { return true }
+        case .perSession: if session.privateRooms[name] != nil { return true }
+        }
+        return registry.roomCount < configuration.maxRooms
+    }
+
+    private func room(named name: String, kind: ViewModelKind, for session: Session) -> Room {
+        switch kind.scope {
+        case .shared:
+            return registry.sharedRoom(named: name, now: now) { predecessor in makeRoom(name, kind, after: predecessor) }
+        case .perSession:
+            if let room = session.privateRooms[name] { return room }
+            let room = registry.privateRoom { makeRoom(name, kind, after: nil) }
+            session.privateRooms[name] = room
+            return room
+        }
+    }
+
+    private func makeRoom(_ name: String, _ kind: ViewModelKind, after predecessor: Room?) -> Room {
+        let room = Room(name: name, kind: kind, environment: environment, output: HubOutput(hub: self))
+        room.execute { $0.start(after: predecessor) }
+        return room
+    }
+
+    // MARK: Refusals
+
+    /// Answers an invalid request; a client that sends nothing valid for long enough is closed.
+    private func reject(_ error: ProtocolError, session: Session) {
+        answer(error, session: session)
+        session.consecutiveErrors += 1
+        if session.consecutiveErrors >= configuration.maxConsecutiveErrors {
+            logger.notice("closing connection \(session.id) from \(session.connection.remoteAddress): \(session.consecutiveErrors) invalid messages in a row")
+            session.connection.close(code: 1008, reason: "too many invalid messages")
+        }
+    }
+
+    /// A refused join or action (auth): worth a notice for the operator, and counted as invalid.
+    private func refuse(_ error: ProtocolError, session: Session) {
+        logger.notice("refused \(error.room.map { "room \($0) " } ?? "")for connection \(session.id) from \(session.connection.remoteAddress): \(error.message)")
+        reject(error, session: session)
+    }
+
+    /// A request refused by a limit (`rate_limited`). The limit already bounds such requests,
+    /// so they don't count as invalid; the log shows the first per connection and a summary.
+    private func limitHit(_ error: ProtocolError, session: Session) {
+        answer(error, session: session)
+        activity.limitsHit += 1
+        if !session.hitLimit {
+            session.hitLimit = true
+            logger.notice("connection \(session.id) from \(session.connection.remoteAddress) hit a limit: \(error.message)")
+        }
+    }
+
+    private func answer(_ error: ProtocolError, session: Session) {
+        metrics.errorSent(error.code)
+        enqueue(.control(ServerMessage.error(error).encoded()), for: session)
+    }
+
+    // MARK: From rooms
+
+    /// What rooms delivered, in their order (on the hub's queue).
+    func deliver(_ deliveries: [RoomDelivery]) {
+        for delivery in deliveries {
+            switch delivery {
+            case .patch(let patch, let subscribers):
+                for handle in subscribers { send(.patch(patch), to: handle) }
+                metrics.fanOutLatency.record(.now - patch.createdAt)
+            case .message(let message, let handle):
+                send(message, to: handle)
+            }
+        }
+    }
+
+    /// Queues a room's message for a session, unless it closed or left that room meanwhile.
+    private func send(_ message: OutboundMessage, to handle: SessionHandle) {
+        let session = handle.session
+        guard !session.isClosed else { return }
+        if let room = message.room, session.joined[room] == nil { return }
+        enqueue(message, for: session, fromRoom: true)
+    }
+
+    /// Queues a message. Messages from rooms go out when the current batch of queued work has
+    /// run (`didRunQueuedWork`), written at once on a connection with nothing buffered: at low
+    /// load that is one frame per patch without waiting for a writable callback, and when the
+    /// hub is behind, a batch holds many patches per connection and they leave merged. (Asking
+    /// lws for a writable callback costs two epoll_ctl calls per frame; docs/ARCHITECTURE.md
+    /// has the figures.) Answers to a connection's own requests (hello, errors) wait for its
+    /// writable callback, as lws expects.
+    private func enqueue(_ message: OutboundMessage, for session: Session, fromRoom: Bool = false) {
+        let wasEmpty = session.sendQueue.isEmpty
+        switch session.sendQueue.enqueue(message, now: now) {
+        case .queued:
+            guard wasEmpty else { break }
+            if fromRoom {
+                if !session.isFlushScheduled {
+                    session.isFlushScheduled = true
+                    flushAfterBatch.append(session)
+                }
+            } else {
+                session.connection.requestWritable()
+            }
+        case .dropped:
+            break
+        case .overflowed(let name):
+            metrics.sendQueueOverflows.increment()
+            activity.resnapshots += 1
+            logger.debug("connection \(session.id): send queue full, room \(name) will resend a snapshot")
+            let handle = SessionHandle(session: session)
+            session.joined[name]?.execute { $0.resync(handle) }
+        }
+    }
+
+    /// A batch of queued work has run: flush what rooms delivered during it.
+    public func didRunQueuedWork() {
+        let sessions = flushAfterBatch
+        flushAfterBatch.removeAll(keepingCapacity: true)
+        for session in sessions {
+            session.isFlushScheduled = false
+            guard !session.isClosed, !session.sendQueue.isEmpty else { continue }
+            if session.connection.isChoked {
+                session.connection.requestWritable()
+            } else {
+                flush(session)
+            }
+        }
+    }
+
+    // MARK: Housekeeping
+
+    /// Runs `sweep` once a second on the hub's queue until `stopHousekeeping`.
+    public func startHousekeeping() {
+        let queue = self.queue
+        housekeeping = runtime.clock.startTimer(every: .seconds(1)) { [self] in
+            queue.execute { self.sweep() }
+        }
+    }
+
+    public func stopHousekeeping() {
+        housekeeping?.cancel()
+        housekeeping = nil
+    }
+
+    /// Drops idle rooms, closes stuck clients, and logs a summary now and then.
+    public func sweep() {
+        let now = self.now
+        for room in registry.removeIdleRooms(olderThan: configuration.idleRoomTimeout, now: now) {
+            logger.debug("room \(room.name) dropped after \(configuration.idleRoomTimeout) without subscribers")
+            room.execute { $0.stop() }
+        }
+        for session in sessions.values {
+            guard !session.sendQueue.isEmpty, let since = session.sendQueue.waitingSince,
+                  now - since > configuration.stuckClientTimeout, session.connection.isOpen else { continue }
+            logger.notice("closing connection \(session.id) from \(session.connection.remoteAddress): its queue made no progress for \(configuration.stuckClientTimeout)")
+            metrics.stuckClientsClosed.increment()
+            session.connection.close(code: 1008, reason: "not reading")
+        }
+        metrics.rooms.set(Double(registry.roomCount))
+        if activity.isDue(now: now) {
+            logger.info("\(sessions.count) connections (\(activity.opened) opened, \(activity.closed) closed), \(registry.roomCount) rooms, \(activity.resnapshots) slow-client snapshots, \(activity.limitsHit) requests over a limit in the last \(ActivityCounts.interval)")
+            activity.reset(now: now)
+        }
+    }
+
+    /// Shutdown started: ask every connection with queued messages for a writable call.
+    public func willShutdown() {
+        for session in sessions.values where !session.sendQueue.isEmpty {
+            session.connection.requestWritable()
+        }
+    }
+
+    /// Stops every room, shared and per-session. Only once nothing else runs on the hub's queue.
+    func stopAllRooms() async {
+        let rooms = registry.sharedRooms.map(\.room) + sessions.values.flatMap { $0.privateRooms.values }
+        for room in rooms { await room.stop() }
+    }
+
+    // MARK: Status
+
+    /// Open connections and live rooms (on the hub's queue).
+    public var connectionCount: Int { sessions.count }
+    public var roomCount: Int { registry.roomCount }
+}
+
+/// What happened since the last summary line; one line a minute at most, only when something did.
+private struct ActivityCounts {
+    static let interval: Duration = .seconds(60)
+    var opened = 0
+    var closed = 0
+    var resnapshots = 0
+    var limitsHit = 0
+    private var since: ContinuousClock.Instant?
+
+    mutating func isDue(now: ContinuousClock.Instant) -> Bool {
+        guard let since else {
+            self.since = now
+            return false
+        }
+        return now - since >= Self.interval && (opened + closed + resnapshots + limitsHit) > 0
+    }
+
+    mutating func reset(now: ContinuousClock.Instant) {
+        self = ActivityCounts()
+        since = now
+    }
+}

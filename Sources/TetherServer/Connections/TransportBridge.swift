@@ -1,0 +1,39 @@
+import TetherTransport
+
+/// Connects the libwebsockets server to the hub and the HTTP routes: the transport's delegate.
+/// Runs on the transport's service thread, which is the hub's queue (hence `@unchecked
+/// Sendable`, under the hub's threading rule).
+final class TransportBridge: WebSocketServerDelegate, @unchecked Sendable {
+    let hub: SessionHub
+    let routes: HTTPRoutes
+
+    init(hub: SessionHub, routes: HTTPRoutes) {
+        self.hub = hub
+        self.routes = routes
+    }
+
+    func connectionOpened(_ connection: WebSocketConnection) { hub.connectionOpened(connection) }
+    func connectionClosed(_ connection: WebSocketConnection) { hub.connectionClosed(connection, closeCode: connection.closeCode) }
+    func connectionWritable(_ connection: WebSocketConnection) { hub.connectionWritable(connection) }
+
+    func connection(_ connection: WebSocketConnection, receivedText payload: UnsafeRawBufferPointer) {
+        hub.connection(connection, receivedText: payload)
+    }
+
+    func connection(_ connection: WebSocketConnection, receivedBinary payload: UnsafeRawBufferPointer) {
+        hub.connectionReceivedBinary(connection)
+    }
+
+    func httpGET(path: String) -> HTTPResponse { routes.get(path) }
+    func willShutdown() { hub.willShutdown() }
+    func didRunPostedWork() { hub.didRunQueuedWork() }
+}
+
+/// The transport's service thread as the hub's queue.
+struct TransportQueue: WorkQueue {
+    let server: WebSocketServer
+
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        server.execute(work)
+    }
+}

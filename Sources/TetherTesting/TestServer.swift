@@ -1,0 +1,112 @@
+import Logging
+import TetherJSON
+import TetherProtocol
+import TetherServer
+import TetherState
+
+/// The server core in process, with no sockets and a virtual clock: clients are in-memory
+/// connections to a real `SessionHub` and real rooms, everything runs on the test's thread when
+/// the test says so, and time moves only with `advance(by:)`. (Hummingbird's in-process test
+/// mode and centrifuge's test transport are the models.)
+///
+/// ```swift
+/// let server = TestServer(kinds: Demos.kinds)
+/// let alice = server.connect()
+/// alice.send(.join(room: "counter"))
+/// #expect(alice.receive()?.type == "snapshot")
+/// ```
+public final class TestServer {
+    public let clock: TestClock
+    public let scheduler: ManualScheduler
+    public let hub: SessionHub
+    public let configuration: ServerConfiguration
+    private var connections: [TestConnection] = []
+
+    /// A memory-only configuration with the usual defaults.
+    public static var defaultConfiguration: ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.dataDirectory = nil
+        return configuration
+    }
+
+    public init(configuration: ServerConfiguration = TestServer.defaultConfiguration, kinds: [ViewModelKind],
+                logger: Logger = Logger(label: "tether.test", factory: { _ in SwiftLogNoOpLogHandler() })) {
+        let clock = TestClock()
+        let scheduler = ManualScheduler()
+        let runtime = ServerRuntime(clock: clock, hubQueue: scheduler.makeHubQueue()) { _ in scheduler.makeRoomExecutor() }
+        self.clock = clock
+        self.scheduler = scheduler
+        self.configuration = configuration
+        hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, logger: logger)
+        let hub = self.hub
+        scheduler.afterHubBatch.withLock { $0 = { hub.didRunQueuedWork() } }
+        hub.startHousekeeping()
+    }
+
+    /// Opens a connection (the hub sends `hello`) and runs until idle.
+    public func connect(from address: String = "127.0.0.1") -> TestClient {
+        let connection = TestConnection(remoteAddress: address)
+        connections.append(connection)
+        let hub = self.hub
+        hub.queue.execute { hub.connectionOpened(connection) }
+        run()
+        return TestClient(server: self, connection: connection)
+    }
+
+    /// Runs all queued work, delivering writable calls to connections that asked for one and
+    /// can take data, and hub close notifications for connections that were closed, until idle.
+    public func run() {
+        repeat {
+            scheduler.runUntilIdle()
+            for connection in connections where !connection.isFinished {
+                if !connection.isOpen {
+                    connection.isFinished = true
+                    let hub = self.hub
+                    hub.queue.execute { hub.connectionClosed(connection, closeCode: connection.closeCode) }
+                } else if connection.wantsWritable, !connection.isChoked {
+                    connection.wantsWritable = false
+                    let hub = self.hub
+                    hub.queue.execute { hub.connectionWritable(connection) }
+                }
+            }
+        } while scheduler.hasWork
+    }
+
+    /// Moves the clock forward, running what each timer tick starts.
+    public func advance(by duration: Duration) {
+        clock.advance(by: duration) { run() }
+        run()
+    }
+
+    /// Delivers a received text frame to the hub.
+    func receive(_ bytes: [UInt8], on connection: TestConnection) {
+        let hub = self.hub
+        hub.queue.execute {
+            bytes.withUnsafeBytes { hub.connection(connection, receivedText: $0) }
+        }
+        run()
+    }
+
+    func receiveBinary(on connection: TestConnection) {
+        let hub = self.hub
+        hub.queue.execute { hub.connectionReceivedBinary(connection) }
+        run()
+    }
+
+    func disconnect(_ connection: TestConnection) {
+        connection.peerDisconnected()
+        run()
+    }
+
+    /// Open connections and live rooms, as the hub counts them.
+    public var connectionCount: Int { onHub { $0.connectionCount } }
+    public var roomCount: Int { onHub { $0.roomCount } }
+
+    private func onHub<T: Sendable>(_ read: @escaping @Sendable (SessionHub) -> T) -> T {
+        nonisolated(unsafe) var result: T?
+        let hub = self.hub
+        hub.queue.execute { result = read(hub) }
+        run()
+        return result!
+    }
+}
