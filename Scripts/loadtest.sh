@@ -25,21 +25,27 @@ runs=1
 report_only=""
 out=""
 scenarios=()
+usage_error() { echo "loadtest: $1 (see --help)" >&2; exit 64; }
 while (($#)); do
+    case "$1" in
+        --scenario|--runs|--out|--report-only) (($# >= 2)) || usage_error "$1 needs a value" ;;
+    esac
     case "$1" in
         --quick) quick=1 ;;
         --scenario) scenarios+=("$2"); shift ;;
         --runs) runs="$2"; shift ;;
         --out) out="$2"; shift ;;
         --report-only) report_only="$2"; shift ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "loadtest: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+        # The help is the comment block at the top, up to the first line that is not a comment.
+        -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+        *) usage_error "unknown argument '$1'" ;;
     esac
     shift
 done
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || usage_error "--runs takes a whole number of at least 1, not '$runs'"
 ((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation)
 for s in "${scenarios[@]}"; do
-    case "$s" in fanout|rooms|idle|churn|saturation) ;; *) echo "loadtest: unknown scenario '$s'" >&2; exit 2 ;; esac
+    case "$s" in fanout|rooms|idle|churn|saturation) ;; *) usage_error "unknown scenario '$s'" ;; esac
 done
 out="${report_only:-${out:-loadtest-report-$(date +%Y%m%d-%H%M%S)}}"
 mkdir -p "$out/logs"

@@ -92,4 +92,22 @@ struct LoadToolTests {
         let result = try JSONParser().parse(String(line))
         #expect(result["ok"] == false)
     }
+
+    static let loadtestScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Scripts/loadtest.sh")
+
+    /// `--help` is the script's header comment, nothing after it; bad arguments are usage errors.
+    @Test func loadtestScriptHelpAndUsageErrors() throws {
+        let help = try runProgram(Self.loadtestScript, ["--help"])
+        #expect(help.status == 0)
+        let lines = help.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.first?.hasPrefix("Load-tests tetherd") == true, "\(help.stdout)")
+        #expect(lines.contains { $0.hasPrefix("Usage: Scripts/loadtest.sh") })
+        #expect(!lines.contains { $0.contains("set -e") || $0.hasPrefix("#") }, "code in the help:\n\(help.stdout)")
+        for arguments in [["--bogus"], ["--runs"], ["--runs", "0"], ["--scenario", "nope"]] {
+            let run = try runProgram(Self.loadtestScript, arguments)
+            #expect(run.status == 64, "\(arguments): \(run.stderr)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(arguments): \(run.stderr)")
+        }
+    }
 }
