@@ -10,7 +10,7 @@ final class ClientShards {
 
     init(configuration c: LoadConfiguration, logger: Logger) {
         let shards = (0..<c.threads).map { _ in SubscriberShard(configuration: c, logger: logger) }
-        for g in 0..<c.clients { shards[g % c.threads].add(room: c.room(ofSubscriber: g)) }
+        for g in 0..<c.clients { shards[g % c.threads].add(room: c.room(ofSubscriber: g), url: c.url(ofConnection: g)) }
         subscribers = shards
         publishers = c.rate > 0 ? PublisherShard(configuration: c, logger: logger) : nil
     }

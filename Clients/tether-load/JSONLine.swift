@@ -28,6 +28,11 @@ struct JSONLine {
         bytes.append(contentsOf: String(format: "%.10g", value).utf8)
     }
 
+    mutating func add(_ name: String, _ values: [Int]) {
+        key(name)
+        bytes.append(contentsOf: ("[" + values.map(String.init).joined(separator: ",") + "]").utf8)
+    }
+
     mutating func add(_ name: String, _ value: Bool) {
         key(name)
         bytes.append(contentsOf: (value ? "true" : "false").utf8)

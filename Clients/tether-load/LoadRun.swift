@@ -27,11 +27,11 @@ final class LoadRun {
             outcome.setupErrors.append("RLIMIT_NOFILE is \(outcome.fileLimit): too low for \(c.clients + c.publishers) connections")
             return outcome
         }
-        let probe = ServerProbe(url: c.url, pid: nil)
+        let probe = ServerProbes(urls: c.urls, pids: c.serverPids)
         outcome.serverSource = probe.source
-        outcome.serverPid = probe.pid
-        if probe.httpAllowed, (try? probe.httpGET("/healthz")) == nil {
-            outcome.setupErrors.append("no answer from \(c.url) (GET /healthz failed)")
+        outcome.serverPids = probe.pids
+        if let error = probe.unreachable() {
+            outcome.setupErrors.append(error)
             return outcome
         }
         let before = probe.sample(withMetrics: true)
@@ -202,7 +202,7 @@ final class LoadRun {
 
     /// Opens the measurement window: counters first (quick round trips to the loop threads,
     /// each stamped with its own time), then the slower server and process readings.
-    private func openWindow(_ shards: ClientShards, _ probe: ServerProbe, outcome: inout RunOutcome) {
+    private func openWindow(_ shards: ClientShards, _ probe: ServerProbes, outcome: inout RunOutcome) {
         if let publisherShard = shards.publishers, let report = onLoop(publisherShard.client, { publisherShard.report(measure: true) }) {
             outcome.publishersAtStart = report.counters
             outcome.publisherWindow.lowerBound = report.at
@@ -221,7 +221,7 @@ final class LoadRun {
         outcome.serverStart = probe.sample(withMetrics: true)
     }
 
-    private func closeWindow(_ shards: ClientShards, _ probe: ServerProbe, outcome: inout RunOutcome) {
+    private func closeWindow(_ shards: ClientShards, _ probe: ServerProbes, outcome: inout RunOutcome) {
         if let publisherShard = shards.publishers, let report = onLoop(publisherShard.client, { publisherShard.report(measure: false) }) {
             outcome.publishersAtEnd = report.counters
             outcome.publisherWindow.upperBound = report.at

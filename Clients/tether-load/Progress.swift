@@ -38,7 +38,7 @@ final class ProgressLine {
     /// Once a second while actions flow: connections, rates and latency percentiles since the
     /// previous line, errors, and the server's and tether-load's CPU. Returns the figures the
     /// next line starts from.
-    func showTraffic(phase: String, elapsed: Double, _ shards: ClientShards, _ probe: ServerProbe,
+    func showTraffic(phase: String, elapsed: Double, _ shards: ClientShards, _ probe: ServerProbes,
                      configuration: LoadConfiguration, previous: ProgressSnapshot) -> ProgressSnapshot {
         var interval = makeLatencyHistogram()
         var total = SubscriberCounters()
@@ -89,7 +89,7 @@ struct ProgressSnapshot {
     }
 
     /// Now, before the first line.
-    init(_ shards: ClientShards, _ probe: ServerProbe) {
+    init(_ shards: ClientShards, _ probe: ServerProbes) {
         self.init(at: monotonicNanos(), subscribers: shards.subscriberCounters, actions: shards.publisherCounters?.actionsSent ?? 0,
                   serverCPU: probe.sample(withMetrics: false).cpuSeconds, ownCPU: OwnUsage.now().cpuSeconds)
     }

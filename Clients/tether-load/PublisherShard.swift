@@ -53,6 +53,7 @@ final class PublisherShard: @unchecked Sendable {
         transport.connectTimeout = .seconds(Int64(max(1, configuration.connectTimeout.rounded(.up))))
         transport.maxConnections = configuration.publishers + 16
         transport.validateUTF8 = false
+        transport.trust = configuration.trust
         client = WebSocketClient(configuration: transport, logger: logger)
     }
 
@@ -63,7 +64,7 @@ final class PublisherShard: @unchecked Sendable {
             let publisher = Publisher(shard: self, index: index)
             publishers.append(publisher)
             do {
-                publisher.connection = try client.connect(url: configuration.url, subprotocol: TetherProtocol.subprotocol, delegate: publisher)
+                publisher.connection = try client.connect(url: configuration.url(ofConnection: index), subprotocol: TetherProtocol.subprotocol, delegate: publisher)
             } catch {
                 connectFailed(publisher, reason: "\(error)")
             }

@@ -2,15 +2,27 @@ import Foundation
 
 /// The summary for scripts: one JSON object on one line of stdout (`--json`).
 extension RunOutcome {
+    /// A run whose set-up failed: what was asked, and why it did not start (no figures).
+    func printSetupFailureJSON() {
+        var out = JSONLine()
+        out.add("label", label)
+        out.add("ok", false)
+        out.add("exit_code", Int(exitStatus))
+        out.add("url", configuration.urls.joined(separator: ","))
+        out.add("setup_error", setupFailure)
+        FileHandle.standardOutput.write(Data((out.text + "\n").utf8))
+    }
+
     func printJSON() {
         let c = configuration
         var out = JSONLine()
         out.add("label", label)
         out.add("ok", exitStatus == 0)
         out.add("exit_code", Int(exitStatus))
-        out.add("url", c.url)
+        out.add("url", c.urls.joined(separator: ","))
         out.add("clients", c.clients)
         out.add("rooms", c.rooms)
+        out.add("room_prefix", c.roomPrefix)
         out.add("publishers", c.publishers)
         out.add("rate", c.rate)
         out.add("duration_s", c.duration)
@@ -60,7 +72,7 @@ extension RunOutcome {
         out.add("merged_frames", subscribers.mergedFrames)
         out.add("drain_s", drainSeconds)
         out.add("server_source", serverSource)
-        out.add("server_pid", serverPid.map { Int($0) })
+        out.add("server_pids", serverPids.map { Int($0) })
         out.add("server_cpu_s", serverCPUSeconds)
         out.add("server_cpu_cores", serverCPUSeconds.map { $0 / serverWindowSeconds })
         out.add("server_cpu_us_per_delivery", windowDeliveries > 0 ? serverCPUSeconds.map { $0 * 1e6 / Double(windowDeliveries) } : nil)
@@ -76,7 +88,6 @@ extension RunOutcome {
         out.add("load_cpu_cores", ownCPUSeconds.map { $0 / ownWindowSeconds })
         out.add("load_cpu_us_per_delivery", windowDeliveries > 0 ? ownCPUSeconds.map { $0 * 1e6 / Double(windowDeliveries) } : nil)
         out.add("load_busiest_thread", busiestThreadShare)
-        out.add("setup_errors", setupErrors.count)
         out.add("failures", failures.joined(separator: "; "))
         FileHandle.standardOutput.write(Data((out.text + "\n").utf8))
     }

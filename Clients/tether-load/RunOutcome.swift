@@ -6,10 +6,12 @@ struct RunOutcome {
     let configuration: LoadConfiguration
     let label: String?
     var fileLimit = 0
-    /// Server unreachable, connections that did not open...: exit status 2.
+    /// Server unreachable, connections that did not open...: the run stops, prints one line
+    /// (`setupFailure`) and exits with status 2.
     var setupErrors: [String] = []
     var serverSource = "none"
-    var serverPid: Int32?
+    /// The server processes read through /proc (none: figures from /metrics, or none at all).
+    var serverPids: [Int32] = []
     var serverBefore: ServerSample?
     var serverAfterConnect: ServerSample?
     var serverStart: ServerSample?
@@ -120,8 +122,21 @@ struct RunOutcome {
         return list
     }
 
+    /// The one line a failed set-up prints: what failed, the first failure seen, and what to try
+    /// for a certificate that is not trusted.
+    var setupFailure: String? {
+        guard !setupErrors.isEmpty else { return nil }
+        var line = setupErrors.joined(separator: "; ")
+        if let first = samples.first { line += " (\(first))" }
+        if configuration.trust == .system, configuration.urls.contains(where: { $0.lowercased().hasPrefix("wss:") }),
+           line.contains("TLS") {
+            line += "; for a self-signed certificate pass --ca FILE (the server's certificate, e.g. from Scripts/make-cert.sh) or --insecure"
+        }
+        return line
+    }
+
     var exitStatus: Int32 {
-        if !setupErrors.isEmpty { return ExitStatus.usage }
+        if !setupErrors.isEmpty { return ExitStatus.setupFailed }
         return failures.isEmpty ? ExitStatus.ok : ExitStatus.violations
     }
 }

@@ -21,6 +21,7 @@ struct ServerSample: Sendable {
 /// (pid given, or found as the process listening on the URL's port), else from its /metrics.
 /// /metrics is also read for the server's own counters.
 struct ServerProbe: Sendable {
+    let url: String
     let host: String
     let port: Int
     let pid: Int32?
@@ -30,6 +31,7 @@ struct ServerProbe: Sendable {
     var source: String { pid != nil ? "proc" : (httpAllowed ? "metrics" : "none") }
 
     init(url: String, pid: Int32?) {
+        self.url = url
         var rest = Substring(url)
         var secure = false
         if let range = url.range(of: "://") {

@@ -7,6 +7,7 @@ final class Subscriber: WebSocketClientDelegate, @unchecked Sendable {
 
     unowned let shard: SubscriberShard
     let room: Int
+    let url: String
     var phase = Phase.idle
     var connection: WebSocketConnection?
     /// The stream position: encoded epoch and last version seen (-1: no snapshot yet).
@@ -19,9 +20,10 @@ final class Subscriber: WebSocketClientDelegate, @unchecked Sendable {
     var resuming = false
     var connectStartedAt = 0
 
-    init(shard: SubscriberShard, room: Int, publishers: Int) {
+    init(shard: SubscriberShard, room: Int, url: String, publishers: Int) {
         self.shard = shard
         self.room = room
+        self.url = url
         self.nextSequence = Array(repeating: 0, count: max(1, publishers))
     }
 

@@ -62,12 +62,13 @@ final class SubscriberShard: @unchecked Sendable {
         transport.maxConnections = configuration.clients / configuration.threads + 64
         // The server is ours: skipping UTF-8 validation saves a pass over every byte.
         transport.validateUTF8 = false
+        transport.trust = configuration.trust
         client = WebSocketClient(configuration: transport, logger: logger)
     }
 
     /// Creates the subscriber objects (call before `start`, from the main thread).
-    func add(room: Int) {
-        subscribers.append(Subscriber(shard: self, room: room, publishers: configuration.publishers))
+    func add(room: Int, url: String) {
+        subscribers.append(Subscriber(shard: self, room: room, url: url, publishers: configuration.publishers))
     }
 
     var count: Int { subscribers.count }
@@ -158,7 +159,7 @@ final class SubscriberShard: @unchecked Sendable {
         subscriber.connectStartedAt = monotonicNanos()
         if !subscriber.hasJoinedOnce { counters.connectsStarted += 1 }
         do {
-            subscriber.connection = try client.connect(url: configuration.url, subprotocol: TetherProtocol.subprotocol, delegate: subscriber)
+            subscriber.connection = try client.connect(url: subscriber.url, subprotocol: TetherProtocol.subprotocol, delegate: subscriber)
         } catch {
             connectFailed(subscriber, reason: "\(error)")
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import TetherTransport
 
 #if canImport(Glibc)
 import Glibc
@@ -16,19 +17,34 @@ struct TetherLoad: ParsableCommand {
         commandName: "tether-load",
         abstract: "Load generator for tetherd: many subscribers, paced publishers, every stream checked.",
         discussion: """
-            Subscribers (--clients) join bench rooms (`bench` for one room, else bench:1 ... bench:N) and \
-            check their streams: gapless versions, every published sequence number exactly once. \
-            Publishers (--publishers, extra connections that join nothing) send `set` actions at \
-            --rate per second in total, each value carrying its monotonic send time; a subscriber's \
-            latency is its receive time minus that. With --rate 0 the connections stay idle (memory \
-            per connection).
+            Subscribers (--clients) join --rooms bench rooms and check their streams: gapless \
+            versions, every published sequence number exactly once. Publishers (--publishers, extra \
+            connections that join nothing) send `set` actions at --rate per second in total, each \
+            value carrying its monotonic send time; a subscriber's latency is its receive time minus \
+            that. With --rate 0 the connections stay idle (memory per connection).
+
+            Every run writes into rooms of its own, bench:load-RUN-1 ... bench:load-RUN-N, where RUN \
+            is a random number chosen per run (the --json line's room_prefix): it never touches the \
+            shared `bench` room or another run's rooms. A daemon that persists rooms keeps these \
+            small rooms (one field per publisher); point load runs at a daemon whose data you can \
+            throw away.
 
             Exit status: 0 when nothing was lost, duplicated or out of order and every action was \
-            acked; 1 otherwise; 2 for usage errors and connection setup failures.
+            acked; 1 otherwise; 2 when the run could not be set up (server unreachable, connections \
+            refused: one line on stderr says why); 64 for usage errors.
             """)
 
-    @Option(help: "Server URL.")
+    @Option(help: ArgumentHelp(
+        "Server URL (ws:// or wss://); several, comma-separated, spread the connections over them in turn.",
+        discussion: "Several URLs are the nodes of one cluster: independent daemons share no rooms, so only --rate 0 checks out against them.",
+        valueName: "url[,url...]"))
     var url = "ws://127.0.0.1:8080/"
+
+    @Option(help: ArgumentHelp("Trust this CA certificate (PEM) for wss://, e.g. one from Scripts/make-cert.sh.", valueName: "pem-file"))
+    var ca: String?
+
+    @Flag(help: "Accept any wss:// certificate (tests only: encrypted, not authenticated).")
+    var insecure = false
 
     @Option(help: "Subscriber connections.")
     var clients = 100
@@ -63,8 +79,10 @@ struct TetherLoad: ParsableCommand {
     @Option(help: "Subscriber service threads (one lws context each).")
     var threads = 1
 
-    @Option(help: "The server's pid, to read its CPU and memory from /proc (found automatically for a local URL).")
-    var serverPid: Int32?
+    @Option(help: ArgumentHelp(
+        "The server's pid, to read its CPU and memory from /proc (found automatically for a local URL); one per --url, comma-separated.",
+        valueName: "pid[,pid...]"))
+    var serverPid: String?
 
     @Option(help: "Seconds to wait, after the last action, for acks and for every subscriber to catch up.")
     var drainTimeout: Double = 10
@@ -100,30 +118,71 @@ struct TetherLoad: ParsableCommand {
             }
             Glibc.exit(load.execute())
         } catch {
-            let code = exitCode(for: error)
-            if code == .success {
+            if exitCode(for: error) == .success {  // --help
                 print(fullMessage(for: error))
                 Glibc.exit(0)
             }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            // One line: what is wrong, and where to look.
+            let message = Self.message(for: error).split(whereSeparator: \.isNewline).joined(separator: " ")
+            FileHandle.standardError.write(Data("tether-load: \(message) (see tether-load --help)\n".utf8))
             Glibc.exit(ExitStatus.usage)
         }
     }
 
+    /// Longest time any option may ask for (seconds): about eleven days.
+    static let longestSeconds = 1e6
+
     func validate() throws {
-        guard clients >= 0 else { throw ValidationError("--clients must be 0 or more") }
-        guard rooms >= 1 else { throw ValidationError("--rooms must be at least 1") }
-        guard rate >= 0, rate.isFinite else { throw ValidationError("--rate must be 0 or more") }
+        func seconds(_ value: Double, _ name: String, zeroAllowed: Bool) throws {
+            guard value.isFinite, zeroAllowed ? value >= 0 : value > 0, value <= Self.longestSeconds else {
+                throw ValidationError("\(name) takes seconds, \(zeroAllowed ? "0" : "above 0") to \(Int(Self.longestSeconds)), not \(value)")
+            }
+        }
+        guard clients >= 1 else { throw ValidationError("--clients must be at least 1, not \(clients)") }
+        guard rooms >= 1, rooms <= clients else { throw ValidationError("--rooms must be between 1 and --clients (\(clients)), not \(rooms)") }
+        guard rate.isFinite, rate >= 0 else { throw ValidationError("--rate must be 0 or more actions per second, not \(rate)") }
+        guard publishers >= 0 else { throw ValidationError("--publishers must be 0 or more, not \(publishers)") }
         guard rate == 0 || publishers >= 1 else { throw ValidationError("--publishers must be at least 1 when --rate is above 0") }
-        guard publishers >= 0 else { throw ValidationError("--publishers must be 0 or more") }
-        guard duration > 0, warmup >= 0 else { throw ValidationError("--duration must be above 0 and --warmup 0 or more") }
-        guard ramp > 0 else { throw ValidationError("--ramp must be above 0") }
-        guard payloadBytes >= 0, payloadBytes <= 512 << 10 else { throw ValidationError("--payload-bytes must be between 0 and 524288") }
-        guard churn >= 0 else { throw ValidationError("--churn must be 0 or more") }
-        guard threads >= 1, threads <= 16 else { throw ValidationError("--threads must be between 1 and 16") }
+        try seconds(duration, "--duration", zeroAllowed: false)
+        try seconds(warmup, "--warmup", zeroAllowed: true)
+        try seconds(drainTimeout, "--drain-timeout", zeroAllowed: true)
+        try seconds(connectTimeout, "--connect-timeout", zeroAllowed: false)
+        guard ramp.isFinite, ramp > 0 else { throw ValidationError("--ramp must be above 0 connections per second, not \(ramp)") }
+        guard churn.isFinite, churn >= 0 else { throw ValidationError("--churn must be 0 or more per second, not \(churn)") }
+        guard payloadBytes >= 0, payloadBytes <= 512 << 10 else { throw ValidationError("--payload-bytes must be between 0 and 524288, not \(payloadBytes)") }
+        guard threads >= 1, threads <= 16 else { throw ValidationError("--threads must be between 1 and 16, not \(threads)") }
         guard (batchMicros ?? 0) >= 0, (batchMicros ?? 0) <= 100_000 else { throw ValidationError("--batch-micros must be between 0 and 100000") }
-        guard drainTimeout >= 0, connectTimeout > 0 else { throw ValidationError("--drain-timeout and --connect-timeout must be positive") }
-        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("--url must start with ws:// or wss://") }
+        for url in urls {
+            let scheme = url.prefix { $0 != ":" }.lowercased()
+            guard (scheme == "ws" || scheme == "wss"), url.dropFirst(scheme.count).hasPrefix("://"),
+                  let host = url.dropFirst(scheme.count + 3).split(separator: "/", omittingEmptySubsequences: false).first, !host.isEmpty else {
+                throw ValidationError("--url takes ws://HOST[:PORT][/PATH] or wss://..., comma-separated; '\(url)' is not one")
+            }
+        }
+        if let pids = try serverPids, pids.count != urls.count {
+            throw ValidationError("--server-pid takes one pid per --url (\(urls.count)), not \(pids.count)")
+        }
+        if ca != nil, insecure { throw ValidationError("--ca and --insecure don't go together") }
+        if let ca, !FileManager.default.isReadableFile(atPath: ca) { throw ValidationError("--ca: cannot read '\(ca)'") }
+    }
+
+    /// `--url`, split at commas.
+    var urls: [String] { url.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+
+    /// `--server-pid`, split at commas (nil when not given).
+    var serverPids: [Int32]? {
+        get throws {
+            guard let serverPid else { return nil }
+            return try serverPid.split(separator: ",", omittingEmptySubsequences: false).map { text in
+                guard let pid = Int32(text), pid > 0 else { throw ValidationError("--server-pid takes process ids, not '\(serverPid)'") }
+                return pid
+            }
+        }
+    }
+
+    var trust: TLSTrust {
+        if let ca { return .caFile(ca) }
+        return insecure ? .insecure : .system
     }
 
     /// A poll() costs about 30 ns per connection here: pausing about three polls' worth keeps
@@ -146,15 +205,20 @@ struct TetherLoad: ParsableCommand {
             return handler
         }
         let configuration = LoadConfiguration(
-            url: url, clients: clients, rooms: rooms, publishers: rate > 0 ? publishers : 0, rate: rate,
+            urls: urls, trust: trust, serverPids: try? serverPids, clients: clients, rooms: rooms, publishers: rate > 0 ? publishers : 0, rate: rate,
             duration: duration, warmup: warmup, ramp: ramp, payloadBytes: payloadBytes, churn: churn,
             token: token, threads: max(1, min(threads, max(1, clients))), drainTimeout: drainTimeout,
             connectTimeout: connectTimeout, batchNanos: (batchMicros ?? Self.automaticBatchMicros(connectionsPerThread: clients / max(1, threads))) * 1000, verifyScanner: verifyScanner,
             runTag: Int.random(in: 1..<(1 << 30)))
         let runner = LoadRun(configuration: configuration, showProgress: !quiet, label: label)
         let outcome = runner.run()
-        outcome.printSummary(toStandardError: json)
-        if json { outcome.printJSON() }
+        if let failure = outcome.setupFailure {
+            FileHandle.standardError.write(Data("tether-load: \(failure)\n".utf8))
+            if json { outcome.printSetupFailureJSON() }
+        } else {
+            outcome.printSummary(toStandardError: json)
+            if json { outcome.printJSON() }
+        }
         return outcome.exitStatus
     }
 }
@@ -164,5 +228,8 @@ enum ExitStatus {
     static let ok: Int32 = 0
     /// Something lost, duplicated, out of order, unacked...
     static let violations: Int32 = 1
-    static let usage: Int32 = 2
+    /// The run could not start: server unreachable, connections that did not open.
+    static let setupFailed: Int32 = 2
+    /// A bad option (sysexits' EX_USAGE, as `tether` and `tetherd`).
+    static let usage: Int32 = 64
 }
