@@ -49,7 +49,7 @@ struct TetherLoad: ParsableCommand {
     @Option(help: "Subscriber connections.")
     var clients = 100
 
-    @Option(help: "Rooms the subscribers are spread over: `bench` when 1, else bench:1 ... bench:N.")
+    @Option(help: "Rooms the subscribers are spread over (this run's own: bench:load-RUN-1 ... bench:load-RUN-N).")
     var rooms = 1
 
     @Option(help: "Publisher connections (in addition to --clients). tetherd limits each connection to 1,000 actions/s by default.")
