@@ -8,7 +8,7 @@
 #
 # Usage: Scripts/loadtest.sh [--quick] [--scenario NAME]... [--runs N] [--out DIR]
 #   --quick          short runs and a smaller matrix (about a minute, plus the build)
-#   --scenario NAME  fanout, rooms, idle, churn or saturation (repeatable; default: all)
+#   --scenario NAME  fanout, rooms, idle, churn, saturation or tls (repeatable; default: all)
 #   --runs N         run every configuration N times; the report shows medians (default 1)
 #   --out DIR        report folder (default: loadtest-report-YYYYmmdd-HHMMSS)
 #   --report-only DIR  rebuild DIR's report and plots from its results.jsonl (no runs)
@@ -17,6 +17,8 @@
 # Every run starts a fresh tetherd (release build, 127.0.0.1, a free port) so runs don't share
 # rooms, history or memory; the trap stops it whatever happens. tether-load runs on the same
 # machine: its own CPU is in every row, so a reader can see it was not the bottleneck.
+# The tls scenario runs fan-out and idle configurations twice, over ws:// and over wss:// (a
+# certificate from Scripts/make-cert.sh), and reports the TLS figures beside the plain ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,21 +27,27 @@ runs=1
 report_only=""
 out=""
 scenarios=()
+usage_error() { echo "loadtest: $1 (see --help)" >&2; exit 64; }
 while (($#)); do
+    case "$1" in
+        --scenario|--runs|--out|--report-only) (($# >= 2)) || usage_error "$1 needs a value" ;;
+    esac
     case "$1" in
         --quick) quick=1 ;;
         --scenario) scenarios+=("$2"); shift ;;
         --runs) runs="$2"; shift ;;
         --out) out="$2"; shift ;;
         --report-only) report_only="$2"; shift ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "loadtest: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+        # The help is the comment block at the top, up to the first line that is not a comment.
+        -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+        *) usage_error "unknown argument '$1'" ;;
     esac
     shift
 done
-((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation)
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || usage_error "--runs takes a whole number of at least 1, not '$runs'"
+((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation tls)
 for s in "${scenarios[@]}"; do
-    case "$s" in fanout|rooms|idle|churn|saturation) ;; *) echo "loadtest: unknown scenario '$s'" >&2; exit 2 ;; esac
+    case "$s" in fanout|rooms|idle|churn|saturation|tls) ;; *) usage_error "unknown scenario '$s'" ;; esac
 done
 out="${report_only:-${out:-loadtest-report-$(date +%Y%m%d-%H%M%S)}}"
 mkdir -p "$out/logs"
@@ -64,6 +72,8 @@ command -v gnuplot >/dev/null || echo "loadtest: gnuplot not found (Scripts/setu
 # --- one daemon per run ----------------------------------------------------------------------
 server_pid=""
 server_port=""
+transport=ws  # ws or wss: how the next runs connect (the tls scenario switches it)
+tls_dir=""
 
 stop_server() {
     if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
@@ -78,18 +88,21 @@ stop_server() {
 trap stop_server EXIT
 trap 'stop_server; exit 130' INT TERM
 
-# start_server LOGNAME: tetherd on 127.0.0.1, port chosen by the OS (read from its first line).
+# start_server LOGNAME: tetherd on 127.0.0.1, port chosen by the OS (read from its first line);
+# with TLS when $transport is wss.
 start_server() {
     local log="$out/logs/$1.tetherd"
+    local tls=()
+    [[ "$transport" == wss ]] && tls=(--tls-cert "$tls_dir/cert.pem" --tls-key "$tls_dir/key.pem")
     : >"$log.out"  # exists before the daemon writes to it
     # shellcheck disable=SC2086  # TETHERD_ARGS is a list of flags
     # 10,000 clients + publishers come from one address: lift the per-IP connection limit.
     # Each run gets its own data folder (durable rooms, the default durability) in the report.
     "$bin/tetherd" --host 127.0.0.1 --port 0 --log-level warning --max-connections 15000 \
-        --max-connections-per-ip 15000 --data "$out/data/$1" ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
+        --max-connections-per-ip 15000 --data "$out/data/$1" "${tls[@]}" ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
     server_pid=$!
     for _ in $(seq 100); do
-        server_port="$(sed -n 's/.*listening on ws:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log.out" || true)"
+        server_port="$(sed -n 's/.*listening on wss\{0,1\}:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log.out" || true)"
         [[ -n "$server_port" ]] && return 0
         kill -0 "$server_pid" 2>/dev/null || break
         sleep 0.1
@@ -99,22 +112,25 @@ start_server() {
 }
 
 # run SCENARIO NAME TETHER-LOAD-ARGS...: a fresh daemon, one tether-load run per --runs, JSON
-# lines appended to results.jsonl with the scenario and configuration name added.
+# lines appended to results.jsonl with the scenario, configuration name and transport added.
 run() {
     local scenario="$1" name="$2"; shift 2
     local i status line
+    local trust=()
+    [[ "$transport" == wss ]] && trust=(--ca "$tls_dir/cert.pem")
     for ((i = 1; i <= runs; i++)); do
         local tag="$scenario-$name-$i"
+        [[ "$scenario" == tls ]] && tag="$scenario-$name-$transport-$i"
         start_server "$tag"
         status=0
-        line="$("$bin/tether-load" --url "ws://127.0.0.1:$server_port" --server-pid "$server_pid" \
+        line="$("$bin/tether-load" --url "$transport://127.0.0.1:$server_port" --server-pid "$server_pid" "${trust[@]}" \
             --json --quiet --label "$name" "$@" 2>"$out/logs/$tag.load")" || status=$?
         stop_server
         if [[ -z "$line" ]]; then
             echo "loadtest: $tag: tether-load printed no result (exit $status, see $out/logs/$tag.load)" >&2
             line='{"ok":false,"exit_code":'"$status"'}'
         fi
-        echo "${line%\}},\"scenario\":\"$scenario\",\"config\":\"$name\",\"run\":$i}" >> "$results"
+        echo "${line%\}},\"scenario\":\"$scenario\",\"config\":\"$name\",\"transport\":\"$transport\",\"run\":$i}" >> "$results"
         summarize "$line" "$tag" "$status"
     done
 }
@@ -151,11 +167,13 @@ if ((quick)); then
     fanout_subscribers=(100 1000); fanout_rates=(10 100)
     rooms=100; idle_clients=2000; churn_clients=200; churn_rate=50
     saturation_rates=(50 100 300 600)
+    tls_rates=(100)
 else
     duration=10; warmup=2
     fanout_subscribers=(100 1000 5000); fanout_rates=(10 100 1000)
     rooms=1000; idle_clients=10000; churn_clients=1000; churn_rate=200
     saturation_rates=(25 50 100 200 400 600 800 1000 1500 2000 3000)
+    tls_rates=(50 100)
 fi
 common=(--duration "$duration" --warmup "$warmup" --drain-timeout 15)
 
@@ -184,9 +202,25 @@ for scenario in "${scenarios[@]}"; do
                 run saturation "${rate}" --clients 1000 --rate "$rate" --publishers "$(publishers_for "$rate")" "${common[@]}"
                 last_result_keeps_up || { echo "  (p99 above 100 ms or delivery behind: stopping the climb)"; break; }
             done ;;
+        tls)
+            # Each configuration over ws:// then wss://, back to back, so both see the same machine.
+            if [[ -z "$tls_dir" ]]; then
+                tls_dir="$out/tls"
+                Scripts/make-cert.sh "$tls_dir" >/dev/null
+            fi
+            for rate in "${tls_rates[@]}"; do
+                for transport in ws wss; do
+                    run tls "1000x${rate}" --clients 1000 --rate "$rate" --publishers "$(publishers_for "$rate")" "${common[@]}"
+                done
+            done
+            for transport in ws wss; do
+                run tls "${idle_clients}idle" --clients "$idle_clients" --rate 0 --duration "$duration" --warmup 0
+            done
+            transport=ws ;;
     esac
 done
 stop_server
+rm -rf "$out/tls"  # the certificate and key of the tls scenario: not part of the report
 
 # --- report -------------------------------------------------------------------------------------
 python3 - "$out" <<'EOF'
@@ -202,7 +236,7 @@ def median(group, key):
 
 groups = {}
 for r in rows:
-    groups.setdefault((r.get("scenario"), r.get("config")), []).append(r)
+    groups.setdefault((r.get("scenario"), r.get("config"), r.get("transport") or "ws"), []).append(r)
 
 def merged(group):
     keys = {k for r in group for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -210,6 +244,7 @@ def merged(group):
     m["ok"] = all(r.get("ok") for r in group)
     m["exit_codes"] = ",".join(str(r.get("exit_code")) for r in group)
     m["config"] = group[0].get("config"); m["scenario"] = group[0].get("scenario")
+    m["transport"] = group[0].get("transport") or "ws"
     return m
 
 def fmt(v, spec="{:,.0f}"):
@@ -242,19 +277,69 @@ def perf_row(m):
             f"| {fmt(m.get('server_cpu_us_per_delivery'), '{:.2f}')} | {fmt((m.get('server_rss_bytes') or 0) / 1048576, '{:.1f}')} "
             f"| {fmt(m.get('load_cpu_cores'), '{:.2f}')} | {m['exit_codes']} |")
 
+def tls_section(ms_rows):
+    """Each configuration over ws and wss, run back to back, with the wss/ws ratios."""
+    def ratio(a, b):
+        return f"{a / b:.2f}×" if a is not None and b else "–"
+    pairs = {}
+    for m in ms_rows:
+        pairs.setdefault(m["config"], {})[m["transport"]] = m
+    traffic = [c for c, p in pairs.items() if any((m.get("rate") or 0) > 0 for m in p.values())]
+    idle = [c for c in pairs if c not in traffic]
+    out = []
+    if traffic:
+        out += ["| run | transport | subscribers | actions/s | delivered/s | ratio | p50 ms | p99 ms | lost | server cores "
+                "| server µs/delivery | wss/ws µs/delivery | wss/ws p99 | tether-load cores | exit |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for config in traffic:
+            ws = pairs[config].get("ws")
+            for transport in ["ws", "wss"]:
+                m = pairs[config].get(transport)
+                if not m:
+                    continue
+                versus = transport == "wss" and ws is not None
+                out.append(f"| {config} | {transport} | {fmt(m.get('clients'))} | {fmt(m.get('rate'))} | {fmt(m.get('delivered_per_s'))} "
+                           f"| {fmt(m.get('delivery_ratio'), '{:.3f}')} | {ms(m.get('latency_p50_ms'))} | {ms(m.get('latency_p99_ms'))} "
+                           f"| {fmt(m.get('lost'))} | {fmt(m.get('server_cpu_cores'), '{:.2f}')} | {fmt(m.get('server_cpu_us_per_delivery'), '{:.2f}')} "
+                           f"| {ratio(m.get('server_cpu_us_per_delivery'), ws.get('server_cpu_us_per_delivery')) if versus else ''} "
+                           f"| {ratio(m.get('latency_p99_ms'), ws.get('latency_p99_ms')) if versus else ''} "
+                           f"| {fmt(m.get('load_cpu_cores'), '{:.2f}')} | {m['exit_codes']} |")
+        out.append("")
+    if idle:
+        out += ["| run | transport | connections | RSS before MiB | RSS connected MiB | KiB per connection | wss − ws KiB | exit |",
+                "|---|---|---|---|---|---|---|---|"]
+        for config in idle:
+            ws = pairs[config].get("ws")
+            for transport in ["ws", "wss"]:
+                m = pairs[config].get(transport)
+                if not m:
+                    continue
+                kib = (m.get("server_rss_per_connection_bytes") or 0) / 1024
+                extra = ""
+                if transport == "wss" and ws is not None and ws.get("server_rss_per_connection_bytes") is not None:
+                    extra = f"{kib - ws['server_rss_per_connection_bytes'] / 1024:+.1f}"
+                out.append(f"| {config} | {transport} | {fmt(m.get('connected'))} | {fmt((m.get('server_rss_before_bytes') or 0) / 1048576, '{:.1f}')} "
+                           f"| {fmt((m.get('server_rss_connected_bytes') or 0) / 1048576, '{:.1f}')} | {kib:.2f} | {extra} | {m['exit_codes']} |")
+        out.append("")
+    out.append("wss runs trust the run's self-signed certificate (`--ca`); the server's /metrics is not read over TLS, "
+               "so its CPU and memory come from /proc.")
+    return out
+
 by_scenario = {}
-for (scenario, config), group in groups.items():
+for (scenario, config, transport), group in groups.items():
     by_scenario.setdefault(scenario, []).append(merged(group))
 
 titles = {"fanout": "1. Fan-out: one room", "rooms": "2. Many rooms: 10 clients per room, 1 action/s per room",
           "idle": "3. Idle connections: memory per connection", "churn": "4. Churn: reconnects with resume while patches flow",
-          "saturation": "5. Saturation at 1,000 subscribers"}
-for scenario in ["fanout", "rooms", "idle", "churn", "saturation"]:
+          "saturation": "5. Saturation at 1,000 subscribers", "tls": "6. TLS: wss:// beside plain ws://"}
+for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls"]:
     ms_rows = by_scenario.get(scenario)
     if not ms_rows:
         continue
     lines += [f"## {titles[scenario]}", ""]
-    if scenario == "idle":
+    if scenario == "tls":
+        lines += tls_section(ms_rows)
+    elif scenario == "idle":
         lines += ["| run | connections | connect s | RSS before MiB | RSS connected MiB | KiB per connection | server cores idle | exit |",
                   "|---|---|---|---|---|---|---|---|"]
         for m in ms_rows:
@@ -278,12 +363,11 @@ for scenario in ["fanout", "rooms", "idle", "churn", "saturation"]:
                      if best else "none of the rates tried.")]
     lines.append("")
 
-if shutil.which("gnuplot"):
+if shutil.which("gnuplot") and (by_scenario.get("fanout") or by_scenario.get("saturation")):
     lines += ["## Plots", ""]
     if by_scenario.get("fanout"):
         lines += ["![latency percentiles against subscribers](latency.png)", ""]
-    if by_scenario.get("fanout") or by_scenario.get("saturation"):
-        lines += ["![delivered against offered deliveries per second](throughput.png)", ""]
+    lines += ["![delivered against offered deliveries per second](throughput.png)", ""]
 lines += ["Raw results: `results.jsonl` (one tether-load `--json` line per run); logs in `logs/`.", ""]
 open(os.path.join(out, "report.md"), "w").write("\n".join(lines))
 

@@ -1,17 +1,10 @@
+import TetherJSON
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// Nanoseconds on the monotonic clock (CLOCK_MONOTONIC: time since boot, shared by every process
-/// of the machine, so a publisher's send time and a subscriber's receive time compare directly).
-@inline(__always)
-func monotonicNanos() -> Int {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return now.tv_sec &* 1_000_000_000 &+ now.tv_nsec
-}
 
 /// One operation of a scanned patch, reduced to what the checks need: the members `i`
 /// (publisher), `s` (sequence), `t` (send time, ns) and `r` (run tag) of its `value` object.
@@ -336,4 +329,11 @@ struct ByteReader {
         guard range.count == literal.utf8CodeUnitCount else { return false }
         return memcmp(bytes + range.lowerBound, literal.utf8Start, range.count) == 0
     }
+}
+
+/// `text` JSON-encoded, without the quotes: how it appears inside a frame.
+func encodedStringContents(_ text: String) -> [UInt8] {
+    var bytes: [UInt8] = []
+    JSONWriter.writeString(text, to: &bytes)
+    return Array(bytes.dropFirst().dropLast())
 }

@@ -1,6 +1,13 @@
+import TetherTransport
+
 /// What one run does, fixed before any connection opens. Shared read-only by every thread.
 struct LoadConfiguration: Sendable {
-    var url: String
+    /// Connections go to these in turn (the nodes of a cluster; usually one daemon).
+    var urls: [String]
+    /// Whom to trust for wss:// (--ca, --insecure).
+    var trust: TLSTrust = .system
+    /// The servers' processes, paired with `urls` (--server-pid), else found for local URLs.
+    var serverPids: [Int32]?
     /// Subscribers: connections that join a room and check its stream.
     var clients: Int
     var rooms: Int
@@ -25,17 +32,23 @@ struct LoadConfiguration: Sendable {
     var batchNanos: Int
     /// Decode every patch frame fully too and compare with the scanner (a self-test; slow).
     var verifyScanner = false
-    /// Tags this run's values, so state left by an earlier run (or another tether-load) in the
-    /// same room is told apart from ours.
+    /// A random number naming this run: its rooms, and every value it writes (so state written
+    /// by someone else in our rooms is told apart from ours).
     var runTag: Int
 
-    /// `bench` for one room, else `bench:1` ... `bench:N`.
+    /// This run's rooms are `bench:load-RUN-1` ... `bench:load-RUN-N`: fresh for every run, so a
+    /// run never writes into rooms that users, or other runs, keep.
+    var roomPrefix: String { "bench:load-\(runTag)-" }
+
     var roomNames: [String] {
-        rooms == 1 ? ["bench"] : (1...rooms).map { "bench:\($0)" }
+        (1...rooms).map { roomPrefix + String($0) }
     }
 
     /// Subscriber `index` joins room `index % rooms` and runs on thread `index % threads`.
     func room(ofSubscriber index: Int) -> Int { index % rooms }
+
+    /// Subscriber `index` connects to URL `index % urls`, publisher `index` likewise.
+    func url(ofConnection index: Int) -> String { urls[index % urls.count] }
 
     func subscribers(inRoom room: Int) -> Int {
         clients / rooms + (room < clients % rooms ? 1 : 0)

@@ -50,4 +50,20 @@ struct InteropTests {
         await swift.close()
         await referenceClient.close()
     }
+
+    /// Nothing to wait for from others (FOREIGN 0): the script must finish once its own actions
+    /// are acked, not wait for a message that never comes.
+    @Test func pythonClientAloneInTheRoomFinishes() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let run = try runProgram(URL(fileURLWithPath: "/usr/bin/python3"), [Self.script.path, daemon.url, "todo:alone", "5", "0"],
+                                 timeout: .seconds(20))
+        #expect(run.status == 0, "python client: \(run.stdout)\(run.stderr)")
+        let line = try #require(run.stdout.split(separator: "\n").last, "no result line: \(run.stderr)")
+        let result = try JSONParser().parse(String(line))
+        #expect(result["ok"] == true)
+        // Five actions: add, add, toggle, add, add.
+        #expect(result["version"]?.intValue == 5)
+        #expect(result["items"]?.intValue == 4)
+    }
 }

@@ -7,7 +7,8 @@ fresh snapshot taken by a second connection.
 
 Usage: mirror_todo.py URL ROOM ACTIONS FOREIGN
 After its own ACTIONS it waits until it has seen FOREIGN items added by another client.
-Prints one JSON line: {"ok": true, "version": V, "items": N, "patches": P} or exits non-zero.
+Prints one JSON line: {"ok": true, "version": V, "items": N, "patches": P}, or
+{"ok": false, "error": WHY, ...} and exits 1.
 """
 import asyncio
 import json
@@ -39,27 +40,39 @@ class Mirror:
             self.patches += 1
 
 
+def fail(why, **details):
+    print(json.dumps({"ok": False, "error": why, **details}))
+    sys.exit(1)
+
+
 async def main(url, room, actions, foreign):
     async with websockets.connect(url, subprotocols=["tether.v1"]) as ws:
         hello = json.loads(await ws.recv())
         assert hello["type"] == "hello" and hello["protocol"] == 1, hello
         await ws.send(json.dumps({"type": "join", "room": room}))
         mirror = Mirror(room)
-        acks = {}
         next_id = 1
 
-        async def read_until(predicate):
+        async def next_message():
+            """Reads one message and applies it to the mirror."""
+            message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            mirror.receive(message)
+            return message
+
+        async def until_message(predicate):
+            """Reads until a message satisfies `predicate` (a reply, a snapshot) and returns it."""
             while True:
-                message = json.loads(await asyncio.wait_for(ws.recv(), 30))
-                if message["type"] == "error":
-                    acks[message.get("id")] = message
-                elif message["type"] == "ack":
-                    acks[message["id"]] = message
-                mirror.receive(message)
+                message = await next_message()
                 if predicate(message):
                     return message
 
-        await read_until(lambda m: m["type"] == "snapshot")
+        async def until_state(condition):
+            """Reads until the mirror satisfies `condition`: it may already, so look first (a
+            read with nothing left to come would only time out)."""
+            while not condition():
+                await next_message()
+
+        await until_message(lambda m: m["type"] == "snapshot")
         for i in range(actions):
             items = mirror.state["items"]
             if i % 3 == 2 and items:
@@ -67,12 +80,14 @@ async def main(url, room, actions, foreign):
             else:
                 action = {"name": "add", "args": {"title": f"from python {i} ✓ 한글"}}
             await ws.send(json.dumps({"type": "action", "room": room, "id": next_id, **action}))
-            await read_until(lambda m, wanted=next_id: m.get("id") == wanted and m["type"] in ("ack", "error"))
+            reply = await until_message(lambda m, wanted=next_id: m.get("id") == wanted and m["type"] in ("ack", "error"))
+            if reply["type"] != "ack":
+                fail(f"action {action} answered with {reply}")
             next_id += 1
 
         # Wait for the other client's changes, then compare with a fresh snapshot from a second
         # connection.
-        await read_until(lambda m: sum(1 for item in mirror.state["items"] if not item["title"].startswith("from python")) >= foreign)
+        await until_state(lambda: sum(1 for item in mirror.state["items"] if not item["title"].startswith("from python")) >= foreign)
         async with websockets.connect(url) as fresh:
             json.loads(await fresh.recv())
             await fresh.send(json.dumps({"type": "join", "room": room}))
@@ -80,13 +95,14 @@ async def main(url, room, actions, foreign):
                 snapshot = json.loads(await asyncio.wait_for(fresh.recv(), 30))
                 if snapshot["type"] == "snapshot":
                     break
-        if mirror.version < snapshot["version"]:
-            await read_until(lambda m: mirror.version >= snapshot["version"])
+        await until_state(lambda: mirror.version >= snapshot["version"])
         if mirror.state != snapshot["state"] or mirror.version != snapshot["version"]:
-            print(json.dumps({"ok": False, "mirror": mirror.state, "snapshot": snapshot}))
-            sys.exit(1)
+            fail("the mirror differs from a fresh snapshot", mirror=mirror.state, snapshot=snapshot)
         print(json.dumps({"ok": True, "version": mirror.version, "items": len(mirror.state["items"]), "patches": mirror.patches}))
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    try:
+        asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    except asyncio.TimeoutError:
+        fail("no message from the server for 30 s")

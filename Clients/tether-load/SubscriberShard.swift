@@ -1,4 +1,3 @@
-import Dispatch
 import Histogram
 import Logging
 import TetherProtocol
@@ -11,79 +10,8 @@ import Glibc
 import Darwin
 #endif
 
-/// Counters of one subscriber shard. Monotonic except `live`.
-struct SubscriberCounters: Sendable {
-    var connectsStarted = 0
-    /// Subscribers whose first join was answered (snapshot received).
-    var joined = 0
-    /// First connections that failed (a setup error).
-    var connectFailures = 0
-    /// Joined and open right now.
-    var live = 0
-    var frames = 0
-    var patchFrames = 0
-    /// Patch frames spanning several versions (merged by the server).
-    var mergedFrames = 0
-    /// Frames the byte scanner handed to the full decoder (hello, snapshot, error...).
-    var decodedFrames = 0
-    /// Operations carrying one of our sequence numbers: one delivery each.
-    var deliveries = 0
-    /// Operations written by someone else (another run, another tool).
-    var foreignOperations = 0
-    /// Sequence numbers never seen by a subscriber (skipped in its patch stream).
-    var lost = 0
-    var duplicates = 0
-    /// Patches whose `from` is not the previous `version`, or whose epoch changed without a snapshot.
-    var gaps = 0
-    /// Patches with `version` below `from`, patches before the first snapshot, older snapshots.
-    var outOfOrder = 0
-    /// Snapshots after the stream started (the server resynchronised a slow client).
-    var resyncs = 0
-    /// Sequence numbers jumped over by such snapshots (legal, but not delivered as patches).
-    var skippedBySnapshot = 0
-    /// `error` messages received.
-    var errors = 0
-    /// Frames that did not decode, or messages a subscriber should never get.
-    var protocolErrors = 0
-    /// Connections closed that we did not close (then reconnected with resume).
-    var disconnects = 0
-    /// Reconnects started (churn and after disconnects).
-    var reconnects = 0
-    var reconnectFailures = 0
-    var resumesFromHistory = 0
-    var resumesWithSnapshot = 0
-    /// Churn requests that found no live subscriber to close.
-    var churnMissed = 0
-
-    mutating func add(_ o: SubscriberCounters) {
-        connectsStarted += o.connectsStarted; joined += o.joined; connectFailures += o.connectFailures
-        live += o.live; frames += o.frames; patchFrames += o.patchFrames; mergedFrames += o.mergedFrames
-        decodedFrames += o.decodedFrames; deliveries += o.deliveries; foreignOperations += o.foreignOperations
-        lost += o.lost; duplicates += o.duplicates; gaps += o.gaps; outOfOrder += o.outOfOrder
-        resyncs += o.resyncs; skippedBySnapshot += o.skippedBySnapshot; errors += o.errors
-        protocolErrors += o.protocolErrors; disconnects += o.disconnects; reconnects += o.reconnects
-        reconnectFailures += o.reconnectFailures; resumesFromHistory += o.resumesFromHistory
-        resumesWithSnapshot += o.resumesWithSnapshot; churnMissed += o.churnMissed
-    }
-
-    /// Stream violations: any of these fails the run.
-    var violations: Int { lost + duplicates + gaps + outOfOrder + protocolErrors }
-}
-
-/// Latency histograms are in microseconds, from 1 µs to 1 hour, 3 significant digits
-/// (about 200 KiB each, whatever the number of samples).
-func makeLatencyHistogram() -> Histogram<UInt64> {
-    Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
-}
-
-@inline(__always)
-func recordMicroseconds(_ histogram: inout Histogram<UInt64>, nanoseconds: Int) {
-    let micros = UInt64(clamping: max(1, nanoseconds / 1000))
-    _ = histogram.record(min(micros, 3_600_000_000))
-}
-
-/// What a shard tells the main thread.
-struct ShardReport: Sendable {
+/// What a subscriber shard tells the main thread.
+struct SubscriberReport: Sendable {
     /// When the figures were taken (monotonic ns, on the loop thread).
     var at = 0
     var counters = SubscriberCounters()
@@ -97,41 +25,6 @@ struct ShardReport: Sendable {
     var behind = 0
     /// A few error lines for the summary.
     var samples: [String] = []
-}
-
-/// One subscriber connection and its view of its room's stream. Loop-thread confined (its
-/// shard's service thread), like everything in `SubscriberShard`.
-final class Subscriber: WebSocketClientDelegate, @unchecked Sendable {
-    enum Phase { case idle, connecting, joining, live, closing, failed }
-
-    unowned let shard: SubscriberShard
-    let room: Int
-    var phase = Phase.idle
-    var connection: WebSocketConnection?
-    /// The stream position: encoded epoch and last version seen (-1: no snapshot yet).
-    var epoch: [UInt8] = []
-    var version = -1
-    /// Next expected sequence number per publisher.
-    var nextSequence: [Int]
-    var hasJoinedOnce = false
-    /// The join in flight carried `since` (a resume).
-    var resuming = false
-    var connectStartedAt = 0
-
-    init(shard: SubscriberShard, room: Int, publishers: Int) {
-        self.shard = shard
-        self.room = room
-        self.nextSequence = Array(repeating: 0, count: max(1, publishers))
-    }
-
-    func clientConnected(_ connection: WebSocketConnection) { shard.connected(self, connection) }
-    func clientConnectFailed(_ connection: WebSocketConnection, reason: String) { shard.connectFailed(self, reason: reason) }
-    func connectionClosed(_ connection: WebSocketConnection, code: UInt16?) { shard.closed(self, code: code) }
-    func connection(_ connection: WebSocketConnection, receivedText payload: UnsafeRawBufferPointer) { shard.received(payload, for: self) }
-    func connection(_ connection: WebSocketConnection, receivedBinary payload: UnsafeRawBufferPointer) {
-        shard.violation("binary frame received")
-    }
-    func connectionWritable(_ connection: WebSocketConnection) {}
 }
 
 /// A group of subscribers on one WebSocketClient (one lws context, one service thread). All of
@@ -169,12 +62,13 @@ final class SubscriberShard: @unchecked Sendable {
         transport.maxConnections = configuration.clients / configuration.threads + 64
         // The server is ours: skipping UTF-8 validation saves a pass over every byte.
         transport.validateUTF8 = false
+        transport.trust = configuration.trust
         client = WebSocketClient(configuration: transport, logger: logger)
     }
 
     /// Creates the subscriber objects (call before `start`, from the main thread).
-    func add(room: Int) {
-        subscribers.append(Subscriber(shard: self, room: room, publishers: configuration.publishers))
+    func add(room: Int, url: String) {
+        subscribers.append(Subscriber(shard: self, room: room, url: url, publishers: configuration.publishers))
     }
 
     var count: Int { subscribers.count }
@@ -210,8 +104,8 @@ final class SubscriberShard: @unchecked Sendable {
     /// Takes the figures; `takeInterval` also hands over (and restarts) the progress interval's
     /// latency; `measure` switches the
     /// measurement window on (histogram emptied) or off.
-    func report(measure: Bool? = nil, takeInterval: Bool = false) -> ShardReport {
-        var report = ShardReport()
+    func report(measure: Bool? = nil, takeInterval: Bool = false) -> SubscriberReport {
+        var report = SubscriberReport()
         report.at = monotonicNanos()
         report.counters = counters
         if takeInterval {
@@ -265,7 +159,7 @@ final class SubscriberShard: @unchecked Sendable {
         subscriber.connectStartedAt = monotonicNanos()
         if !subscriber.hasJoinedOnce { counters.connectsStarted += 1 }
         do {
-            subscriber.connection = try client.connect(url: configuration.url, subprotocol: TetherProtocol.subprotocol, delegate: subscriber)
+            subscriber.connection = try client.connect(url: subscriber.url, subprotocol: TetherProtocol.subprotocol, delegate: subscriber)
         } catch {
             connectFailed(subscriber, reason: "\(error)")
         }
@@ -533,11 +427,4 @@ extension JSON {
         guard case .object(let object) = self else { return nil }
         return object[key]
     }
-}
-
-/// `text` JSON-encoded, without the quotes: how it appears inside a frame.
-func encodedStringContents(_ text: String) -> [UInt8] {
-    var bytes: [UInt8] = []
-    JSONWriter.writeString(text, to: &bytes)
-    return Array(bytes.dropFirst().dropLast())
 }

@@ -4,24 +4,7 @@ import TetherProtocol
 import TetherJSON
 import TetherTransport
 
-struct PublisherCounters: Sendable {
-    var ready = 0
-    var connectFailures = 0
-    var actionsSent = 0
-    /// Sum over sent actions of the subscribers in the action's room: deliveries offered.
-    var deliveriesOffered = 0
-    var acks = 0
-    /// Acks for no outstanding action, or naming another room.
-    var ackMismatches = 0
-    var errors = 0
-    var protocolErrors = 0
-    var disconnects = 0
-    /// Actions queued because the publisher's socket was choked (the server reads slowly).
-    var queuedWhenChoked = 0
-
-    var outstanding: Int { actionsSent - acks - errors }
-}
-
+/// What the publisher shard tells the main thread.
 struct PublisherReport: Sendable {
     /// When the figures were taken (monotonic ns, on the loop thread).
     var at = 0
@@ -31,40 +14,6 @@ struct PublisherReport: Sendable {
     /// Sequence numbers sent: `sent[publisher * rooms + room]`.
     var sent: [Int] = []
     var samples: [String] = []
-}
-
-/// One publisher connection. Loop-thread confined, like `PublisherShard`.
-final class Publisher: WebSocketClientDelegate, @unchecked Sendable {
-    unowned let shard: PublisherShard
-    let index: Int
-    var connection: WebSocketConnection?
-    var ready = false
-    var nextID = 1
-    /// Action id -> (room, send time) until its ack arrives.
-    var outstanding: [Int: (room: Int, sentAt: Int)] = [:]
-    /// Frames waiting for a writable socket (only when choked).
-    var queue: [[UInt8]] = []
-
-    init(shard: PublisherShard, index: Int) {
-        self.shard = shard
-        self.index = index
-        outstanding.reserveCapacity(4096)
-    }
-
-    func clientConnected(_ connection: WebSocketConnection) { self.connection = connection }
-    func clientConnectFailed(_ connection: WebSocketConnection, reason: String) { shard.connectFailed(self, reason: reason) }
-    func connectionClosed(_ connection: WebSocketConnection, code: UInt16?) { shard.closed(self, code: code) }
-    func connection(_ connection: WebSocketConnection, receivedText payload: UnsafeRawBufferPointer) { shard.received(payload, from: self) }
-    func connectionWritable(_ connection: WebSocketConnection) {
-        var sent = 0
-        for frame in queue {
-            guard !connection.isChoked else { break }
-            frame.withUnsafeBytes { _ = connection.sendText($0) }
-            sent += 1
-        }
-        queue.removeFirst(sent)
-        if !queue.isEmpty { connection.requestWritable() }
-    }
 }
 
 /// The publishers, on their own WebSocketClient (thread), so that pacing is not delayed by the
@@ -104,6 +53,7 @@ final class PublisherShard: @unchecked Sendable {
         transport.connectTimeout = .seconds(Int64(max(1, configuration.connectTimeout.rounded(.up))))
         transport.maxConnections = configuration.publishers + 16
         transport.validateUTF8 = false
+        transport.trust = configuration.trust
         client = WebSocketClient(configuration: transport, logger: logger)
     }
 
@@ -114,7 +64,7 @@ final class PublisherShard: @unchecked Sendable {
             let publisher = Publisher(shard: self, index: index)
             publishers.append(publisher)
             do {
-                publisher.connection = try client.connect(url: configuration.url, subprotocol: TetherProtocol.subprotocol, delegate: publisher)
+                publisher.connection = try client.connect(url: configuration.url(ofConnection: index), subprotocol: TetherProtocol.subprotocol, delegate: publisher)
             } catch {
                 connectFailed(publisher, reason: "\(error)")
             }
