@@ -186,11 +186,11 @@ public protocol WebSocketServerDelegate: WebSocketConnectionDelegate {
     /// A batch of work given to `execute` has run (everything that was waiting when the loop
     /// woke). Work that queued frames can flush them here, once per batch: under load a batch
     /// holds many posts, and their frames merge.
-    func didRunPostedWork()
+    func didRunQueuedWork()
 }
 
 extension WebSocketServerDelegate {
-    public func didRunPostedWork() {}
+    public func didRunQueuedWork() {}
     public func httpGET(path: String) -> HTTPResponse { .notFound }
     public func willShutdown() {}
 }

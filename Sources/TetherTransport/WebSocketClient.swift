@@ -84,7 +84,7 @@ public final class WebSocketClient: Sendable {
     }
 }
 
-final class ClientLoop: EventLoop, @unchecked Sendable {
+final class ClientLoop: ServiceLoop, @unchecked Sendable {
     let configuration: WebSocketClientConfiguration
     private static let protocolName = "tether-client"
 

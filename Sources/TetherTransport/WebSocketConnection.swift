@@ -28,7 +28,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         case client(any WebSocketClientDelegate)
     }
 
-    let loop: EventLoop
+    let loop: ServiceLoop
     let owner: Owner
     var wsi: OpaquePointer?
     /// Reassembly buffer, allocated only while a message arrives in several pieces.
@@ -43,7 +43,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     private var writeFailed = false
     private var closeSent = false
 
-    init(id: UInt64, remoteAddress: String, subprotocol: String?, loop: EventLoop, owner: Owner) {
+    init(id: UInt64, remoteAddress: String, subprotocol: String?, loop: ServiceLoop, owner: Owner) {
         self.id = id
         self.remoteAddress = remoteAddress
         self.subprotocol = subprotocol

@@ -11,7 +11,7 @@ import Darwin
 ///
 /// Threading: one lws context serviced by one dedicated thread that owns every socket. Every
 /// delegate callback runs on that thread. Other threads only call `execute(_:)` and `shutdown`.
-/// (Full rule at the top of EventLoop.swift.)
+/// (Full rule at the top of ServiceLoop.swift.)
 public final class WebSocketServer: Sendable {
     public let configuration: WebSocketServerConfiguration
     private let loop: ServerLoop
@@ -34,7 +34,7 @@ public final class WebSocketServer: Sendable {
         try loop.start(delegate: delegate)
     }
 
-    /// Runs `work` on the service thread, after everything posted before it (FIFO; many posts
+    /// Runs `work` on the service thread, after everything given to it before (FIFO; many
     /// share one wake-up). Returns false, dropping `work`, when the server is not running.
     @discardableResult
     public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
@@ -63,7 +63,7 @@ public final class WebSocketServer: Sendable {
     }
 }
 
-final class ServerLoop: EventLoop, @unchecked Sendable {
+final class ServerLoop: ServiceLoop, @unchecked Sendable {
     let configuration: WebSocketServerConfiguration
     /// Set by start, cleared when the loop finishes; used on the loop thread only afterwards.
     private var delegate: (any WebSocketServerDelegate)?
@@ -153,7 +153,7 @@ final class ServerLoop: EventLoop, @unchecked Sendable {
     // MARK: Callbacks
 
     override func inboxDidDrain() {
-        delegate?.didRunPostedWork()
+        delegate?.didRunQueuedWork()
     }
 
     private var acceptsNewConnections: Bool {

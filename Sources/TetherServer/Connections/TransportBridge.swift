@@ -26,7 +26,7 @@ final class TransportBridge: WebSocketServerDelegate, @unchecked Sendable {
 
     func httpGET(path: String) -> HTTPResponse { routes.get(path) }
     func willShutdown() { hub.willShutdown() }
-    func didRunPostedWork() { hub.didRunQueuedWork() }
+    func didRunQueuedWork() { hub.didRunQueuedWork() }
 }
 
 /// The transport's service thread as the hub's queue.

@@ -27,7 +27,7 @@ import Darwin
 
 /// Base of the server and client loops: one lws context, its thread, its inbox, the shared
 /// per-connection plumbing (receive, writable, close, destroy) and the shutdown sequence.
-class EventLoop: @unchecked Sendable {
+class ServiceLoop: @unchecked Sendable {
     // Immutable after init.
     let logger: Logger
     let threadName: String
@@ -64,7 +64,7 @@ class EventLoop: @unchecked Sendable {
     private var finalDeadline = ContinuousClock.now
 
     /// The libev loop driving the context (epoll), or nil when lws polls by itself.
-    private var eventLoop: OpaquePointer?
+    private var libevLoop: OpaquePointer?
     /// Keeps lws's libev timer armed at most 250 ms ahead (see the shim header).
     private var heartbeat: UnsafeMutablePointer<tether_heartbeat>?
     private var foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
@@ -162,7 +162,7 @@ class EventLoop: @unchecked Sendable {
             withLibev.options |= TETHER_OPT_LIBEV
             withLibev.foreign_loops = loops
             if let context = lws_create_context(&withLibev) {
-                eventLoop = loop
+                libevLoop = loop
                 foreignLoops = loops
                 return context
             }
@@ -180,8 +180,8 @@ class EventLoop: @unchecked Sendable {
     }
 
     private func freeContextStorage() {
-        if let eventLoop { tether_ev_loop_destroy(eventLoop) }
-        eventLoop = nil
+        if let libevLoop { tether_ev_loop_destroy(libevLoop) }
+        libevLoop = nil
         foreignLoops?.deallocate()
         foreignLoops = nil
         for s in cStrings { free(s) }
@@ -276,10 +276,10 @@ class EventLoop: @unchecked Sendable {
             shared.withLock { $0.finished = true }
             return
         }
-        if eventLoop != nil { heartbeat = tether_heartbeat_start(context) }
+        if libevLoop != nil { heartbeat = tether_heartbeat_start(context) }
         while true {
             // One round: wait for something (a socket, a timer, a wake-up), handle what is ready.
-            let n = eventLoop.map { tether_ev_run_once($0) } ?? lws_service(context, 0)
+            let n = libevLoop.map { tether_ev_run_once($0) } ?? lws_service(context, 0)
             if n < 0 {
                 logger.error("lws_service failed (\(n)); stopping the transport loop")
                 break
@@ -315,7 +315,7 @@ class EventLoop: @unchecked Sendable {
 
     // MARK: Inbox
 
-    /// Runs `work` on the loop thread, after everything posted before it. Returns false (and
+    /// Runs `work` on the loop thread, after everything given to it before. Returns false (and
     /// drops `work`) when the loop is not running.
     @discardableResult
     func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
@@ -463,7 +463,7 @@ let lwsCallback: @convention(c) (OpaquePointer?, lws_callback_reasons, UnsafeMut
     guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else {
         return 0
     }
-    let loop = Unmanaged<EventLoop>.fromOpaque(owner).takeUnretainedValue()
+    let loop = Unmanaged<ServiceLoop>.fromOpaque(owner).takeUnretainedValue()
     return loop.handle(wsi, reason, user, input, len)
 }
 
