@@ -7,12 +7,11 @@ public final class Stack: Widget {
         public var size: Constraint
     }
 
-    public var axis: Axis {
-        didSet { if axis != oldValue { setNeedsDisplay() } }
-    }
-    public var spacing: Int {
-        didSet { if spacing != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var axis: Axis
+    @Redraws public var spacing: Int
+    /// Arrow keys that the focused widget inside did not use move the focus to the nearest
+    /// focusable widget inside this stack in that direction (a keypad).
+    public var arrowKeysMoveFocus = false
     public private(set) var items: [Item] = []
 
     public init(_ axis: Axis, spacing: Int = 0, _ children: [Widget] = []) {
@@ -23,6 +22,11 @@ public final class Stack: Widget {
     }
 
     public override var children: [Widget] { items.map(\.widget) }
+
+    public override func handle(_ key: Key) -> Bool {
+        guard arrowKeysMoveFocus, [.left, .right, .up, .down].contains(key), let application = root.application else { return false }
+        return application.moveFocus(key, within: self)
+    }
 
     public func add(_ widget: Widget, size: Constraint = .auto) {
         items.append(Item(widget: widget, size: size))
