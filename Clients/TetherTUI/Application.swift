@@ -27,6 +27,8 @@ public final class Application {
     public private(set) var lastError: (any Error)?
     /// Keys the focused widget did not use, before the default `q` handling; return true if handled.
     public var onKey: ((Key) -> Bool)?
+    /// Called after the focus moved (to nil when nothing has it).
+    public var onFocusChange: ((Widget?) -> Void)?
 
     public private(set) var focused: Widget?
     public private(set) var needsRedraw = true
@@ -140,7 +142,8 @@ public final class Application {
     /// layout left no room for.
     public var focusableWidgets: [Widget] { Self.focusableWidgets(in: root) }
 
-    static func focusableWidgets(in container: Widget) -> [Widget] {
+    /// The widgets inside `container` (itself included) that Tab can reach, in Tab order.
+    public static func focusableWidgets(in container: Widget) -> [Widget] {
         var result: [Widget] = []
         func visit(_ widget: Widget) {
             guard !widget.isHidden, !widget.isSqueezedOut else { return }
@@ -183,6 +186,7 @@ public final class Application {
         focused = widget
         widget?.isFocused = true
         setNeedsRedraw()
+        onFocusChange?(widget)
     }
 
     public func focusNext() {

@@ -14,7 +14,7 @@ struct ScreenTests {
     func open(_ room: String, on daemon: Daemon, width: Int = 70, height: Int = 20) async throws -> (TetherClient, ScreenContext, Application, TestBackend) {
         let client = TetherClient(options: ClientOptions(url: daemon.url))
         try client.connect()
-        let context = ScreenContext(room: client.room(room))
+        let context = ScreenContext(client: client, room: client.room(room))
         let shell = Shell(client: client, context: context)
         let backend = TestBackend(width: width, height: height)
         let application = Application(root: shell.root, backend: backend)

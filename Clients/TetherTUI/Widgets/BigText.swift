@@ -1,11 +1,13 @@
 /// Large block digits for a clock ("12:34:56"): five rows high, centered in the area it gets.
 /// Digits, ':', '.', '-', '/' and space have glyphs. When the area is too small for them, or the
 /// text has a character without one, the text is drawn plainly (bold) on the middle row instead,
-/// so a small terminal still shows it.
+/// so a small terminal still shows it; with `showsPlainFallback` off it is then not drawn at all
+/// (for a screen that shows the value on another line anyway).
 public final class BigText: Widget {
     @Redraws public var text: String
     @Redraws public var style: Style
     @Redraws public var alignment: Alignment
+    @Redraws public var showsPlainFallback = true
 
     public init(_ text: String = "", style: Style = .plain, alignment: Alignment = .center) {
         self.text = text
@@ -49,7 +51,7 @@ public final class BigText: Widget {
 
     public override func preferredLength(_ axis: Axis, cross: Int) -> Int? {
         switch axis {
-        case .vertical: Self.height
+        case .vertical: fitsBig(in: Rect(x: 0, y: 0, width: cross, height: Self.height)) ? Self.height : (showsPlainFallback ? 1 : 0)
         case .horizontal: Self.rows(for: text)[0].displayWidth
         }
     }
@@ -62,6 +64,7 @@ public final class BigText: Widget {
 
     public override func render(in area: Rect, into buffer: inout Buffer) {
         guard fitsBig(in: area) else {
+            guard showsPlainFallback else { return }
             let fitted = text.truncated(toWidth: area.width, ellipsis: "…").padded(toWidth: area.width, alignment: alignment)
             buffer.write(fitted, x: area.x, y: area.y + (area.height - 1) / 2, style: style.patched(with: Style(bold: true)), limit: area.maxX)
             return
