@@ -44,6 +44,8 @@ final class Inspector: Screen {
         }.store(in: context.bag)
         let treeBox = Box(title: "State", tree)
         let actionsBox = Box(title: "Actions", actions)
+        // Not focusable until there are actions to pick: the command line has the focus first.
+        actions.isSelectable = false
         actions.items = [Line("asking the server…", style: Style(dim: true))]
         let stack = Stack(.vertical, [header, lastPatch, treeBox, actionsBox, Box(title: "Send an action", command), outcome])
         stack.setSize(.fill(), of: treeBox)
@@ -64,6 +66,7 @@ final class Inspector: Screen {
             try await context.client.waitUntilConnected()
             guard let kind = try await context.describeKind() else { return }
             described = kind.actions
+            actions.isSelectable = !kind.actions.isEmpty
             actions.items = kind.actions.isEmpty
                 ? [Line("this room has no actions", style: Style(dim: true))]
                 : kind.actions.map { Line($0.signature) }

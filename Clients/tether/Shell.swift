@@ -101,10 +101,14 @@ final class Shell {
                 + "A room is KIND or KIND:INSTANCE. q quits."
             refusal.isHidden = false
             screen.body.isHidden = true
+            hintBar.hints = []
             return
         }
-        refusal.isHidden = true
-        screen.body.isHidden = false
+        if !refusal.isHidden {
+            refusal.isHidden = true
+            screen.body.isHidden = false
+            updateHints()
+        }
         switch connection {
         case .connecting:
             status.connection = .connecting
