@@ -18,7 +18,7 @@ import TetherTUI
 final class Shell {
     let root: Stack
     let status = StatusBar()
-    let notice = Label("", style: Style(fg: .red, bold: true))
+    let notice = Label("", style: Style(fg: .red, bold: true), wraps: true)
     let hintBar = HintBar()
     let screen: any Screen
     let context: ScreenContext

@@ -86,9 +86,8 @@ final class TodoScreen: Screen {
         guard !title.isEmpty else { return }
         if let id = renaming {
             stopRenaming()
-            if await !context.send("rename", ["id": .string(id), "title": .string(title)]) {
-                context.application?.focus(list)
-            }
+            context.application?.focus(list)  // back where the rename started
+            await context.send("rename", ["id": .string(id), "title": .string(title)])
             return
         }
         // Cleared at once, so typing the next one can start before the ack; given back on failure.
