@@ -118,6 +118,20 @@ import TetherTUI
         #expect(app.focused === keys[1][0])
     }
 
+    @Test func collapsibleChildrenGiveWaySoTheRestStaysVisible() {
+        let big = BigText("42")
+        let count = Label("count: 42")
+        let buttons = Label("[ + ]")
+        let stack = Stack(.vertical, spacing: 1, [big, count, buttons])
+        stack.setCollapsible(big)
+        let (_, roomy) = show(stack, width: 20, height: 9)
+        #expect(roomy.lines[0].contains("██") && roomy.lines[6] == "count: 42".padded(toWidth: 20) && roomy.lines[8].hasPrefix("[ + ]"))
+        let (app, low) = show(stack, width: 20, height: 6)
+        #expect(low.lines[0].hasPrefix("count: 42") && low.lines[2].hasPrefix("[ + ]"), "\(low.lines)")
+        #expect(!low.lines.contains { $0.contains("█") })
+        #expect(big.isSqueezedOut && app.focusableWidgets.isEmpty)
+    }
+
     @Test func anEqualValueDrawsNothing() {
         let label = Label("same")
         let (app, _) = show(label, width: 6, height: 1)
