@@ -15,6 +15,9 @@ final class Inspector: Screen {
     let command = TextField(placeholder: "ACTION {\"arg\": value}, then Enter")
     private let outcome = Label("", style: Style(fg: .green))
     private var described: [ActionDescription] = []
+    /// Typing goes to the command line first, whether or not the state arrived before the screen
+    /// was drawn (then the tree could take the focus).
+    var initialFocus: Widget? { command }
 
     init(_ context: ScreenContext) {
         self.context = context

@@ -9,10 +9,13 @@ import TetherTUI
 protocol Screen: AnyObject {
     /// The widgets, already bound to the room.
     var body: Widget { get }
+    /// The widget that has the focus when the screen opens (nil: the first one Tab reaches).
+    var initialFocus: Widget? { get }
     /// Keys no focused widget used; returns true when it handled the key.
     func handleKey(_ key: Key) -> Bool
 }
 
 extension Screen {
+    var initialFocus: Widget? { nil }
     func handleKey(_ key: Key) -> Bool { false }
 }

@@ -88,6 +88,7 @@ final class Shell {
             // In a text field q is typed, so only Ctrl-C quits there.
             self?.hintBar.pinned = focused?.capturesText == true ? ["Ctrl-C quit"] : ["q quit"]
         }
+        if let first = screen.initialFocus { application.focus(first) }
     }
 
     // MARK: Status
