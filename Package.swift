@@ -160,7 +160,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTestSupport"]
         ),
-        .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI"]),
+        .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI", "TetherTestSupport"]),
         // `tether` end to end under tmux against a real tetherd, plus its screens on a TestBackend.
         .testTarget(
             name: "TerminalClientTests",

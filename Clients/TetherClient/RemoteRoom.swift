@@ -36,14 +36,21 @@ public final class RemoteRoom {
     private var listWatchers: [ListWatcher] = []
     /// While a rejoin is in flight, patches that don't continue the mirror are dropped.
     private var isRejoining = false
+    /// Where the first join resumes, for a mirror created with `since` (until it has a version).
+    private let startPoint: ResumePoint?
+    /// False while a mirror created with `since` has only followed patches: it knows the version
+    /// but not the state, which only a snapshot brings.
+    public private(set) var hasState: Bool
 
-    init(name: String, client: TetherClient) {
+    init(name: String, client: TetherClient, since: ResumePoint? = nil) {
         self.name = name
         self.client = client
+        startPoint = since
+        hasState = since == nil
     }
 
     var resumePoint: ResumePoint? {
-        guard let epoch, let version else { return nil }
+        guard let epoch, let version else { return startPoint }
         return ResumePoint(epoch: epoch, version: version)
     }
 
@@ -110,6 +117,7 @@ public final class RemoteRoom {
         self.epoch = epoch
         self.version = version
         self.state = state
+        hasState = true
         isRejoining = false
         lastChangedPaths = []
         for watcher in pathWatchers { watcher.update(from: state) }
@@ -120,17 +128,22 @@ public final class RemoteRoom {
     }
 
     func receivePatch(epoch: String, from: Int, version: Int, operations: [PatchOperation]) {
-        guard epoch == self.epoch, from == self.version else {
+        if self.version == nil, let startPoint, startPoint.epoch == epoch, startPoint.version == from {
+            self.epoch = epoch  // the resumed stream of a mirror created with `since`
+        }
+        guard epoch == self.epoch, from == self.version ?? startPoint?.version else {
             // A gap, or a patch of another epoch: resume from what we have.
             if !isRejoining { client?.join(self) }
             return
         }
-        do {
-            try state.apply(operations)  // atomic: on failure the state is unchanged
-        } catch {
-            client?.logger.warning("room \(name): patch \(from)->\(version) does not apply (\(error)); resyncing from a snapshot")
-            client?.join(self, resume: false)
-            return
+        if hasState {
+            do {
+                try state.apply(operations)  // atomic: on failure the state is unchanged
+            } catch {
+                client?.logger.warning("room \(name): patch \(from)->\(version) does not apply (\(error)); resyncing from a snapshot")
+                client?.join(self, resume: false)
+                return
+            }
         }
         self.version = version
         isRejoining = false

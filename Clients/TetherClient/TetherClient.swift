@@ -45,6 +45,7 @@ public final class TetherClient {
     private var isClosed = false
     private var rooms: [String: RemoteRoom] = [:]
     private var pending: [Int: PendingAction] = [:]
+    private var pendingDescriptions: [Int: CheckedContinuation<[KindDescription], any Error>] = [:]
     private var nextActionID = 1
     private var helloWaiters: [CheckedContinuation<Void, any Error>] = []
 
@@ -73,9 +74,14 @@ public final class TetherClient {
     }
 
     /// The mirror of `name`, joined now (or at the next connection).
-    public func room(_ name: String) -> RemoteRoom {
+    ///
+    /// With `since`, the first join resumes after that version: the server sends the patches
+    /// after it (or a snapshot when it no longer has them). Until a snapshot arrives the mirror
+    /// follows versions but has no state (`hasState` is false): this is for following changes
+    /// from a known point, as `tether watch --since` does.
+    public func room(_ name: String, since: ResumePoint? = nil) -> RemoteRoom {
         if let room = rooms[name] { return room }
-        let room = RemoteRoom(name: name, client: self)
+        let room = RemoteRoom(name: name, client: self, since: since)
         rooms[name] = room
         if session != nil { join(room) }
         return room
@@ -112,6 +118,42 @@ public final class TetherClient {
         }
     }
 
+    // MARK: Discovery
+
+    /// The server's description of room kind `kind` (nil: of every kind): scope, actions and
+    /// their argument fields. Throws the server's error (`unknown_room` for an unknown kind;
+    /// `bad_message` from a server too old to know `describe`).
+    public func describe(kind: String? = nil) async throws -> [KindDescription] {
+        guard let link, session != nil, !isClosed else {
+            throw TetherClientError.disconnected("not connected")
+        }
+        let id = nextActionID
+        nextActionID += 1
+        var request: [String: JSON] = ["type": "describe", "id": .int(id)]
+        if let kind { request["kind"] = .string(kind) }
+        let frame = JSON.object(request).encoded()
+        let timeout = options.actionTimeout
+        return try await withCheckedThrowingContinuation { continuation in
+            pendingDescriptions[id] = continuation
+            link.send(frame)
+            Task { @MainActor [weak self] in
+                try? await Task.sleep(for: timeout)
+                self?.pendingDescriptions.removeValue(forKey: id)?.resume(throwing: TetherClientError.timedOut)
+            }
+        }
+    }
+
+    /// Answers a pending `describe` when `raw` is its `description` reply. The protocol module
+    /// may or may not decode that message type, so it is read from the raw frame.
+    private func receiveDescription(_ raw: [UInt8]) -> Bool {
+        guard !pendingDescriptions.isEmpty, let json = try? JSONParser().parse(raw),
+              json["type"]?.stringValue == "description", let id = json["id"]?.intValue,
+              let waiter = pendingDescriptions.removeValue(forKey: id)
+        else { return false }
+        waiter.resume(returning: (json["kinds"]?.arrayValue ?? []).compactMap(KindDescription.init(json:)))
+        return true
+    }
+
     // MARK: Links
 
     private func openLink() throws {
@@ -133,15 +175,15 @@ public final class TetherClient {
         case .opened:
             break  // live once the hello arrives
         case .failed(let reason):
-            linkLost("cannot connect to \(options.url): \(reason)")
+            linkLost("cannot connect to \(options.url): \(Self.withoutEndpoint(reason))")
         case .closed(let code):
             linkLost(code.map { "connection closed (\($0))" } ?? "connection lost")
         case .undecodable(let error, let raw):
-            logger.warning("ignoring an undecodable frame from the server: \(error)")
+            if !receiveDescription(raw) { logger.warning("ignoring an undecodable frame from the server: \(error)") }
             onUndecodable?(error, raw)
         case .message(let message, let raw):
             onMessage?(message, raw)
-            receive(message)
+            if !receiveDescription(raw) { receive(message) }
         }
     }
 
@@ -168,6 +210,8 @@ public final class TetherClient {
         case .error(let error):
             if let id = error.id, let action = pending.removeValue(forKey: id) {
                 action.continuation.resume(throwing: TetherClientError.server(error))
+            } else if let id = error.id, let waiter = pendingDescriptions.removeValue(forKey: id) {
+                waiter.resume(throwing: TetherClientError.server(error))
             } else {
                 if let name = error.room { rooms[name]?.lastError.value = error }
                 onServerError?(error)
@@ -201,10 +245,19 @@ public final class TetherClient {
         }
     }
 
+    /// The transport's "ws://host:port/: why" as "why": the URL is already in the sentence.
+    static func withoutEndpoint(_ reason: String) -> String {
+        guard reason.hasPrefix("ws://") || reason.hasPrefix("wss://"), let separator = reason.firstRange(of: ": ") else { return reason }
+        return String(reason[separator.upperBound...])
+    }
+
     private func failPending(_ error: TetherClientError) {
         let actions = pending
         pending.removeAll()
         for action in actions.values { action.continuation.resume(throwing: error) }
+        let descriptions = pendingDescriptions
+        pendingDescriptions.removeAll()
+        for waiter in descriptions.values { waiter.resume(throwing: error) }
     }
 
     // MARK: Rooms

@@ -27,6 +27,8 @@ public final class Application {
     public private(set) var lastError: (any Error)?
     /// Keys the focused widget did not use, before the default `q` handling; return true if handled.
     public var onKey: ((Key) -> Bool)?
+    /// Called after the focus moved (to nil when nothing has it).
+    public var onFocusChange: ((Widget?) -> Void)?
 
     public private(set) var focused: Widget?
     public private(set) var needsRedraw = true
@@ -109,8 +111,9 @@ public final class Application {
 
     // MARK: Keys and focus
 
-    /// Dispatches a key: Ctrl-C quits; Tab and Shift-Tab move the focus; then the focused widget,
-    /// then `onKey`; finally `q` quits unless a text input has the focus.
+    /// Dispatches a key: Ctrl-C quits; Tab and Shift-Tab move the focus; then the focused widget
+    /// and its containers, innermost first, then `onKey`; finally `q` quits unless a text input
+    /// has the focus.
     public func handle(_ key: Key) {
         validateFocus()
         switch key {
@@ -126,21 +129,54 @@ public final class Application {
         default:
             break
         }
-        if let focused, focused.handle(key) { return }
+        var receiver = focused
+        while let widget = receiver {
+            if widget.handle(key) { return }
+            receiver = widget.parent
+        }
         if let onKey, onKey(key) { return }
         if key == .char("q") && !(focused?.capturesText ?? false) { quit() }
     }
 
-    /// Widgets Tab visits, in order: depth first, skipping hidden subtrees.
-    public var focusableWidgets: [Widget] {
+    /// Widgets Tab visits, in order: depth first, skipping hidden subtrees and widgets the last
+    /// layout left no room for.
+    public var focusableWidgets: [Widget] { Self.focusableWidgets(in: root) }
+
+    /// The widgets inside `container` (itself included) that Tab can reach, in Tab order.
+    public static func focusableWidgets(in container: Widget) -> [Widget] {
         var result: [Widget] = []
         func visit(_ widget: Widget) {
-            guard !widget.isHidden else { return }
+            guard !widget.isHidden, !widget.isSqueezedOut else { return }
             if widget.acceptsFocus { result.append(widget) }
             for child in widget.children { visit(child) }
         }
-        visit(root)
+        visit(container)
         return result
+    }
+
+    /// Moves the focus to the nearest focusable widget inside `container` in the direction of an
+    /// arrow key, by where the widgets were drawn: left/right stay on the row, up/down pick the
+    /// nearest row and then the closest column. Returns false when nothing lies that way.
+    @discardableResult
+    public func moveFocus(_ arrow: Key, within container: Widget) -> Bool {
+        guard let focused else { return false }
+        let from = focused.frame
+        let candidates = Self.focusableWidgets(in: container).filter { $0 !== focused }
+        func centerX(_ r: Rect) -> Int { r.x * 2 + r.width }
+        func sameRow(_ r: Rect) -> Bool { r.y < from.maxY && from.y < r.maxY }
+        let scored: [(Widget, Int, Int)] = candidates.compactMap { widget in
+            let r = widget.frame
+            switch arrow {
+            case .left where sameRow(r) && r.maxX <= from.x: return (widget, from.x - r.maxX, 0)
+            case .right where sameRow(r) && r.x >= from.maxX: return (widget, r.x - from.maxX, 0)
+            case .up where r.maxY <= from.y: return (widget, from.y - r.maxY, abs(centerX(r) - centerX(from)))
+            case .down where r.y >= from.maxY: return (widget, r.y - from.maxY, abs(centerX(r) - centerX(from)))
+            default: return nil
+            }
+        }
+        guard let best = scored.min(by: { ($0.1, $0.2) < ($1.1, $1.2) }) else { return false }
+        focus(best.0)
+        return true
     }
 
     /// Gives `widget` the focus (nil: nobody).
@@ -150,6 +186,7 @@ public final class Application {
         focused = widget
         widget?.isFocused = true
         setNeedsRedraw()
+        onFocusChange?(widget)
     }
 
     public func focusNext() {

@@ -123,6 +123,24 @@ extension String {
         return result + ellipsis
     }
 
+    /// The longest suffix that fits in `width` cells, starting with `ellipsis` when something was
+    /// cut: the end of a long number being typed stays visible.
+    public func truncatedFromStart(toWidth width: Int, ellipsis: String = "") -> String {
+        if displayWidth <= width { return self }
+        let ellipsisWidth = ellipsis.displayWidth
+        guard ellipsisWidth <= width else { return ellipsis.truncated(toWidth: width) }
+        let budget = width - ellipsisWidth
+        var kept: [Character] = []
+        var used = 0
+        for character in reversed() {
+            let w = character.displayWidth
+            if used + w > budget { break }
+            kept.append(character)
+            used += w
+        }
+        return ellipsis + String(kept.reversed())
+    }
+
     /// Exactly `width` cells: truncated if wider, padded with spaces according to `alignment`.
     public func padded(toWidth width: Int, alignment: Alignment = .left) -> String {
         let fitted = truncated(toWidth: max(0, width))

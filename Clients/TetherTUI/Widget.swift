@@ -11,17 +11,16 @@ open class Widget {
     weak var application: Application?
 
     /// Hidden widgets are not drawn, take no room in a stack and cannot be focused.
-    public var isHidden = false {
-        didSet { if isHidden != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var isHidden = false
 
     /// Whether this widget has the keyboard focus; the application sets it.
-    public internal(set) var isFocused = false {
-        didSet { if isFocused != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public internal(set) var isFocused = false
 
     /// The area the widget was last drawn in.
     public private(set) var frame: Rect = .zero
+    /// True when the last layout gave the widget no cells (a row too narrow for every button):
+    /// Tab then skips it. False until it is first drawn.
+    public private(set) var isSqueezedOut = false
 
     public init() {}
 
@@ -41,12 +40,14 @@ open class Widget {
     /// Draws the widget into `area` of `buffer`; it must stay inside `area`.
     open func render(in area: Rect, into buffer: inout Buffer) {}
 
-    /// Handles a key while focused; returns false to let the application handle it.
+    /// Handles a key while focused, or a key that a focused widget inside it did not use;
+    /// returns false to pass it on (to the parent, then the application).
     open func handle(_ key: Key) -> Bool { false }
 
     /// Records the frame and renders unless hidden. Containers call this on their children.
     public final func draw(in area: Rect, into buffer: inout Buffer) {
         frame = area
+        isSqueezedOut = area.isEmpty
         guard !isHidden, !area.isEmpty else { return }
         render(in: area, into: &buffer)
     }

@@ -1,18 +1,21 @@
 import TetherTUI
 
-/// `clock`: the server's time, ticking, in big digits.
+/// `clock`: the server's time, ticking, in big digits (plain text on a low terminal).
 @MainActor
 final class ClockScreen: Screen {
     let body: Widget
-    let hints = "the server updates the time every second"
 
     init(_ context: ScreenContext) {
-        let big = BigText("--:--:--")
-        let label = Label("", alignment: .center)
-        context.bind("/time", as: String.self, default: "--:--:--") { time in
-            big.text = time
-            label.text = "server time \(time)"
+        let big = BigText("")
+        big.showsPlainFallback = false  // the line below shows the value too
+        let label = Label("waiting for the time…", alignment: .center)
+        context.bind(context.value("/time", as: String.self)) { time in
+            big.text = time ?? ""
+            label.text = time.map { "server time \($0)" } ?? "waiting for the time…"
         }
-        body = Stack(.vertical, spacing: 1, [Spacer(.vertical), big, label, Spacer(.vertical)])
+        let stack = Stack(.vertical, [Spacer(.vertical), big, Label(), label, Spacer(.vertical)])
+        stack.setCollapsible(big)
+        body = stack
+        context.hints.value = ["the server updates the time every second"]
     }
 }

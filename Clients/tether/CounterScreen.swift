@@ -1,27 +1,32 @@
 import TetherTUI
 
 /// `counter`: the shared count in big digits, and buttons (or + - r) to change it. The buttons
-/// read "[ - ]  [ + ]  [ reset ]": "-" has the focus first, Tab reaches "+".
+/// read "[ - ]  [ + ]  [ reset ]": "-" has the focus first, Tab reaches "+". On a low terminal
+/// the big digits give way and the count line alone shows the count.
 @MainActor
 final class CounterScreen: Screen {
     let body: Widget
-    let hints = "+ / - / r change the count · Enter presses the focused button"
     private let context: ScreenContext
 
     init(_ context: ScreenContext) {
         self.context = context
-        let big = BigText("-")
-        let label = Label("count: -", alignment: .center)
+        let big = BigText("")
+        big.showsPlainFallback = false  // the line below shows the value too
+        let label = Label("waiting for the count…", alignment: .center)
         let plus = Button("+").onPress(context.action("increment"))
         let minus = Button("-").onPress(context.action("decrement"))
         let reset = Button("reset").onPress(context.action("reset"))
 
         context.bind(context.value("/count", as: Int.self)) { count in
-            let text = count.map(String.init) ?? "-"
-            big.text = text
-            label.text = "count: \(text)"
+            // Nothing big before the first snapshot: a lone "-" would read as a minus sign.
+            big.text = count.map(String.init) ?? ""
+            label.text = count.map { "count: \($0)" } ?? "waiting for the count…"
         }
-        body = Stack(.vertical, spacing: 1, [Spacer(.vertical), big, label, centeredRow([minus, plus, reset]), Spacer(.vertical)])
+        // Blank rows as items (not stack spacing) so that no gap is spent beside the spacers.
+        let stack = Stack(.vertical, [Spacer(.vertical), big, Label(), label, Label(), Stack.centeredRow([minus, plus, reset]), Spacer(.vertical)])
+        stack.setCollapsible(big)
+        body = stack
+        context.hints.value = ["+ - r change the count", "Enter presses the focused button"]
     }
 
     func handleKey(_ key: Key) -> Bool {

@@ -1,41 +1,116 @@
 import Foundation
+import TetherBinding
+import TetherJSON
 import TetherTUI
 
-/// `exchange` (shared): the result follows the amount as it is typed, with no button.
+/// `exchange` (shared): the result follows the amount as it is typed, with no button; the pair
+/// of currencies is named everywhere and chosen with the "from" and "to" buttons; an amount the
+/// server cannot read is explained rather than left blank.
+///
+/// Works with both shapes of the room: the current one (`from`, `to`, `currencies`, `error`,
+/// `setPair`) and the older `{amount, rate, result}`, for which it names no currency, offers no
+/// switching, and explains an unreadable amount itself.
 @MainActor
 final class ExchangeScreen: Screen {
     let body: Widget
-    let hints = "type an amount; Enter in the rate field sets the rate"
+    private let context: ScreenContext
+    private let fromRow = Stack.row([], spacing: 1)
+    private let toRow = Stack.row([], spacing: 1)
 
     init(_ context: ScreenContext) {
-        let amount = TextField(placeholder: "amount")
+        self.context = context
+        let amount = TextField(placeholder: "amount, e.g. 1000")
+        let amountBox = Box(title: "Amount", amount)
         let result = Label("")
-        let rateLabel = Label("")
+        let rateLabel = Label("", style: Style(dim: true))
         let rate = TextField(placeholder: "new rate, then Enter")
+        let rateBox = Box(title: "Set the rate", rate)
+        body = Stack(.vertical, [amountBox, result, rateLabel, fromRow, toRow, rateBox])
 
         context.bindTwoWay(amount, to: "/amount", action: "setAmount")
-        context.bind("/result", as: String.self, default: "") { text in
-            result.text = "result: " + (text.isEmpty ? "-" : text)
+        let pair = combineLatest(context.value("/from", as: String.self), context.value("/to", as: String.self))
+        let outcome = combineLatest(
+            context.value("/amount", as: String.self, default: ""), context.value("/result", as: String.self, default: ""),
+            context.value("/error", as: String.self))
+        context.bind(combineLatest(pair, outcome, context.value("/rate", as: Double.self))) { pair, outcome, rateValue in
+            let (from, to) = pair
+            let (typed, converted, error) = outcome
+            amountBox.title = from.map { "Amount in \($0)" + (to.map { " → \($0)" } ?? "") } ?? "Amount"
+            rateBox.title = from.flatMap { from in to.map { "Set the rate: \($0) per 1 \(from)" } } ?? "Set the rate"
+            rateLabel.text = "rate: " + (rateValue.map { value in
+                from.flatMap { from in to.map { "1 \(from) = \(Self.number(value)) \($0)" } } ?? Self.number(value)
+            } ?? "-")
+            let text = Self.resultLine(amount: typed, result: converted, error: error, from: from, to: to)
+            result.text = text.line
+            result.style = text.isProblem ? Style(fg: .red, bold: true) : (typed.isEmpty ? Style(dim: true) : Style(bold: true))
         }
-        context.bind(context.value("/rate", as: Double.self)) { value in
-            rateLabel.text = "rate:   " + (value.map { "\($0)" } ?? "-")
+        context.bind(combineLatest(context.value("/currencies", as: [String].self, default: []), pair)) { [unowned self] currencies, pair in
+            fill(fromRow, label: "from", currencies: currencies, selected: pair.0) { chosen in
+                chosen == pair.1 ? (chosen, pair.0) : (chosen, pair.1)
+            }
+            fill(toRow, label: "to  ", currencies: currencies, selected: pair.1) { chosen in
+                chosen == pair.0 ? (pair.1, chosen) : (pair.0, chosen)
+            }
+            context.hints.value = currencies.isEmpty
+                ? ["type an amount", "Enter in the rate field sets the rate"]
+                : ["type an amount", "Tab to a currency, Enter picks it", "Enter in the rate field sets the rate"]
         }
         rate.onSubmit { [unowned context, unowned rate] text in
-            guard let value = Double(text.trimmingCharacters(in: .whitespaces)) else {
-                context.onActionResult(InputError("the rate must be a number"))
+            guard let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite, value > 0 else {
+                context.onInputProblem("the rate must be a positive number, like 1350 or 0.74")
                 return
             }
             rate.text = ""
             if await !context.send("setRate", ["value": .double(value)]), rate.text.isEmpty { rate.text = text }
         }
-        body = Stack(.vertical, [
-            Box(title: "Amount", amount), result, rateLabel, Label(), Box(title: "Set the rate", rate),
-        ])
     }
-}
 
-/// A mistake in what the user typed, shown in the status bar.
-struct InputError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+    /// One row of currency buttons; pressing one sends `setPair` with the pair `pairFor` gives
+    /// (picking the other side's currency swaps the two). Hidden without currencies (older server).
+    private func fill(_ row: Stack, label: String, currencies: [String], selected: String?,
+                      pairFor: @escaping (String) -> (String?, String?)) {
+        let titles = currencies.map { $0 == selected ? "\($0) ✓" : $0 }
+        let current = row.children.compactMap { ($0 as? Button)?.title }
+        row.isHidden = currencies.isEmpty
+        guard titles != current else { return }
+        row.removeAll()
+        row.add(Label(label, style: Style(dim: true)))
+        for (currency, title) in zip(currencies, titles) {
+            row.add(Button(title).onPress { [unowned self] in
+                let (from, to) = pairFor(currency)
+                guard let from, let to else { return }
+                await context.send("setPair", ["from": .string(from), "to": .string(to)])
+            })
+        }
+        row.add(Spacer(.horizontal))
+    }
+
+    /// "1350.0" stays, "1350.123456" too; no exponent for ordinary rates.
+    static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(format: "%.1f", value) : "\(value)"
+    }
+
+    /// The line under the amount: the conversion, the server's reason the amount can't be read,
+    /// or (older server, which gives none) the screen's own.
+    static func resultLine(amount: String, result: String, error: String?, from: String?, to: String?) -> (line: String, isProblem: Bool) {
+        let typed = amount.trimmingCharacters(in: .whitespaces)
+        if let error, !error.isEmpty { return ("✗ " + error, true) }
+        if typed.isEmpty { return ("type an amount to convert", false) }
+        if !result.isEmpty {
+            return ("\(typed)\(from.map { " \($0)" } ?? "") = \(result)\(to.map { " \($0)" } ?? "")", false)
+        }
+        return ("✗ " + whyUnreadable(typed), true)
+    }
+
+    /// Why the server gave no result for `amount` (for servers that don't say).
+    static func whyUnreadable(_ amount: String) -> String {
+        if amount.contains(","), Double(amount.replacingOccurrences(of: ",", with: "")) != nil {
+            return "\"\(amount)\" is not a number: write \(amount.replacingOccurrences(of: ",", with: "")) (no thousands separators)"
+        }
+        if let value = Double(amount), value.isFinite {
+            if amount.lowercased().contains("e") { return "\"\(amount)\": write the number without an exponent" }
+            return "\"\(amount)\" gives a result too large to show"
+        }
+        return "\"\(amount)\" is not a number"
+    }
 }

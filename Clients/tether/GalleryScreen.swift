@@ -1,10 +1,10 @@
+import TetherBinding
 import TetherTUI
 
-/// `gallery` (shared): the picture and name of the current person, with previous / next.
+/// `gallery` (shared): the picture and name of the current person, "2 of 3", and previous / next.
 @MainActor
 final class GalleryScreen: Screen {
     let body: Widget
-    let hints = "n / → next · p / ← previous"
     private let context: ScreenContext
 
     init(_ context: ScreenContext) {
@@ -17,10 +17,24 @@ final class GalleryScreen: Screen {
 
         context.bind("/picture", as: String.self, default: "") { picture.text = $0 }
         context.bind("/name", as: String.self, default: "") { name.text = $0 }
-        context.bind("/index", as: Int.self, default: 0) { position.text = "#\($0 + 1)" }
-        body = Stack(.vertical, spacing: 1, [
-            Spacer(.vertical), centeredRow([picture]), name, position, centeredRow([previous, next]), Spacer(.vertical),
+        let place = combineLatest(context.value("/index", as: Int.self), context.value("/count", as: Int.self))
+        context.bind(place) { index, count in
+            position.text = Self.position(index: index, count: count)
+        }
+        let pictureRow = Stack.centeredRow([picture])
+        let stack = Stack(.vertical, [
+            Spacer(.vertical), pictureRow, Label(), name, position, Label(), Stack.centeredRow([previous, next]), Spacer(.vertical),
         ])
+        stack.setCollapsible(pictureRow)  // the picture gives way on a low terminal
+        body = stack
+        context.hints.value = ["n / → next", "p / ← previous"]
+    }
+
+    /// "2 of 3"; without the room's `count` (an older server), "no. 2".
+    static func position(index: Int?, count: Int?) -> String {
+        guard let index else { return "" }
+        guard let count else { return "no. \(index + 1)" }
+        return "\(index + 1) of \(count)"
     }
 
     func handleKey(_ key: Key) -> Bool {

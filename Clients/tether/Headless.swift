@@ -1,43 +1,83 @@
 import ArgumentParser
-import Dispatch
 import Logging
+import TetherBinding
 import TetherClient
-import TetherProtocol
 import TetherJSON
+import TetherProtocol
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// `tether watch` (and `tether ROOM` without a terminal): one JSON line per received frame.
+/// `tether watch` (and `tether ROOM` without a terminal): one JSON line per received frame, or
+/// per rebuilt state.
 @MainActor
 enum Headless {
-    /// Joins `room` and prints every frame until a signal, a refused join or a lost connection
+    struct Mode {
+        enum Limit {
+            /// Stop after this many snapshots and patches.
+            case messages(Int)
+            /// Stop once every room has had one.
+            case oncePerRoom
+        }
+
+        /// Print `{"room","epoch","version","state"}` after each snapshot or patch, not the frames.
+        var printsState = false
+        var limit: Limit?
+        /// Resume the (single) room after this point.
+        var since: ResumePoint?
+    }
+
+    /// Joins `rooms` and prints until a signal, the limit, a refused join or a lost connection
     /// (which it survives when `options.reconnect` is enabled, once it has been live).
-    static func watch(options: ClientOptions, room: String, helloTimeout: Duration) async throws {
+    static func watch(options: ClientOptions, rooms: [String], helloTimeout: Duration, mode: Mode = Mode()) async throws {
         let client = TetherClient(options: options, logger: Logger(label: "tether.watch"))
         let ending = Ending()
-        client.onMessage = { message, raw in
-            Output.writeLine(raw)
-            // A refused join: nothing more will come for this room.
-            if case .error(let error) = message, error.id == nil, error.room == room,
-               error.code == .unknownRoom || error.code == .unauthorized {
-                ending.fail("cannot join \(room): \(Output.describe(error))", code: Output.serverError)
+        let watched = Set(rooms)
+        var delivered = 0
+        var roomsDelivered: Set<String> = []
+        /// Counts one snapshot or patch of `room` toward the limit.
+        func count(_ room: String) {
+            delivered += 1
+            roomsDelivered.insert(room)
+            switch mode.limit {
+            case .messages(let limit) where delivered >= limit: ending.stop()
+            case .oncePerRoom where roomsDelivered == watched: ending.stop()
+            default: break
             }
         }
-        client.onUndecodable = { error, raw in
+        client.onMessage = { message, raw in
+            if !mode.printsState { Output.writeLine(raw) }
+            switch message {
+            case .snapshot(let room, _, _, _), .patch(let room, _, _, _, _):
+                if !mode.printsState, watched.contains(room) { count(room) }
+            case .error(let error) where error.id == nil && error.room.map(watched.contains) == true:
+                // A refused join: nothing more will come for this room.
+                if mode.printsState { Output.writeLine(raw) }
+                ending.fail("cannot join \(error.room ?? "?"): \(Output.describe(error))", code: Output.serverError)
+            default:
+                break
+            }
+        }
+        client.onUndecodable = { _, raw in
             // Still one JSON line per message when the frame is JSON of an unknown shape.
-            if (try? JSONParser().parse(raw)) != nil { Output.writeLine(raw) }
+            if !mode.printsState, (try? JSONParser().parse(raw)) != nil { Output.writeLine(raw) }
         }
         do {
             try client.connect()
         } catch {
             throw Output.failure("cannot connect to \(options.url): \(Output.describe(error))")
         }
-        _ = client.room(room)
+        var tokens: [Cancellable] = []
+        for name in rooms {
+            let room = client.room(name, since: mode.since)
+            guard mode.printsState else { continue }
+            tokens.append(room.observeChanges { [unowned room] _ in
+                guard let epoch = room.epoch, let version = room.version else { return }
+                let line: JSON = ["room": .string(room.name), "epoch": .string(epoch), "version": .int(version), "state": room.state]
+                Output.writeLine(line.encoded())
+                count(room.name)
+            })
+        }
 
         var wasLive = false
-        let stateToken = client.connectionState.bind { state in
+        tokens.append(client.connectionState.bind { state in
             switch state {
             case .connecting:
                 break
@@ -54,7 +94,7 @@ enum Headless {
             case .closed(let reason):
                 ending.fail(wasLive ? "connection lost: \(reason)" : reason)
             }
-        }
+        })
         let watchdog = Task { @MainActor in
             try await Task.sleep(for: helloTimeout)
             if !wasLive { ending.fail("no hello from \(options.url) within \(helloTimeout)") }
@@ -63,110 +103,9 @@ enum Headless {
 
         let failure = await ending.wait()
         watchdog.cancel()
-        stateToken.cancel()
+        tokens.forEach { $0.cancel() }
         signals.forEach { $0.cancel() }
         await client.close()
         if let failure { throw failure }
-    }
-}
-
-/// `tether send`: one action, one answer.
-@MainActor
-enum OneShot {
-    static func send(options: ClientOptions, room: String, action: String, args: JSONArgs?, timeout: Duration) async throws {
-        let client = TetherClient(options: options, logger: Logger(label: "tether.send"))
-        // The raw answer frames by action id, to print them exactly as received.
-        var answers: [Int: [UInt8]] = [:]
-        client.onMessage = { message, raw in
-            switch message {
-            case .ack(let id, _, _): answers[id] = raw
-            case .error(let error): if let id = error.id { answers[id] = raw }
-            default: break
-            }
-        }
-        do {
-            try client.connect()
-        } catch {
-            throw Output.failure("cannot connect to \(options.url): \(Output.describe(error))")
-        }
-        // A server that accepts the socket but never says hello must not hang a script.
-        let watchdog = Task { @MainActor in
-            try await Task.sleep(for: timeout)
-            Output.printError("no hello from \(options.url) within \(timeout)")
-            Glibc.exit(Output.connectionFailure)
-        }
-        do {
-            try await client.waitUntilConnected()
-        } catch {
-            watchdog.cancel()
-            throw Output.failure(Output.describe(error))
-        }
-        watchdog.cancel()
-
-        // With a token the server only takes actions on joined rooms: join first.
-        if options.token != nil {
-            let mirror = client.room(room)
-            let deadline = ContinuousClock.now + timeout
-            while !mirror.isSynced, mirror.lastError.value == nil, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            if let error = mirror.lastError.value {
-                await client.close()
-                throw Output.failure("cannot join \(room): \(Output.describe(error))", code: Output.serverError)
-            }
-        }
-
-        do {
-            _ = try await client.send(action, to: room, args: args?.value)
-            if let raw = answers.values.first { Output.writeLine(raw) }
-            await client.close()
-        } catch TetherClientError.server(let error) {
-            if let id = error.id, let raw = answers[id] { Output.writeLine(raw) }
-            await client.close()
-            throw Output.failure(Output.describe(error), code: Output.serverError)
-        } catch {
-            await client.close()
-            throw Output.failure(Output.describe(error))
-        }
-    }
-}
-
-/// The first outcome of a long-running command: a clean stop, or a failure (printed once, when
-/// it is the first outcome) to exit with.
-@MainActor
-private final class Ending {
-    private var outcome: ExitCode??
-    private var continuation: CheckedContinuation<ExitCode?, Never>?
-
-    func stop() { finish(nil) }
-
-    func fail(_ message: String, code: Int32 = Output.connectionFailure) {
-        guard outcome == nil else { return }
-        finish(Output.failure(message, code: code))
-    }
-
-    private func finish(_ failure: ExitCode?) {
-        guard outcome == nil else { return }
-        outcome = .some(failure)
-        continuation?.resume(returning: failure)
-        continuation = nil
-    }
-
-    func wait() async -> ExitCode? {
-        if let outcome { return outcome }
-        return await withCheckedContinuation { continuation = $0 }
-    }
-}
-
-/// SIGINT and SIGTERM as a callback on the main actor, instead of the default abrupt exit.
-enum Signals {
-    static func onTermination(_ handler: @escaping @MainActor () -> Void) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-            source.setEventHandler { MainActor.assumeIsolated { handler() } }
-            source.resume()
-            return source
-        }
     }
 }

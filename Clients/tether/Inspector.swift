@@ -1,26 +1,38 @@
 import TetherClient
 import TetherJSON
+import TetherProtocol
 import TetherTUI
 
-/// Any other room (bench, or a kind without its own screen): the state as an indented JSON tree,
-/// live, with the paths the last patch touched marked "»" and highlighted.
+/// Any room without a screen of its own (bench, a kind of your own), or any room at all with
+/// `tether inspect ROOM`: the state as an indented JSON tree, live, with the rows the last patch
+/// touched marked "»"; the room's actions as the server describes them; and a line to send one:
+/// `ACTION {json args}`, Enter.
 @MainActor
 final class Inspector: Screen {
     let body: Widget
-    let hints = "↑/↓/PgUp/PgDn scroll · » marks what the last patch changed"
+    private let context: ScreenContext
+    let actions = ListView([])
+    let command = TextField(placeholder: "ACTION {\"arg\": value}, then Enter")
+    private let outcome = Label("", style: Style(fg: .green))
+    private var described: [ActionDescription] = []
+    /// Typing goes to the command line first, whether or not the state arrived before the screen
+    /// was drawn (then the tree could take the focus).
+    var initialFocus: Widget? { command }
 
     init(_ context: ScreenContext) {
+        self.context = context
         let room = context.room
         let header = Label("")
         let lastPatch = Label("", style: Style(fg: .yellow))
         let tree = ListView([])
         let render = {
             guard let version = room.version else {
-                header.text = "waiting for the snapshot…"
+                header.text = "waiting for the room's state…"
                 return
             }
             header.text = "kind \(Screens.kind(of: room.name)) · version \(version) · epoch \(room.epoch ?? "-")"
-            tree.items = JSONTree.lines(room.state, changed: room.lastChangedPaths)
+            let rows = JSONTree.rows(room.state, changed: room.lastChangedPaths)
+            tree.setItems(rows.map(\.line), keys: rows.map(\.key))
         }
         render()
         room.observeChanges { change in
@@ -34,27 +46,95 @@ final class Inspector: Screen {
             render()
         }.store(in: context.bag)
         let treeBox = Box(title: "State", tree)
-        let stack = Stack(.vertical, [header, lastPatch, treeBox])
+        let actionsBox = Box(title: "Actions", actions)
+        // Not focusable until there are actions to pick: the command line has the focus first.
+        actions.isSelectable = false
+        actions.items = [Line("asking the server…", style: Style(dim: true))]
+        let stack = Stack(.vertical, [header, lastPatch, treeBox, actionsBox, Box(title: "Send an action", command), outcome])
         stack.setSize(.fill(), of: treeBox)
+        stack.setSize(.length(6), of: actionsBox)
+        stack.setCollapsible(actionsBox)
+        stack.setCollapsible(lastPatch)
         body = stack
+
+        actions.onSelect { [unowned self] index in self.fillIn(index) }
+        command.onSubmit { [unowned self] text in await self.send(text) }
+        context.hints.value = ["type ACTION {json} + Enter sends", "Enter on an action fills it in", "↑/↓ scroll", "» marks what the last patch changed"]
+        context.run { [unowned self] in await self.loadActions() }
+    }
+
+    /// Lists the kind's actions from the server's description (once connected).
+    private func loadActions() async {
+        do {
+            try await context.client.waitUntilConnected()
+            guard let kind = try await context.describeKind() else { return }
+            described = kind.actions
+            actions.isSelectable = !kind.actions.isEmpty
+            actions.items = kind.actions.isEmpty
+                ? [Line("this room has no actions", style: Style(dim: true))]
+                : kind.actions.map { Line($0.signature) }
+        } catch TetherClientError.server(let error) where error.code == .badMessage {
+            actions.items = [Line("this server does not describe its rooms: type the action's name", style: Style(dim: true))]
+        } catch {
+            actions.items = [Line("no description (\(Output.describe(error))): type the action's name", style: Style(dim: true))]
+        }
+    }
+
+    /// Puts action `index` with its argument template in the command line.
+    private func fillIn(_ index: Int) {
+        guard index < described.count else { return }
+        let action = described[index]
+        command.text = action.arguments.isEmpty ? action.name : "\(action.name) \(action.argumentTemplate)"
+        context.application?.focus(command)
+    }
+
+    /// Sends `ACTION [JSON-ARGS]` and shows the ack's version.
+    func send(_ text: String) async {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return }
+        let name = String(trimmed.prefix { !$0.isWhitespace })
+        let rest = trimmed.dropFirst(name.count).trimmingCharacters(in: .whitespaces)
+        var args: JSON?
+        if !rest.isEmpty {
+            guard let parsed = try? JSONArgs(parsing: rest) else {
+                context.onInputProblem("the arguments must be a JSON object, like {\"by\": 2}")
+                return
+            }
+            args = parsed.value
+        }
+        outcome.text = ""
+        do {
+            let version = try await context.room.send(name, args)
+            outcome.text = "✓ \(name) acknowledged at v\(version)"
+            context.onActionResult(name, nil)
+        } catch {
+            context.onActionResult(name, error)
+        }
     }
 }
 
-/// Pretty-printed JSON, one `Line` per row, marking the rows at or below a changed path.
+/// Pretty-printed JSON, one row per line, marking the rows at or below a changed path. Each row
+/// has a key (its path, and "]"/"}" for a closing bracket) so a list showing it keeps its
+/// selection on the same row as the state changes.
 enum JSONTree {
     static let changedStyle = Style(fg: .yellow, bold: true)
 
-    static func lines(_ json: JSON, changed: [JSONPointer]) -> [Line] {
-        var out: [Line] = []
+    static func rows(_ json: JSON, changed: [JSONPointer]) -> [(key: String, line: Line)] {
+        var out: [(key: String, line: Line)] = []
         append(json, key: nil, path: .root, depth: 0, comma: false, changed: changed, to: &out)
         return out
     }
 
-    private static func append(_ json: JSON, key: String?, path: JSONPointer, depth: Int, comma: Bool, changed: [JSONPointer], to out: inout [Line]) {
+    static func lines(_ json: JSON, changed: [JSONPointer]) -> [Line] {
+        rows(json, changed: changed).map(\.line)
+    }
+
+    private static func append(_ json: JSON, key: String?, path: JSONPointer, depth: Int, comma: Bool, changed: [JSONPointer], to out: inout [(key: String, line: Line)]) {
         let isChanged = changed.contains { $0.isPrefix(of: path) }
-        func emit(_ text: String) {
+        func emit(_ text: String, closing: Bool = false) {
             let indent = String(repeating: "  ", count: depth)
-            out.append(isChanged ? Line([Span("» ", style: changedStyle), Span(indent + text, style: changedStyle)]) : Line("  " + indent + text))
+            let line = isChanged ? Line([Span("» ", style: changedStyle), Span(indent + text, style: changedStyle)]) : Line("  " + indent + text)
+            out.append((key: "\(path)" + (closing ? " end" : ""), line: line))
         }
         let prefix = key.map { JSON.string($0).jsonString + ": " } ?? ""
         let tail = comma ? "," : ""
@@ -65,13 +145,13 @@ enum JSONTree {
             for (i, k) in keys.enumerated() {
                 append(object[k]!, key: k, path: path.appending(k), depth: depth + 1, comma: i < keys.count - 1, changed: changed, to: &out)
             }
-            emit("}" + tail)
+            emit("}" + tail, closing: true)
         case .array(let array) where !array.isEmpty:
             emit(prefix + "[")
             for (i, element) in array.enumerated() {
                 append(element, key: nil, path: path.appending(index: i), depth: depth + 1, comma: i < array.count - 1, changed: changed, to: &out)
             }
-            emit("]" + tail)
+            emit("]" + tail, closing: true)
         default:
             emit(prefix + json.jsonString + tail)
         }

@@ -4,17 +4,18 @@ import TetherClient
 import TetherTUI
 
 /// `tether ROOM` on a terminal: the room's screen in the shell, until q, Ctrl-C or a signal.
+/// `tether inspect ROOM`: the inspector, whatever the room.
 @MainActor
 enum Interactive {
-    static func run(options: ClientOptions, room name: String) async throws {
+    static func run(options: ClientOptions, room name: String, inspector: Bool = false) async throws {
         let client = TetherClient(options: options, logger: Logger(label: "tether.client"))
         do {
             try client.connect()  // only a URL that cannot work fails here; the rest is retried
         } catch {
             throw Output.failure("cannot connect to \(options.url): \(Output.describe(error))")
         }
-        let context = ScreenContext(room: client.room(name))
-        let shell = Shell(client: client, context: context)
+        let context = ScreenContext(client: client, room: client.room(name))
+        let shell = Shell(client: client, context: context, inspector: inspector)
         let application = Application(root: shell.root, backend: ANSITerminalBackend())
         shell.attach(to: application)
         defer { context.bag.cancelAll() }

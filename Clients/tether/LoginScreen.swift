@@ -3,24 +3,25 @@ import TetherJSON
 import TetherTUI
 
 /// `login` (per session): email and password fields that send every edit, a sign-in button
-/// enabled by the server's `signInEnabled`, its error message, and the signed-in view.
-/// The password text stays in the field; the server learns it only through `setPassword`.
+/// enabled by the server's `signInEnabled`, its error message, and the signed-in view with a
+/// sign-out button. The password text stays in the field; the server learns it only through
+/// `setPassword`.
 @MainActor
 final class LoginScreen: Screen {
     let body: Widget
-    let hints = "type, Tab to the button, Enter signs in"
 
     init(_ context: ScreenContext) {
         let email = TextField(placeholder: "you@example.com")
         let password = TextField(placeholder: "at least 6 characters", isMasked: true)
         let signIn = Button("Sign in", isEnabled: false)
-        let error = Label("", style: Style(fg: .red, bold: true))
+        let error = Label("", style: Style(fg: .red, bold: true), wraps: true)
         let form = Stack(.vertical, [
-            Box(title: "Email", email), Box(title: "Password", password), row([signIn]), Label(), error,
+            Box(title: "Email", email), Box(title: "Password", password), Stack.row([signIn]), Label(), error,
         ])
         let welcome = Label("", style: Style(fg: .green, bold: true), alignment: .center)
+        let signOut = Button("Sign out").onPress(context.action("signOut"))
         let signedIn = Stack(.vertical, spacing: 1, [
-            Spacer(.vertical), welcome, Label("(signed in on the server; q quits)", alignment: .center), Spacer(.vertical),
+            Spacer(.vertical), welcome, Label("(signed in on the server)", alignment: .center), Stack.centeredRow([signOut]), Spacer(.vertical),
         ])
 
         context.sendEdits(of: email, as: "setEmail")
@@ -29,16 +30,26 @@ final class LoginScreen: Screen {
 
         context.bind("/signInEnabled", as: Bool.self, default: false) { enabled in
             signIn.isEnabled = enabled
-            signIn.title = "Sign in".marked(enabled: enabled)
+            signIn.title = enabled ? "Sign in" : "Sign in (disabled)"  // visible without colors too
         }
         context.bind(context.value("/errorMessage", as: String.self)) { message in
             error.text = message ?? ""
         }
+        var wasSignedIn = false
         context.bind(combineLatest(context.value("/signedIn", as: Bool.self, default: false), context.value("/email", as: String.self, default: ""))) {
             isSignedIn, address in
             form.isHidden = isSignedIn
             signedIn.isHidden = !isSignedIn
             welcome.text = "Signed in as \(address)"
+            if wasSignedIn && !isSignedIn {
+                // Signed out: the server forgot the email and password, so does the form.
+                email.text = ""
+                password.text = ""
+            }
+            wasSignedIn = isSignedIn
+            context.hints.value = isSignedIn
+                ? ["Enter signs out"]
+                : ["type email, password", "Enter on Sign in signs in"]
         }
         // The room is private to the connection: after a reconnect the server starts a fresh one,
         // so hand it what is typed again.

@@ -1,14 +1,13 @@
 import ArgumentParser
 import Logging
 import TetherClient
+import TetherProtocol
 import TetherTUI
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `tether`: the terminal client. `tether ROOM` opens the room's screen (or prints its messages
-/// when there is no terminal), `tether watch ROOM` prints them, `tether send ROOM ACTION` acts once.
+/// when there is no terminal), `tether inspect ROOM` the inspector, `tether watch ROOM...` prints
+/// messages or states, `tether send ROOM ACTION` acts once, `tether kinds` and
+/// `tether describe KIND` show what the server's rooms do.
 @main
 struct Tether: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,58 +15,28 @@ struct Tether: AsyncParsableCommand {
         abstract: "The Tether terminal client: live screens bound to a tetherd room, and commands for scripts.",
         usage: """
             tether [--url <url>] [--headless] <room>
-            tether watch [--url <url>] [--reconnect] <room>
+            tether inspect [--url <url>] <room>
+            tether watch [--url <url>] [--state] [--count <n> | --once] [--since <epoch>:<version>] <room> ...
             tether send [--url <url>] <room> <action> [<json-args>]
+            tether kinds [--url <url>] [--json]
+            tether describe [--url <url>] [--json] <kind>
             """,
         discussion: """
             Room kinds with their own screen: counter, clock, login, exchange, calculator, gallery, \
-            todo. Any other room (bench, or a kind of your own) opens the live inspector. A room name \
-            is KIND or KIND:INSTANCE, e.g. todo:team-a.
+            todo. Any other room (bench, or a kind of your own) opens the live inspector, which also \
+            sends actions; `tether inspect ROOM` opens it for any room. A room name is KIND or \
+            KIND:INSTANCE, e.g. todo:team-a.
+
+            Environment: TETHER_URL (the server, instead of --url) and TETHER_TOKEN (the access \
+            token, instead of --token or --token-file); a flag beats its variable.
 
             Exit status: 0 success, 1 connection failure (unreachable, handshake refused, bad URL, \
-            no answer), 2 the server answered with an error, 64 usage error.
+            no answer), 2 the server answered with an error (a refused join, an action's error), \
+            64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Open.self, Watch.self, Send.self],
+        subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self],
         defaultSubcommand: Open.self)
-}
-
-/// How to reach the server. Every subcommand takes these; options that change how a connection
-/// is made (a token, TLS trust) belong here and are turned into `ClientOptions` in one place.
-struct ConnectionOptions: ParsableArguments {
-    @Option(name: .long, help: "The server's WebSocket URL (ws:// or wss://).")
-    var url = "ws://127.0.0.1:8080"
-
-    @Option(name: .long, help: ArgumentHelp("Seconds to wait for the server's hello (and, for `send`, the ack).", valueName: "seconds"))
-    var timeout: Double = 10
-
-    @Option(name: .long, help: "Log level on stderr for `watch`, `send` and headless mode (interactive screens never log).")
-    var logLevel: Logger.Level = .critical
-
-    @Option(name: .long, help: "An access token for servers started with --auth-secret (see `tetherd token`).")
-    var token: String?
-
-    @Option(name: .long, help: ArgumentHelp("Trust this CA certificate (PEM) for a wss:// server, e.g. one from Scripts/make-cert.sh.", valueName: "pem-file"))
-    var ca: String?
-
-    @Flag(name: .long, help: "Accept any wss:// certificate (tests only: encrypted, not authenticated).")
-    var insecure = false
-
-    /// The client options these flags describe.
-    func clientOptions(reconnect: Bool) -> ClientOptions {
-        var options = ClientOptions(url: url, token: token)
-        options.reconnect.isEnabled = reconnect
-        options.actionTimeout = timeoutDuration
-        if let ca { options.trust = .caFile(ca) } else if insecure { options.trust = .insecure }
-        return options
-    }
-
-    var timeoutDuration: Duration { .milliseconds(Int(timeout * 1000)) }
-
-    func validate() throws {
-        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
-        if ca != nil, insecure { throw ValidationError("--ca and --insecure don't go together") }
-    }
 }
 
 /// `tether [--url URL] [--headless] ROOM`
@@ -77,8 +46,9 @@ struct Open: AsyncParsableCommand {
         abstract: "Open a room's screen (the default command).",
         discussion: """
             Keys: Tab / Shift-Tab move the focus, Enter activates, q quits (outside text fields), \
-            Ctrl-C quits anywhere. The screen keeps reconnecting while the server is down and shows \
-            it in the status bar.
+            Ctrl-C quits anywhere; each screen shows its own keys. The screen keeps reconnecting \
+            while the server is down and shows it in the status bar; an action pressed meanwhile is \
+            not sent (nor queued), and the line above the key help says so.
 
             Without a terminal (stdout or stdin is not a TTY), or with --headless, it behaves like \
             `tether watch`: one JSON line per message received.
@@ -98,7 +68,7 @@ struct Open: AsyncParsableCommand {
     func run() async throws {
         if headless || !ANSITerminalBackend.isAvailable {
             Output.prepareProcess(logLevel: connection.logLevel)
-            try await Headless.watch(options: connection.clientOptions(reconnect: reconnect), room: room, helloTimeout: connection.timeoutDuration)
+            try await Headless.watch(options: connection.clientOptions(reconnect: reconnect), rooms: [room], helloTimeout: connection.timeoutDuration)
         } else {
             Output.prepareProcess(logLevel: nil)
             try await Interactive.run(options: connection.clientOptions(reconnect: true), room: room)
@@ -106,17 +76,54 @@ struct Open: AsyncParsableCommand {
     }
 }
 
-/// `tether watch [--url URL] ROOM`
+/// `tether inspect [--url URL] ROOM`
+struct Inspect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Open the live inspector for any room, demo rooms included: its state as a JSON tree, its actions, and a line to send one.",
+        discussion: """
+            The state is shown as an indented JSON tree; rows the last patch touched are marked ». \
+            The Actions box lists the room's actions with their argument types, as the server \
+            describes them; Enter on one fills it in below. Type ACTION {"arg": value} and press \
+            Enter to send it: the ack's version or the server's error is shown.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(help: "The room: KIND or KIND:INSTANCE.")
+    var room: String
+
+    func run() async throws {
+        guard ANSITerminalBackend.isAvailable else {
+            throw Output.failure("tether inspect needs a terminal; use `tether watch` in scripts", code: ExitCode.validationFailure.rawValue)
+        }
+        Output.prepareProcess(logLevel: nil)
+        try await Interactive.run(options: connection.clientOptions(reconnect: true), room: room, inspector: true)
+    }
+}
+
+/// `tether watch [--url URL] [--state] [--count N | --once] [--since EPOCH:VERSION] ROOM...`
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print one JSON line per message received from a room (hello, snapshot, patches, errors).",
+        abstract: "Print the messages (or, with --state, the state) of one or more rooms, one JSON line each.",
         discussion: """
-            Each line is the server's frame as received. Exits with status 1 and a one-line error on \
-            stderr when the server cannot be reached, refuses the WebSocket handshake, the URL is \
-            invalid, no hello arrives within --timeout, or the join is refused. Once live, a dropped \
+            Without --state each line is the server's frame as received: the hello, then each \
+            room's snapshot and patches (each frame names its room). With --state each line is \
+            {"room": R, "epoch": E, "version": V, "state": {...}}: the room's whole state after each \
+            snapshot or patch, e.g. `tether watch --state counter | jq .state.count`.
+
+            --count N exits 0 after N snapshots and patches (hellos are printed, not counted); \
+            --once exits 0 once every room has printed one (with --state: each room's current \
+            state). --since EPOCH:VERSION resumes a single room after that version (as printed by \
+            --state), so only later patches are printed; the server sends a snapshot instead when \
+            it no longer has them.
+
+            Exits with status 1 and a one-line error on stderr when the server cannot be reached, \
+            refuses the WebSocket handshake, the URL is invalid, or no hello arrives within \
+            --timeout; with status 2 when the server refuses to join a room (unknown room, \
+            unauthorized, too many rooms), after printing its error frame. Once live, a dropped \
             connection also ends it with status 1, unless --reconnect is given: then it reconnects \
             with backoff, resumes from the last version and prints the new hello and the resumed \
-            patch (or a fresh snapshot). Stops on SIGINT/SIGTERM.
+            patch (or a fresh snapshot). Stops on SIGINT/SIGTERM with status 0.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -124,12 +131,46 @@ struct Watch: AsyncParsableCommand {
     @Flag(help: "Reconnect and resume after the connection drops, instead of exiting.")
     var reconnect = false
 
-    @Argument(help: "The room: KIND or KIND:INSTANCE.")
-    var room: String
+    @Flag(help: "Print each room's rebuilt state after every snapshot or patch instead of the frames.")
+    var state = false
+
+    @Option(help: ArgumentHelp("Exit after this many snapshots and patches.", valueName: "n"))
+    var count: Int?
+
+    @Flag(help: "Exit once every room has printed one snapshot or patch.")
+    var once = false
+
+    @Option(help: ArgumentHelp("Resume after this point of the room's history (one room only).", valueName: "epoch:version"))
+    var since: String?
+
+    @Argument(help: "The rooms: KIND or KIND:INSTANCE, one or more.")
+    var rooms: [String]
+
+    func validate() throws {
+        guard !rooms.isEmpty else { throw ValidationError("name at least one room") }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        if count != nil, once { throw ValidationError("--count and --once don't go together") }
+        if since != nil {
+            guard rooms.count == 1 else { throw ValidationError("--since resumes one room; name only one") }
+            guard !state else { throw ValidationError("--since and --state don't go together: the state is unknown until a snapshot") }
+            _ = try resumePoint()
+        }
+    }
+
+    /// --since as a resume point.
+    func resumePoint() throws -> ResumePoint? {
+        guard let since else { return nil }
+        guard let colon = since.lastIndex(of: ":"), let version = Int(since[since.index(after: colon)...]), version >= 0,
+              colon != since.startIndex else {
+            throw ValidationError("--since must be EPOCH:VERSION, e.g. k3j9x2pq:17 (as `tether watch --state` prints them)")
+        }
+        return ResumePoint(epoch: String(since[..<colon]), version: version)
+    }
 
     func run() async throws {
         Output.prepareProcess(logLevel: connection.logLevel)
-        try await Headless.watch(options: connection.clientOptions(reconnect: reconnect), room: room, helloTimeout: connection.timeoutDuration)
+        let mode = Headless.Mode(printsState: state, limit: count.map { .messages($0) } ?? (once ? .oncePerRoom : nil), since: try resumePoint())
+        try await Headless.watch(options: connection.clientOptions(reconnect: reconnect), rooms: rooms, helloTimeout: connection.timeoutDuration, mode: mode)
     }
 }
 
@@ -142,9 +183,11 @@ struct Send: AsyncParsableCommand {
             tether send counter increment '{"by":2}'
             tether send todo:team-a add '{"title":"milk"}'
 
-            Exits 0 on an ack; 2 when the server answers with an error (the error frame is printed \
-            on stdout, a one-line summary on stderr); 1 when the server cannot be reached or does \
-            not answer within --timeout; 64 when JSON-ARGS is not a JSON object.
+            With a token the room is joined first (the server takes actions only on joined rooms). \
+            Exits 0 on an ack; 2 when the server answers with an error, the action's or the join's \
+            (the error frame is printed on stdout, a one-line summary on stderr); 1 when the server \
+            cannot be reached or does not answer within --timeout; 64 when JSON-ARGS is not a JSON \
+            object.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -172,6 +215,48 @@ struct Send: AsyncParsableCommand {
         try await OneShot.send(
             options: connection.clientOptions(reconnect: false), room: room, action: action,
             args: parsedArgs(), timeout: connection.timeoutDuration)
+    }
+}
+
+/// `tether kinds [--url URL] [--json]`
+struct Kinds: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the server's room kinds: name, scope and actions.",
+        discussion: "Asks the server with the protocol's `describe` request. Exits 2 when the server answers with an error (a server too old to know `describe`), 1 when it cannot be reached.")
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Flag(help: "Print the server's description as one JSON line.")
+    var json = false
+
+    func run() async throws {
+        Output.prepareProcess(logLevel: connection.logLevel)
+        try await Discovery.kinds(options: connection.clientOptions(reconnect: false), timeout: connection.timeoutDuration, json: json)
+    }
+}
+
+/// `tether describe [--url URL] [--json] KIND`
+struct Describe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show one room kind: its scope, and each action with its argument fields and their types.",
+        discussion: """
+            A field marked "optional" may be left out. Example:
+            tether describe todo
+            Exits 2 when the server answers with an error (unknown_room for an unknown kind), 1 when \
+            it cannot be reached.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Flag(help: "Print the server's description as one JSON line.")
+    var json = false
+
+    @Argument(help: "The kind (counter, todo, ...); a room name works too: todo:team-a describes todo.")
+    var kind: String
+
+    func run() async throws {
+        Output.prepareProcess(logLevel: connection.logLevel)
+        try await Discovery.describe(kind: kind, options: connection.clientOptions(reconnect: false), timeout: connection.timeoutDuration, json: json)
     }
 }
 

@@ -189,8 +189,8 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
         if let wsi {
             connection.attach(wsi)
         } else {
-            let detail = explain(TransportLog.takeCaptured(), fallback: "lws could not start the connection")
-            connection.pendingConnect?.failureReason = detail
+            let lines = TransportLog.takeCaptured()
+            connection.pendingConnect?.failureReason = ConnectionFailure(lwsReason: lines.last ?? "", details: lines, target: target).explanation
             connection.finish()
         }
     }
@@ -209,7 +209,13 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
             return connection.statusAfterUserCode()
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             if let pending = WebSocketConnection.from(wsi)?.pendingConnect, pending.failureReason == nil {
-                pending.failureReason = describeConnectionError(input)
+                var reason = ""
+                if let input { reason = String(cString: input.assumingMemoryBound(to: CChar.self)) }
+                let status = Int(lws_http_client_http_response(wsi))
+                let target = try? WebSocketURL(parsing: pending.endpoint)
+                pending.failureReason = ConnectionFailure(
+                    lwsReason: reason, details: TransportLog.takeCaptured(), httpStatus: status, target: target
+                ).explanation
             }
             return 0
         default:
@@ -218,44 +224,99 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
     }
 
     override var shutdownClose: (code: UInt16, reason: String) { (1000, "client shutdown") }
-
-    private func describeConnectionError(_ input: UnsafeMutableRawPointer?) -> String {
-        var reason = "connection failed"
-        if let input {
-            let text = String(cString: input.assumingMemoryBound(to: CChar.self))
-            if !text.isEmpty { reason = text }
-        }
-        return clarify(reason, details: TransportLog.takeCaptured())
-    }
 }
 
-/// Turns lws' terse connection error strings into one readable line.
-func clarify(_ lwsReason: String, details: [String]) -> String {
-    let lower = lwsReason.lowercased()
-    let tlsDetail = details.last { line in
-        let l = line.lowercased()
-        return l.contains("ssl") || l.contains("tls") || l.contains("certificate") || l.contains("verify")
+/// Why a client connection failed, in plain words with what to try: lws reports failures as terse
+/// internal strings ("connect SSL err 1", "read failed", "HS: ws upgrade response not 101"), and
+/// the same few mistakes (wss:// to a plain server, ws:// to a TLS one, a misspelt host, a server
+/// that is not there) deserve an answer a user can act on.
+struct ConnectionFailure {
+    /// lws' reason for the failure (may be empty).
+    var lwsReason: String
+    /// lws error lines logged while connecting (certificate verification details...).
+    var details: [String] = []
+    /// The HTTP status the server answered the upgrade with, when it answered one (0 otherwise).
+    var httpStatus = 0
+    var target: WebSocketURL?
+
+    private var address: String {
+        guard let target else { return "the server" }
+        let host = target.host.contains(":") ? "[\(target.host)]" : target.host
+        return "\(host):\(target.port)"
     }
-    if lower.contains("ssl") || lower.contains("tls") || tlsDetail != nil {
-        if let tlsDetail { return "TLS handshake failed: \(tlsDetail)" }
-        return "TLS handshake failed (\(lwsReason))"
+
+    private func url(secure: Bool) -> String {
+        guard var target else { return secure ? "wss://HOST:PORT" : "ws://HOST:PORT" }
+        target.secure = secure
+        return target.description
     }
-    if lower.contains("unable to connect") || lower.contains("connect failed") || lower.contains("refused") {
-        return "connection refused or host unreachable (lws: \(lwsReason))"
+
+    var explanation: String {
+        let lower = lwsReason.lowercased()
+        let tlsDetail = details.last { line in
+            let l = line.lowercased()
+            return l.contains("ssl") || l.contains("tls") || l.contains("certificate") || l.contains("verify")
+        }
+        let secure = target?.secure ?? false
+        if let host = target?.host, let problem = Self.resolutionProblem(host) {
+            return "cannot resolve the host name \"\(host)\" (\(problem)); check the host in the URL"
+        }
+        if httpStatus > 0 && httpStatus != 101 {
+            return "\(address) answered HTTP \(httpStatus) instead of accepting the WebSocket connection: "
+                + "it is not a Tether server, or it does not speak the client's protocol (tether.v1); check the URL and the server's version"
+        }
+        if lower.contains("ssl") || lower.contains("tls") || tlsDetail != nil {
+            let text = (tlsDetail ?? lwsReason).lowercased()
+            let untrusted = ["certificate", "verify", "self-signed", "self signed", "issuer", "expired", "hostname", "host name"]
+            if untrusted.contains(where: text.contains) {
+                let why = tlsDetail.map { Self.shortTLSDetail($0) } ?? lwsReason
+                return "the TLS certificate of \(address) is not trusted (\(why)); "
+                    + "pass its CA certificate with --ca FILE, or --insecure for a test server"
+            }
+            return "the TLS handshake with \(address) failed: the server probably does not use TLS "
+                + "(a plain ws:// server); try \(url(secure: false))"
+        }
+        if lower.contains("unable to connect") || lower.contains("connect failed") || lower.contains("refused") {
+            return "nothing answers at \(address) (connection refused or host unreachable); "
+                + "check that the server is running and the host and port in the URL"
+        }
+        if lower.contains("timed out") || lower.contains("timeout") {
+            return "\(address) did not answer in time; check the host and port, and any firewall between"
+        }
+        if lower.contains("read failed") || lower.contains("closed") {
+            if secure {
+                return "\(address) closed the connection during the handshake; check that it is a Tether server"
+            }
+            return "\(address) closed the connection during the WebSocket handshake: "
+                + "if the server uses TLS, try \(url(secure: true)); otherwise check that it is a Tether server"
+        }
+        if lower.hasPrefix("hs:") || lower.contains("upgrade") || lower.contains("handshake") {
+            return "\(address) refused the WebSocket handshake (\(lwsReason)); check that it is a Tether server"
+        }
+        return lwsReason.isEmpty ? "the connection to \(address) failed" : lwsReason
     }
-    if lower.contains("getaddrinfo") || lower.contains("dns") || lower.contains("resolve") {
-        return "host name could not be resolved (lws: \(lwsReason))"
+
+    /// "SSL error: self-signed certificate (preverify_ok=0;err=18;depth=0)" as "self-signed certificate".
+    static func shortTLSDetail(_ line: String) -> String {
+        var text = Substring(line)
+        if let colon = text.firstRange(of: "SSL error: ") { text = text[colon.upperBound...] }
+        if let paren = text.firstIndex(of: "(") { text = text[..<paren] }
+        while text.last == " " { text.removeLast() }
+        return String(text)
     }
-    if lower.contains("timed out") || lower.contains("timeout") {
-        return "timed out (lws: \(lwsReason))"
+
+    /// Why `host` does not resolve, or nil when it does (or is an address literal).
+    static func resolutionProblem(_ host: String) -> String? {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &result)
+        if let result { freeaddrinfo(result) }
+        guard status != 0 else { return nil }
+        // Only answers about the name mean a bad name; a resolver that is down is another matter.
+        guard status == EAI_NONAME || status == -5 /* EAI_NODATA */ || status == EAI_FAIL else { return nil }
+        return String(cString: gai_strerror(status))
     }
-    if lower.contains("read failed") || lower.contains("closed") {
-        return "the server closed the connection during the handshake (lws: \(lwsReason))"
-    }
-    if lower.hasPrefix("hs:") || lower.contains("upgrade") || lower.contains("handshake") {
-        return "WebSocket handshake rejected (lws: \(lwsReason))"
-    }
-    return lwsReason
 }
 
 /// A parsed ws:// or wss:// URL.

@@ -16,6 +16,7 @@ let testEnvironment: [String: String] = {
     environment["LC_ALL"] = "C.UTF-8"
     environment["TERM"] = "xterm-256color"
     environment.removeValue(forKey: "TMUX")
+    for name in ["TETHER_URL", "TETHER_TOKEN"] { environment.removeValue(forKey: name) }  // tests set them when they mean to
     return environment
 }()
 
@@ -33,10 +34,10 @@ final class ChildProcess: @unchecked Sendable {  // mutable state is behind `loc
     private var err = Data()
     private let readers = DispatchGroup()
 
-    init(_ executable: URL, _ arguments: [String]) throws {
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = executable
         process.arguments = arguments
-        process.environment = testEnvironment
+        process.environment = testEnvironment.merging(environment) { $1 }
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
@@ -105,8 +106,9 @@ final class ChildProcess: @unchecked Sendable {  // mutable state is behind `loc
 }
 
 /// Runs `tether ARGUMENTS` to completion (killed after `timeout`): status, stdout, stderr.
-func runTether(_ arguments: [String], timeout: Duration = .seconds(20)) async throws -> (status: Int32, stdout: String, stderr: String) {
-    let child = try ChildProcess(tetherExecutable, arguments)
+/// `environment` adds to (or replaces in) the test environment.
+func runTether(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(20)) async throws -> (status: Int32, stdout: String, stderr: String) {
+    let child = try ChildProcess(tetherExecutable, arguments, environment: environment)
     guard let status = try await child.waitForExit(timeout: timeout) else {
         child.signal(SIGKILL)
         throw TestFailure("tether \(arguments.joined(separator: " ")) did not exit within \(timeout)\nstdout:\n\(child.stdout)\nstderr:\n\(child.stderr)")

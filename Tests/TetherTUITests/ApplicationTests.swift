@@ -1,5 +1,6 @@
 import Testing
 import TetherTUI
+import TetherTestSupport
 
 @MainActor
 @Suite struct RendererTests {
@@ -236,7 +237,7 @@ import TetherTUI
         let backend = TestBackend(width: 10, height: 1)
         let app = Application(root: label, backend: backend)
         let run = Task { try await app.run() }
-        await waitUntil { backend.flushCount == 1 }
+        try await eventually("frame 1 drawn") { backend.flushCount == 1 }
         #expect(backend.flushCount == 1)
         try await Task.sleep(for: .milliseconds(30))
         #expect(backend.flushCount == 1)  // idle: nothing drawn
@@ -245,7 +246,7 @@ import TetherTUI
         label.text = "b"
         label.text = "c"
         label.style = Style(bold: true)
-        await waitUntil { backend.flushCount == 2 }
+        try await eventually("frame 2 drawn") { backend.flushCount == 2 }
         try await Task.sleep(for: .milliseconds(30))
         #expect(backend.flushCount == 2)
         #expect(backend.lines == ["c         "])
@@ -253,7 +254,7 @@ import TetherTUI
 
         // Resizing redraws at the new size.
         backend.resize(width: 4, height: 2)
-        await waitUntil { backend.flushCount == 3 }
+        try await eventually("frame 3 drawn") { backend.flushCount == 3 }
         #expect(backend.lines == ["c   ", "    "])
 
         backend.send(.terminate)

@@ -1,8 +1,6 @@
 /// A border with an optional title around one child: "┌─ Title ───┐".
 public final class Box: Widget {
-    public var title: String? {
-        didSet { if title != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var title: String?
     public var child: Widget? {
         didSet {
             guard child !== oldValue else { return }
@@ -10,20 +8,15 @@ public final class Box: Widget {
             if let child { adopt(child) }
         }
     }
-    public var borderStyle = Style.plain {
-        didSet { if borderStyle != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var borderStyle = Style.plain
     /// The border while a widget inside has the focus.
-    public var focusedBorderStyle = Style(fg: .cyan) {
-        didSet { if focusedBorderStyle != oldValue { setNeedsDisplay() } }
-    }
-    public var titleStyle = Style(bold: true) {
-        didSet { if titleStyle != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var focusedBorderStyle = Style(fg: .cyan)
+    @Redraws public var titleStyle = Style(bold: true)
     /// Blank columns between the border and the child, left and right.
-    public var padding: Int {
-        didSet { if padding != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var padding: Int
+    /// In an area narrower or lower than this, the box draws only its child: on a small terminal
+    /// the border's rows and columns go to the content. nil: always draw the border.
+    @Redraws public var borderlessBelow: Size?
 
     public init(title: String? = nil, padding: Int = 0, _ child: Widget? = nil) {
         self.title = title
@@ -42,7 +35,18 @@ public final class Box: Widget {
         return child.preferredLength(axis, cross: innerCross).map { $0 + inset }
     }
 
+    /// Whether the border is drawn in `area` (see `borderlessBelow`).
+    public func drawsBorder(in area: Rect) -> Bool {
+        guard let minimum = borderlessBelow else { return true }
+        return area.width >= minimum.width && area.height >= minimum.height
+    }
+
     public override func render(in area: Rect, into buffer: inout Buffer) {
+        guard drawsBorder(in: area) else {
+            buffer.fill(area)
+            child?.draw(in: area, into: &buffer)
+            return
+        }
         let border = containsFocus ? borderStyle.patched(with: focusedBorderStyle) : borderStyle
         let (x, y, maxX, maxY) = (area.x, area.y, area.maxX - 1, area.maxY - 1)
         if area.width >= 2 && area.height >= 2 {

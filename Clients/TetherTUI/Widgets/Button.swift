@@ -3,21 +3,11 @@
 public final class Button: Widget {
     public typealias Handler = @MainActor () async throws -> Void
 
-    public var title: String {
-        didSet { if title != oldValue { setNeedsDisplay() } }
-    }
-    public var isEnabled: Bool {
-        didSet { if isEnabled != oldValue { setNeedsDisplay() } }
-    }
-    public var style = Style.plain {
-        didSet { if style != oldValue { setNeedsDisplay() } }
-    }
-    public var focusedStyle = Style(bold: true, reverse: true) {
-        didSet { if focusedStyle != oldValue { setNeedsDisplay() } }
-    }
-    public var disabledStyle = Style(dim: true) {
-        didSet { if disabledStyle != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var title: String
+    @Redraws public var isEnabled: Bool
+    @Redraws public var style = Style.plain
+    @Redraws public var focusedStyle = Style(bold: true, reverse: true)
+    @Redraws public var disabledStyle = Style(dim: true)
 
     private var onPressHandler: Handler?
 

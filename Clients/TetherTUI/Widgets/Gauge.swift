@@ -1,23 +1,16 @@
 /// A one-row progress bar with a label to its right ("█████▌░░░░ 55%").
 public final class Gauge: Widget {
     /// Progress from 0 to 1; values outside (or NaN) are clamped.
-    public var ratio: Double {
+    @Redraws public var ratio: Double {
         didSet {
             let clamped = ratio.isNaN ? 0 : min(1, max(0, ratio))
             if clamped != ratio { ratio = clamped }
-            if ratio != oldValue { setNeedsDisplay() }
         }
     }
     /// Shown right of the bar; nil shows the percentage.
-    public var label: String? {
-        didSet { if label != oldValue { setNeedsDisplay() } }
-    }
-    public var style = Style(fg: .cyan) {
-        didSet { if style != oldValue { setNeedsDisplay() } }
-    }
-    public var labelStyle = Style.plain {
-        didSet { if labelStyle != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var label: String?
+    @Redraws public var style = Style(fg: .cyan)
+    @Redraws public var labelStyle = Style.plain
 
     public init(ratio: Double = 0, label: String? = nil) {
         self.ratio = ratio.isNaN ? 0 : min(1, max(0, ratio))

@@ -1,51 +1,47 @@
 /// A scrolling list of lines with a selection that Up/Down/PageUp/PageDown/Home/End move; the
 /// view scrolls to keep the selection visible. Enter runs `onSelect` with the selected index.
 /// A list that is not selectable shows its lines only and never takes the focus.
+///
+/// The selection belongs to an item, not to a row number. Give the items keys with
+/// `setItems(_:keys:)` and the selection stays on the item with the same key however the list
+/// changed around it (inserts, removes, a whole new list); when that item is gone, the selection
+/// moves to its neighbour: the next surviving item, or the one before it at the end of the list.
+/// Without keys, `items` keeps the selected row number (clamped).
 public final class ListView: Widget {
     public typealias Handler = @MainActor (Int) async throws -> Void
 
+    /// The lines. Assigning them drops the keys and keeps the selected row number.
     public var items: [Line] {
-        didSet {
-            guard items != oldValue else { return }
-            clampSelection()
-            setNeedsDisplay()
+        get { rows }
+        set {
+            keys = nil
+            show(newValue)
         }
     }
-    public var selectedIndex: Int? {
-        didSet {
-            clampSelection()
-            if selectedIndex != oldValue { setNeedsDisplay() }
-        }
+    /// One key per item when set with `setItems(_:keys:)`; nil for plain `items`.
+    public private(set) var keys: [String]?
+    @Redraws public var selectedIndex: Int? {
+        didSet { clampSelection() }
     }
-    public var isSelectable: Bool {
-        didSet {
-            clampSelection()
-            if isSelectable != oldValue { setNeedsDisplay() }
-        }
+    @Redraws public var isSelectable: Bool {
+        didSet { clampSelection() }
     }
     /// With no selection, show the end of the list (a log that follows new lines).
-    public var followsEnd = false {
-        didSet { if followsEnd != oldValue { setNeedsDisplay() } }
-    }
-    public var style = Style.plain {
-        didSet { if style != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var followsEnd = false
+    @Redraws public var style = Style.plain
     /// The selected row while the list has the focus.
-    public var selectedStyle = Style(reverse: true) {
-        didSet { if selectedStyle != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var selectedStyle = Style(reverse: true)
     /// The selected row while another widget has the focus.
-    public var inactiveSelectedStyle = Style(bold: true) {
-        didSet { if inactiveSelectedStyle != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var inactiveSelectedStyle = Style(bold: true)
 
     /// Index of the first visible item; kept so the selection stays in view.
     public private(set) var scrollOffset = 0
 
+    private var rows: [Line]
     private var onSelectHandler: Handler?
 
     public init(_ items: [Line] = [], isSelectable: Bool = true) {
-        self.items = items
+        rows = items
         self.isSelectable = isSelectable
         super.init()
         clampSelection()
@@ -59,6 +55,51 @@ public final class ListView: Widget {
     public func onSelect(_ handler: @escaping Handler) -> Self {
         onSelectHandler = handler
         return self
+    }
+
+    /// The key of the selected item (nil without keys or selection).
+    public var selectedKey: String? {
+        guard let keys, let selectedIndex, selectedIndex < keys.count else { return nil }
+        return keys[selectedIndex]
+    }
+
+    /// Selects the item with `key`; returns false, changing nothing, when there is none.
+    @discardableResult
+    public func select(key: String) -> Bool {
+        guard let index = keys?.firstIndex(of: key) else { return false }
+        selectedIndex = index
+        return true
+    }
+
+    /// Replaces the items; `keys[i]` identifies `items[i]`. The selection follows its item's key,
+    /// or moves to a neighbour when the item is gone (see the type's documentation).
+    public func setItems(_ items: [Line], keys newKeys: [String]) {
+        precondition(items.count == newKeys.count, "one key per item")
+        var selection = selectedIndex
+        if let oldKeys = keys, let selected = selectedIndex, selected < oldKeys.count {
+            selection = Self.follow(oldKeys[selected], at: selected, from: oldKeys, to: newKeys)
+        }
+        keys = newKeys
+        show(items, selecting: selection)
+    }
+
+    /// Where the item `key` (at `index` in `oldKeys`) is in `newKeys`; if it is gone, its nearest
+    /// surviving neighbour: the first later item still there, else the last earlier one.
+    static func follow(_ key: String, at index: Int, from oldKeys: [String], to newKeys: [String]) -> Int? {
+        var positions: [String: Int] = [:]
+        for (position, key) in newKeys.enumerated() where positions[key] == nil { positions[key] = position }
+        if let position = positions[key] { return position }
+        for later in oldKeys[(index + 1)...] { if let position = positions[later] { return position } }
+        for earlier in oldKeys[..<index].reversed() { if let position = positions[earlier] { return position } }
+        return newKeys.isEmpty ? nil : 0
+    }
+
+    private func show(_ items: [Line], selecting selection: Int?? = .none) {
+        let changed = items != rows
+        rows = items
+        if case .some(let index) = selection { selectedIndex = index }
+        clampSelection()
+        if changed { setNeedsDisplay() }
     }
 
     public override var acceptsFocus: Bool { isSelectable && !items.isEmpty }

@@ -33,25 +33,13 @@ public final class StatusBar: Widget {
         case error(String)
     }
 
-    public var connection: Connection {
-        didSet { if connection != oldValue { setNeedsDisplay() } }
-    }
-    public var room: String? {
-        didSet { if room != oldValue { setNeedsDisplay() } }
-    }
-    public var version: Int? {
-        didSet { if version != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var connection: Connection
+    @Redraws public var room: String?
+    @Redraws public var version: Int?
     /// How long the last action took to be acknowledged.
-    public var latency: Duration? {
-        didSet { if latency != oldValue { setNeedsDisplay() } }
-    }
-    public var message: Message? {
-        didSet { if message != oldValue { setNeedsDisplay() } }
-    }
-    public var style = Style.plain {
-        didSet { if style != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var latency: Duration?
+    @Redraws public var message: Message?
+    @Redraws public var style = Style.plain
 
     public init(connection: Connection = .connecting, room: String? = nil) {
         self.connection = connection

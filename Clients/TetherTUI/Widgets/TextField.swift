@@ -6,40 +6,27 @@
 public final class TextField: Widget {
     public typealias Handler = @MainActor (String) async throws -> Void
 
-    public var text: String {
+    @Redraws public var text: String {
         didSet {
-            guard text != oldValue else { return }
             // A binding replacing the text keeps a cursor that was at the end at the end.
             let count = text.count
             if cursorIndex >= oldValue.count || cursorIndex > count { cursorIndex = count }
-            setNeedsDisplay()
         }
     }
-    public var placeholder: String {
-        didSet { if placeholder != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var placeholder: String
     /// Shows one `maskCharacter` per character instead of the text (passwords).
-    public var isMasked: Bool {
-        didSet { if isMasked != oldValue { setNeedsDisplay() } }
-    }
-    public var maskCharacter: Character = "•" {
-        didSet { if maskCharacter != oldValue { setNeedsDisplay() } }
-    }
-    public var style = Style(dim: true, underline: true) {
-        didSet { if style != oldValue { setNeedsDisplay() } }
-    }
-    public var focusedStyle = Style(underline: true) {
-        didSet { if focusedStyle != oldValue { setNeedsDisplay() } }
-    }
-    public var placeholderStyle = Style(dim: true) {
-        didSet { if placeholderStyle != oldValue { setNeedsDisplay() } }
-    }
+    @Redraws public var isMasked: Bool
+    @Redraws public var maskCharacter: Character = "•"
+    @Redraws public var style = Style(dim: true, underline: true)
+    @Redraws public var focusedStyle = Style(underline: true)
+    @Redraws public var placeholderStyle = Style(dim: true)
 
     /// The cursor, in graphemes from the start of the text.
-    public var cursorIndex = 0 {
+    @Redraws public var cursorIndex = 0 {
         didSet {
-            cursorIndex = min(max(0, cursorIndex), text.count)
-            if cursorIndex != oldValue { setNeedsDisplay() }
+            // Guarded: an assignment in the didSet of a wrapped property runs the didSet again.
+            let clamped = min(max(0, cursorIndex), text.count)
+            if clamped != cursorIndex { cursorIndex = clamped }
         }
     }
 

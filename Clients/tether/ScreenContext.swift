@@ -1,0 +1,132 @@
+import TetherBinding
+import TetherClient
+import TetherJSON
+import TetherTUI
+
+/// What a screen works with: the room to bind to, a bag that keeps its bindings alive, its key
+/// hints, and `send`, which reports an action's outcome to the shell (not to the screen).
+@MainActor
+final class ScreenContext {
+    let client: TetherClient
+    let room: RemoteRoom
+    let bag = CancellableBag()
+    /// Runs key-shortcut actions so that their errors and `settle()` work like widget handlers'.
+    weak var application: Application?
+    /// The screen's key hints, most important first; the shell adds "Tab focus" and "q quit".
+    let hints = Observable<[String]>([])
+    /// Hears the outcome of every action sent through `send`: its name, and nil on success.
+    var onActionResult: (String, (any Error)?) -> Void = { _, _ in }
+    /// Hears mistakes in what the user typed that were caught before sending anything.
+    var onInputProblem: (String) -> Void = { _ in }
+
+    init(client: TetherClient, room: RemoteRoom) {
+        self.client = client
+        self.room = room
+    }
+
+    // MARK: Binding
+
+    /// The remote value at `path`, nil while absent (before the snapshot, say).
+    func value<T: Decodable>(_ path: JSONPointer, as type: T.Type) -> ReadOnlyObservable<T?> {
+        room.observable(path, as: type)
+    }
+
+    /// The remote value at `path`, `fallback` while absent.
+    func value<T: Decodable>(_ path: JSONPointer, as type: T.Type, default fallback: T) -> ReadOnlyObservable<T> {
+        room.observable(path, as: type, default: fallback)
+    }
+
+    /// Binds for the screen's lifetime: `apply` runs now with the current value, then on every change.
+    func bind<T>(_ observable: ReadOnlyObservable<T>, _ apply: @escaping (T) -> Void) {
+        observable.bind(apply).store(in: bag)
+    }
+
+    /// Shorthand for binding the value at `path`.
+    func bind<T: Decodable>(_ path: JSONPointer, as type: T.Type, default fallback: T, _ apply: @escaping (T) -> Void) {
+        bind(value(path, as: type, default: fallback), apply)
+    }
+
+    /// Shows `list` in `view`, one line per item, each keyed by `key`: the selection stays on its
+    /// item across remote inserts, removes and snapshots, and moves to a neighbour when the item
+    /// goes (`ListView.setItems(_:keys:)`). The view is refreshed once per room change, after the
+    /// list has heard every item event of the patch or snapshot, so a snapshot (which rebuilds
+    /// the list item by item) never loses the selection half way.
+    func bindList<T>(_ list: ObservableList<T>, to view: ListView, key: @escaping (T) -> String, line: @escaping (T) -> Line) {
+        let refresh = { [weak view] in
+            view?.setItems(list.map(line), keys: list.map(key))
+        }
+        refresh()
+        let stale = Flag()
+        list.observeChanges { _ in stale.isSet = true }.store(in: bag)
+        room.observeChanges { _ in
+            guard stale.isSet else { return }
+            stale.isSet = false
+            refresh()
+        }.store(in: bag)
+    }
+
+    // MARK: Acting
+
+    /// Sends `action` to the room; its outcome goes to `onActionResult`, not to the caller.
+    @discardableResult
+    func send(_ action: String, _ args: JSON? = nil) async -> Bool {
+        do {
+            try await room.send(action, args)
+            onActionResult(action, nil)
+            return true
+        } catch {
+            onActionResult(action, error)
+            return false
+        }
+    }
+
+    /// A button handler that sends `action`.
+    func action(_ action: String, _ args: JSON? = nil) -> Button.Handler {
+        { [unowned self] in await self.send(action, args) }
+    }
+
+    /// Sends `action` from a key shortcut.
+    func perform(_ action: String, _ args: JSON? = nil) {
+        run { [unowned self] in await self.send(action, args) }
+    }
+
+    /// Runs `work` like a widget handler (errors to the shell, awaited by `settle()`).
+    func run(_ work: @escaping @MainActor () async throws -> Void) {
+        if let application { application.perform(work) } else { Task { @MainActor in try? await work() } }
+    }
+
+    /// Every edit of `field` sends `action` with `{"value": text}` (one action per keystroke).
+    func sendEdits(of field: TextField, as action: String) {
+        field.onChange { [unowned self] text in await self.send(action, ["value": .string(text)]) }
+    }
+
+    /// A text field for a shared string: edits send `action` with `{"value": text}`, and remote
+    /// changes (another client typing) replace the text, except while this field's own edits are
+    /// still on their way, so that typing is never undone by an older echo.
+    func bindTwoWay(_ field: TextField, to path: JSONPointer, action: String) {
+        let remote = value(path, as: String.self, default: "")
+        let inFlight = Count()
+        bind(remote) { [weak field] text in
+            if inFlight.value == 0 { field?.text = text }
+        }
+        field.onChange { [unowned self, weak field] text in
+            inFlight.value += 1
+            await self.send(action, ["value": .string(text)])
+            inFlight.value -= 1
+            if inFlight.value == 0 { field?.text = remote.value }
+        }
+    }
+
+    /// The server's description of this room's kind (its actions and their arguments).
+    func describeKind() async throws -> KindDescription? {
+        try await client.describe(kind: Screens.kind(of: room.name)).first
+    }
+
+    private final class Count {
+        var value = 0
+    }
+
+    private final class Flag {
+        var isSet = false
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+import TetherTUI
+import TetherTestSupport
+
+/// The screens as a user meets them on a real terminal: list selection while others edit,
+/// the calculator's keys, a press while the server is down, small windows, an unknown room, and
+/// the inspector.
+@Suite("tether screens under tmux", .serialized, .timeLimit(.minutes(3)))
+struct TmuxScreenTests {
+    @Test func theTodoSelectionStaysOnItsItemWhenAnotherClientRemovesOneAbove() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        for title in ["A", "B", "C", "D"] {
+            #expect(try await runTether(["send", "--url", daemon.url, "todo:sel", "add", #"{"title":"\#(title)"}"#]).status == 0)
+        }
+        let tmux = try Tmux(width: 80, height: 24)
+        defer { tmux.kill() }
+        try tmux.startTether("todo", ["--url", daemon.url, "todo:sel"])
+        try await tmux.waitFor("todo", "four items") { $0.contains("[ ] D") && $0.statusConnection == "live" }
+        try tmux.press("todo", "Tab", "Down", "Down")  // the list, then C
+
+        // Another client removes A (t1): C moves up a row, and stays selected.
+        #expect(try await runTether(["send", "--url", daemon.url, "todo:sel", "remove", #"{"id":"t1"}"#]).status == 0)
+        try await tmux.waitFor("todo", "A gone") { !$0.contains("[ ] A") }
+        try tmux.press("todo", "Space")
+        var screen = try await tmux.waitFor("todo", "C toggled") { $0.contains("1 of 3 done") }
+        #expect(screen.contains("[x] C") && screen.contains("[ ] D"), "\(screen)")
+
+        // The selected C removed elsewhere: its neighbour D is selected; Delete removes D.
+        #expect(try await runTether(["send", "--url", daemon.url, "todo:sel", "remove", #"{"id":"t3"}"#]).status == 0)
+        try await tmux.waitFor("todo", "C gone") { !$0.contains("] C") }
+        try tmux.press("todo", "DC")
+        screen = try await tmux.waitFor("todo", "D removed") { !$0.contains("] D") }
+        #expect(screen.contains("[ ] B"))
+    }
+
+    @Test func theCalculatorStartsANewNumberAfterEqualsAndArrowsMoveOnTheKeypad() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let tmux = try Tmux(width: 80, height: 24)
+        defer { tmux.kill() }
+        try tmux.startTether("calc", ["--url", daemon.url, "calculator"])
+        try await tmux.waitFor("calc", "the keypad") { $0.contains("[ % mod ]") && $0.statusConnection == "live" }
+        try tmux.type("calc", "1+1=")
+        try await tmux.waitFor("calc", "2") { $0.contains("│1+1 = 2 ") && $0.contains(" 2│") }
+        try tmux.type("calc", "5")
+        try await tmux.waitFor("calc", "a new number, 5") { $0.contains(" 5│") }
+        #expect(!(try tmux.capture("calc")).contains(" 25│"))
+        // An operator after = goes on from the result.
+        try tmux.type("calc", "=*3=")  // "5=" is an expression of its own: 5
+        try await tmux.waitFor("calc", "5*3") { $0.contains("│5*3 = 15 ") }
+
+        // The focus starts on 7: Down, Right is 5; Enter presses it (a new number again).
+        try tmux.press("calc", "Down", "Right", "Enter")
+        try await tmux.waitFor("calc", "5 pressed by arrows") { $0.contains(" 5│") }
+        #expect(try tmux.capture("calc").rows.last(where: { $0.contains("arrows move on the keypad") }) != nil)
+    }
+
+    @Test func aPressWhileTheServerIsDownSaysItWasNotSentAndLiveClearsIt() async throws {
+        let port = try freePort()
+        let data = Daemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        var daemon = try Daemon(port: port, dataDirectory: data)
+        defer { daemon.stop() }
+        let tmux = try Tmux(width: 80, height: 24)
+        defer { tmux.kill() }
+        try tmux.startTether("counter", ["--url", daemon.url, "counter"])
+        try await tmux.waitFor("counter", "live") { $0.statusConnection == "live" && $0.contains("count: 0") }
+        daemon.kill9()
+        try await tmux.waitFor("counter", "reconnecting") { $0.statusConnection?.hasPrefix("reconnecting") == true }
+        try tmux.type("counter", "+")
+        let down = try await tmux.waitFor("counter", "the notice") { $0.contains("✗ increment was not sent: not connected to the server") }
+        #expect(down.statusConnection?.hasPrefix("reconnecting") == true)
+
+        daemon = try Daemon(port: port, dataDirectory: data)
+        let back = try await tmux.waitFor("counter", "live again, nothing stale", timeout: .seconds(15)) { $0.statusConnection == "live" }
+        #expect(!back.contains("not sent") && !back.contains("not connected"), "\(back)")
+        let status = try #require(back.rows.last { $0.hasPrefix("● ") })
+        #expect(status.hasPrefix("● live │ room counter │ v0"), "\(status)")
+        #expect(back.contains("count: 0"), "the press was dropped, not queued")
+    }
+
+    @Test func everyScreenStaysUsableAt80x24AndDegradesAt40x12() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        // What each screen must still show, beside its status bar and a way to quit.
+        let essentials: [(room: String, small: [String])] = [
+            ("counter", ["count: 0", "[ + ]"]),
+            ("clock", ["server time "]),
+            ("login", ["Email", "Password", "[ Sign in (disabled) ]"]),
+            ("exchange", ["Amount", "Set the rate"]),
+            ("calculator", ["Display", "[ 0 ] [ . ] [ = ] [ + ]", "History"]),
+            ("gallery", ["Ada Lovelace", "[ next > ]"]),
+            ("todo", ["To-dos", "nothing to do"]),
+            ("bench:small", ["kind bench", "Send an action"]),
+        ]
+        for (width, height) in [(80, 24), (80, 12), (40, 12)] {
+            let tmux = try Tmux(width: width, height: height)
+            defer { tmux.kill() }
+            for (room, small) in essentials {
+                let name = room.replacingOccurrences(of: ":", with: "-") + "-\(height)"
+                try tmux.startTether(name, ["--url", daemon.url, room])
+                let screen = try await tmux.waitFor(name, "\(room) at \(width)×\(height)") { screen in
+                    screen.statusConnection == "live" && small.allSatisfy { screen.contains($0) }
+                }
+                let statusRow = try #require(screen.rows.lastIndex { $0.hasPrefix("● ") })
+                let hints = screen.rows[statusRow - 1]
+                #expect(hints.hasSuffix("q quit") || hints.hasSuffix("Ctrl-C quit"), "\(room) \(width)×\(height): \(hints)")
+                #expect(!hints.contains("…"), "hints give way whole: \(hints)")
+                #expect(screen.rows.allSatisfy { $0.displayWidth <= width })
+                try tmux.press(name, "C-c")  // the pane stays (remain-on-exit), so the server does too
+                #expect(try await tmux.waitForExit(name) == 0)
+            }
+        }
+    }
+
+    @Test func anUnknownRoomShowsTheErrorAndTheKinds() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let tmux = try Tmux(width: 80, height: 24)
+        defer { tmux.kill() }
+        try tmux.startTether("nope", ["--url", daemon.url, "whatever"])
+        let screen = try await tmux.waitFor("nope", "the refusal") { $0.contains("unknown_room") && $0.statusConnection == "not joined" }
+        #expect(screen.contains("Cannot open the room \"whatever\"."))
+        #expect(screen.contains("kinds are") && screen.contains("calculator") && screen.contains("todo"))
+        try tmux.type("nope", "q")
+        #expect(try await tmux.waitForExit("nope") == 0)
+    }
+
+    @Test func theInspectorOpensForADemoRoomAndSendsAnAction() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let tmux = try Tmux(width: 80, height: 24)
+        defer { tmux.kill() }
+        try tmux.startTether("inspect", ["inspect", "--url", daemon.url, "counter"])
+        try await tmux.waitFor("inspect", "the state") { $0.contains("kind counter · version 0") && $0.contains(#""count": 0"#) }
+        try tmux.type("inspect", #"increment {"by": 2}"#)
+        try tmux.press("inspect", "Enter")
+        let screen = try await tmux.waitFor("inspect", "the ack") { $0.contains("✓ increment acknowledged at v1") }
+        #expect(screen.contains(#""count": 2"#))
+        #expect(screen.contains("patch v0→v1: replace /count"))
+    }
+}
