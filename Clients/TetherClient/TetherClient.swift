@@ -129,9 +129,7 @@ public final class TetherClient {
         }
         let id = nextActionID
         nextActionID += 1
-        var request: [String: JSON] = ["type": "describe", "id": .int(id)]
-        if let kind { request["kind"] = .string(kind) }
-        let frame = JSON.object(request).encoded()
+        let frame = ClientMessage.describe(kind: kind, id: id).encoded()
         let timeout = options.actionTimeout
         return try await withCheckedThrowingContinuation { continuation in
             pendingDescriptions[id] = continuation
@@ -141,17 +139,6 @@ public final class TetherClient {
                 self?.pendingDescriptions.removeValue(forKey: id)?.resume(throwing: TetherClientError.timedOut)
             }
         }
-    }
-
-    /// Answers a pending `describe` when `raw` is its `description` reply. The protocol module
-    /// may or may not decode that message type, so it is read from the raw frame.
-    private func receiveDescription(_ raw: [UInt8]) -> Bool {
-        guard !pendingDescriptions.isEmpty, let json = try? JSONParser().parse(raw),
-              json["type"]?.stringValue == "description", let id = json["id"]?.intValue,
-              let waiter = pendingDescriptions.removeValue(forKey: id)
-        else { return false }
-        waiter.resume(returning: (json["kinds"]?.arrayValue ?? []).compactMap(KindDescription.init(json:)))
-        return true
     }
 
     // MARK: Links
@@ -179,11 +166,11 @@ public final class TetherClient {
         case .closed(let code):
             linkLost(code.map { "connection closed (\($0))" } ?? "connection lost")
         case .undecodable(let error, let raw):
-            if !receiveDescription(raw) { logger.warning("ignoring an undecodable frame from the server: \(error)") }
+            logger.warning("ignoring an undecodable frame from the server: \(error)")
             onUndecodable?(error, raw)
         case .message(let message, let raw):
             onMessage?(message, raw)
-            if !receiveDescription(raw) { receive(message) }
+            receive(message)
         }
     }
 
@@ -205,8 +192,8 @@ public final class TetherClient {
             guard let action = pending.removeValue(forKey: id) else { return }
             lastActionLatency.value = .now - action.sentAt
             action.continuation.resume(returning: version ?? 0)
-        case .description:
-            break
+        case .description(let id, let kinds):
+            if let id { pendingDescriptions.removeValue(forKey: id)?.resume(returning: kinds) }
         case .error(let error):
             if let id = error.id, let action = pending.removeValue(forKey: id) {
                 action.continuation.resume(throwing: TetherClientError.server(error))

@@ -9,8 +9,6 @@ import TetherTUI
 final class CalculatorScreen: Screen {
     let body: Widget
     private let context: ScreenContext
-    /// True when the display shows the result of `=`: a digit then starts a new number.
-    private(set) var showsResult = false
 
     static let keypad = [
         ["7", "8", "9", "/", "back"],
@@ -47,43 +45,12 @@ final class CalculatorScreen: Screen {
         context.bind(context.value("/history", as: [String].self, default: [])) { lines in
             history.items = lines.map { Line($0) }
         }
-        context.room.observeChanges { [unowned self] change in
-            showsResult = Self.showsResult(after: change, in: context.room, before: showsResult)
-        }.store(in: context.bag)
         context.hints.value = ["type 0-9 + - * / % . =", "arrows move on the keypad", "Backspace back", "Esc clear", "% is the remainder"]
     }
 
-    /// Whether the display shows a result after `change`. `=` appends to the history and then
-    /// sets the display in the same turn, so in a patch a display change right after a history
-    /// change is a result; any other display change is typing. After a snapshot: the display
-    /// equals the result of the last history line.
-    static func showsResult(after change: RoomChange, in room: RemoteRoom, before: Bool) -> Bool {
-        switch change {
-        case .snapshot:
-            guard let display = room.state["display"]?.stringValue, !display.isEmpty,
-                  let last = room.state["history"]?.arrayValue?.last?.stringValue else { return false }
-            return last.hasSuffix(" = " + display)
-        case .patch(_, _, let operations):
-            var result = before
-            var historyChanged = false
-            for operation in operations {
-                if operation.path.tokens.first == "history" { historyChanged = true }
-                if operation.path.tokens == ["display"] {
-                    result = historyChanged
-                    historyChanged = false
-                }
-            }
-            return result
-        }
-    }
-
-    /// Presses `key`. A digit or "." after `=` starts a new number: the screen clears first, so
-    /// "1+1=" then "5" shows 5, not 25 (harmless when the server starts over by itself).
+    /// Presses `key` on the server's calculator (which starts a new number when a digit
+    /// follows `=`).
     func press(_ key: String) async {
-        if showsResult, key.count == 1, key.first!.isNumber || key == "." {
-            showsResult = false
-            guard await context.send("press", ["key": "clear"]) else { return }
-        }
         await context.send("press", ["key": .string(key)])
     }
 

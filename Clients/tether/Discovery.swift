@@ -36,7 +36,7 @@ enum Discovery {
         for action in kind.actions {
             let arguments = action.arguments.isEmpty
                 ? "(no arguments)"
-                : action.arguments.map { "\($0.name): \($0.type)\($0.isOptional ? " (optional)" : "")" }.joined(separator: ", ")
+                : action.arguments.map { "\($0.name): \($0.shape.typeName)\($0.isOptional ? " (optional)" : "")" }.joined(separator: ", ")
             lines.append("  " + pad(action.name, width) + "  " + arguments)
         }
         return lines

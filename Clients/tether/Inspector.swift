@@ -14,7 +14,7 @@ final class Inspector: Screen {
     let actions = ListView([])
     let command = TextField(placeholder: "ACTION {\"arg\": value}, then Enter")
     private let outcome = Label("", style: Style(fg: .green))
-    private var described: [ActionDescription] = []
+    private var described: [KindDescription.Action] = []
     /// Typing goes to the command line first, whether or not the state arrived before the screen
     /// was drawn (then the tree could take the focus).
     var initialFocus: Widget? { command }

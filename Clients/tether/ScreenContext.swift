@@ -1,6 +1,7 @@
 import TetherBinding
 import TetherClient
 import TetherJSON
+import TetherProtocol
 import TetherTUI
 
 /// What a screen works with: the room to bind to, a bag that keeps its bindings alive, its key

@@ -39,6 +39,7 @@ public final class Gallery: ViewModel {
 
     public init(context: ViewModelContext) {
         index = context.property("index", 0)
+        context.publish("count", Observable(Gallery.people.count))
         context.publish("name", index.map { Gallery.person(at: $0).name })
         context.publish("picture", index.map { Gallery.person(at: $0).picture })
     }

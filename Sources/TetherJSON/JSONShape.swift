@@ -29,15 +29,24 @@ public indirect enum JSONShape: Hashable, Sendable {
         _ShapeProbe.shape(of: type)
     }
 
+    /// The JSON type's name: "string", "integer", "number", "boolean", "array", "object" or "any".
+    public var typeName: String {
+        switch self {
+        case .string: return "string"
+        case .integer: return "integer"
+        case .number: return "number"
+        case .boolean: return "boolean"
+        case .any: return "any"
+        case .array: return "array"
+        case .object: return "object"
+        }
+    }
+
     /// The shape as JSON: `{"type": "integer"}`, `{"type": "array", "items": ...}`,
     /// `{"type": "object", "fields": {"by": {"type": "integer", "optional": true}}}`.
     public var json: JSON {
         switch self {
-        case .string: return ["type": "string"]
-        case .integer: return ["type": "integer"]
-        case .number: return ["type": "number"]
-        case .boolean: return ["type": "boolean"]
-        case .any: return ["type": "any"]
+        case .string, .integer, .number, .boolean, .any: return ["type": .string(typeName)]
         case .array(let items): return ["type": "array", "items": items.json]
         case .object(let fields): return ["type": "object", "fields": Self.fieldsJSON(fields)]
         }

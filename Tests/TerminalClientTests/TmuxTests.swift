@@ -138,7 +138,7 @@ struct TmuxTests {
 
         // n (or the next button) moves to the next person: name and multi-line picture follow.
         try tmux.type("gallery", "n")
-        var screen = try await tmux.waitFor("gallery", "Alan Turing") { $0.contains("Alan Turing") }
+        var screen = try await tmux.waitFor("gallery", "Alan Turing") { $0.contains("Alan Turing") && $0.contains("2 of 3") }
         #expect(screen.contains("| (o o) |"))
         try tmux.press("gallery", "Tab", "Enter")  // the focus moves from previous to next
         screen = try await tmux.waitFor("gallery", "Grace Hopper") { $0.contains("Grace Hopper") }
