@@ -7,7 +7,7 @@ import TetherJSON
 /// Publishing and reading single messages (`publish`, `lastMessage`, `message`) are requests on
 /// the connection's reply inbox: they never block and complete on a NATS thread (see
 /// `NATSConnection`'s threading rules). Management (`addOrUpdateStream`, `streamInfo`,
-/// `deleteStream`, `keyValue`) uses the C client's blocking calls on a private queue, behind
+/// `deleteStream`, `keyValue`) runs the C client's blocking calls on threads of their own, behind
 /// `async`. The connection's reconnects are the context's: nothing to redo after one.
 public final class JetStream: @unchecked Sendable {
     // @unchecked: the C context is thread-safe and immutable after creation.

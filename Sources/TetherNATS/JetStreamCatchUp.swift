@@ -23,9 +23,7 @@ extension JetStream {
             case .success(let last):
                 guard let last, last.sequence >= startSequence else { return completion(.success(nil)) }
                 let reader = CatchUpReader(handler: handler, completion: completion)
-                Blocking.queue.async {
-                    self.startOrderedConsumer(reader, stream: stream, subject: subject, from: startSequence)
-                }
+                Blocking.start { self.startOrderedConsumer(reader, stream: stream, subject: subject, from: startSequence) }
                 reader.watch(idleTimeout: idleTimeout ?? self.timeout, subject: subject)
             }
         }
@@ -43,7 +41,7 @@ extension JetStream {
         return collected.withLock { $0 }
     }
 
-    /// Runs on the blocking queue: `js_Subscribe` creates the consumer with an API request.
+    /// Runs on a blocking-call thread: `js_Subscribe` creates the consumer with an API request.
     private func startOrderedConsumer(_ reader: CatchUpReader, stream: String, subject: String, from startSequence: UInt64) {
         var options = jsSubOptions()
         jsSubOptions_Init(&options)
@@ -136,14 +134,14 @@ private final class CatchUpReader: @unchecked Sendable {
 
     private static func destroy(_ subscription: OpaquePointer) {
         let handle = SubscriptionHandle(pointer: subscription)
-        Blocking.queue.async { natsSubscription_Destroy(handle.pointer) }
+        Blocking.start { natsSubscription_Destroy(handle.pointer) }
     }
 
     /// Fails the read if no message comes for `idleTimeout`.
     func watch(idleTimeout: Duration, subject: String) {
         let seen = state.withLock { $0.finished ? nil : $0.delivered }
         guard let seen else { return }
-        Blocking.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(idleTimeout.nanoseconds))) { [self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(idleTimeout.nanoseconds))) { [self] in
             let progressed = state.withLock { $0.finished || $0.delivered != seen }
             if progressed { watch(idleTimeout: idleTimeout, subject: subject) } else { finish(.failure(.timeout(subject: subject))) }
         }

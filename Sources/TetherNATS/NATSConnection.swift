@@ -1,5 +1,5 @@
 import CNATS
-import Dispatch
+import Foundation
 
 /// A connection to a NATS cluster (the C client `libnats`), reconnecting forever once it has
 /// connected.
@@ -10,7 +10,7 @@ import Dispatch
 ///   bytes or write them to the socket. Call them from a room's serial executor or from the
 ///   libwebsockets thread.
 /// - Calls that wait for the network (`flush`, stream and bucket management, `keys`, catch-up
-///   set-up) are `async` and run the C client's blocking call on a private dispatch queue, so no
+///   set-up) are `async` and run the C client's blocking call on a thread of their own, so no
 ///   caller's thread (and no Swift concurrency thread) is blocked.
 /// - `init(_:events:)` connects synchronously and `close()` flushes and joins the client's
 ///   threads: call them at start-up and shutdown, not on a room executor or a NATS callback.
@@ -112,7 +112,7 @@ public final class NATSConnection: @unchecked Sendable {
         }
     }
 
-    /// `init` on a private dispatch queue, for callers that must not block.
+    /// `init` on a thread of its own, for callers that must not block.
     public static func connect(_ options: Options, events: @escaping @Sendable (Event) -> Void = { _ in }) async throws(NATSError) -> NATSConnection {
         try await Blocking.run { () throws(NATSError) in try NATSConnection(options, events: events) }
     }
@@ -289,13 +289,23 @@ private final class EventBox: Sendable {
     }
 }
 
-/// Runs the C client's blocking calls (management, flush, connect) off the callers' threads.
+/// Runs the C client's blocking calls (connect, flush, management, consumer set-up) off the
+/// callers' threads, on a thread each: they are rare and wait for the network (up to the
+/// JetStream timeout during an election), and one slow call must not hold up another (a shared
+/// dispatch queue's few threads would).
 enum Blocking {
-    static let queue = DispatchQueue(label: "TetherNATS.blocking", attributes: .concurrent)
+    static func start(_ body: @escaping @Sendable () -> Void) {
+        let thread = Thread {
+            body()
+            nats_ReleaseThreadMemory()  // the C client's per-thread error state
+        }
+        thread.name = "TetherNATS blocking call"
+        thread.start()
+    }
 
     static func run<T: Sendable>(_ body: @escaping @Sendable () throws(NATSError) -> T) async throws(NATSError) -> T {
         let result: Result<T, NATSError> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Result { () throws(NATSError) -> T in try body() }) }
+            start { continuation.resume(returning: Result { () throws(NATSError) -> T in try body() }) }
         }
         return try result.get()
     }

@@ -39,7 +39,7 @@ private struct StoreHandle: @unchecked Sendable {
 
 /// A JetStream KV bucket. `create`, `update`, `put`, `get` and `delete` are JetStream requests on
 /// the connection's reply inbox: they never block, and their callback forms complete on a NATS
-/// thread (see `NATSConnection`'s threading rules). `keys()` uses the C client on a private queue.
+/// thread (see `NATSConnection`'s threading rules). `keys()` runs the C client's blocking call on a thread of its own.
 ///
 /// On nats-server 2.9.10, `create` is a reliable compare-and-set (only one of two concurrent
 /// creators wins) but `update` is not: two updates of the same revision through different servers
@@ -55,6 +55,12 @@ public final class NATSKeyValue: @unchecked Sendable {
         public let key: String
         public let value: [UInt8]
         public let revision: UInt64
+
+        public init(key: String, value: [UInt8], revision: UInt64) {
+            self.key = key
+            self.value = value
+            self.revision = revision
+        }
     }
 
     init(jetStream: JetStream, bucket: String, store: OpaquePointer) {

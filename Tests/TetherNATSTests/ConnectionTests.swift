@@ -166,9 +166,11 @@ extension NATS {
             let reply = try await connection.request("ping", [], timeout: .seconds(2))
             #expect(reply.data == Array("pong".utf8))
 
+            let beforeClose = events.count
             connection.close()
-            _ = try await events.wait(for: 3)
-            #expect(events.all.last == .closed)
+            // Closing a connected connection: `disconnected`, then `closed`, the last event.
+            let all = try await events.wait(for: beforeClose + 2)
+            #expect(Array(all[beforeClose...]) == [.disconnected, .closed])
             await #expect(throws: NATSError.closed) { try await connection.request("ping", [], timeout: .seconds(1)) }
             _ = (service, silent)
         }
