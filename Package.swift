@@ -145,7 +145,7 @@ let package = Package(
         ),
         .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI"]),
         // Against real nats-server processes (1 or 3) started by TetherTestSupport's NATSCluster.
-        .testTarget(name: "TetherNATSTests", dependencies: ["TetherNATS", "TetherTestSupport"]),
+        .testTarget(name: "TetherNATSTests", dependencies: ["TetherNATS", "TetherJSON", "TetherTestSupport"]),
         // `tether` end to end under tmux against a real tetherd, plus its screens on a TestBackend.
         .testTarget(
             name: "TerminalClientTests",

@@ -137,6 +137,34 @@ extension NATS {
             }
         }
 
+        /// A stopped (SIGSTOP) server keeps its sockets open: the client notices by its pings and
+        /// moves to another server; the stopped one rejoins after SIGCONT.
+        @Test func aPausedServerIsLeftAfterMissedPings() async throws {
+            let cluster = try NATSCluster(size: 3)
+            defer { cluster.stop() }
+            let events = Collector<NATSConnection.Event>()
+            var options = NATSConnection.Options(urls: [cluster.servers[0].url, cluster.servers[1].url], name: "pinger")
+            options.pingInterval = .milliseconds(200)
+            options.reconnectWait = .milliseconds(100)
+            let connection = try NATSConnection(options) { events.append($0) }
+            let paused = cluster.servers.first { $0.url == connection.connectedURL }!
+
+            let start = ContinuousClock.now
+            cluster.pause(paused)
+            _ = try await events.wait(for: 2, timeout: .seconds(10))
+            let moved = ContinuousClock.now - start
+            guard case .reconnected(let url) = events.all[1] else { Issue.record("events: \(events.all)"); return }
+            #expect(events.all[0] == .disconnected)
+            #expect(url != paused.url)
+            #expect(moved < .seconds(3), "left the stopped server after \(moved)")
+
+            cluster.resume(paused)
+            try cluster.waitUntilReady()
+            let js = try connection.jetStream()
+            _ = try await js.addOrUpdateStream(.init(name: "AFTER", subjects: ["after.>"], replicas: 3))
+            #expect(try await js.publish("after.x", [1]) == 1)
+        }
+
         @Test func eventsAndReconnect() async throws {
             let cluster = try NATSCluster(size: 3)
             defer { cluster.stop() }
