@@ -6,9 +6,10 @@ import Foundation
 ///
 /// ## Threading rules
 /// - Every method may be called from any thread. `publish`, `subscribe`, `unsubscribe`,
-///   `request` (callback form) and `JetStream.publish` (callback form) never block: they queue
-///   bytes or write them to the socket. Call them from a room's serial executor or from the
-///   libwebsockets thread.
+///   `request` (callback form), `JetStream.publish`/`lastMessage` and the KV reads and writes
+///   (callback forms) never wait for an answer: they write to the socket (or, while
+///   reconnecting, to the reconnect buffer). Only a server that stops reading makes them wait,
+///   for socket buffer space. Call them from a room's serial executor or the libwebsockets thread.
 /// - Calls that wait for the network (`flush`, stream and bucket management, `keys`, catch-up
 ///   set-up) are `async` and run the C client's blocking call on a thread of their own, so no
 ///   caller's thread (and no Swift concurrency thread) is blocked.
@@ -177,8 +178,9 @@ public final class NATSConnection: @unchecked Sendable {
 
     // MARK: Core NATS
 
-    /// Publishes `data` (with `headers`, and a reply subject if given). Never blocks: the bytes
-    /// are written to the socket or queued (while reconnecting, in the reconnect buffer).
+    /// Publishes `data` (with `headers`, and a reply subject if given). Does not wait for an
+    /// answer: the bytes are written to the socket or, while reconnecting, to the reconnect buffer
+    /// (an error once that is full).
     public func publish(_ subject: String, _ data: [UInt8], headers: NATSHeaders? = nil, replySubject: String? = nil) throws(NATSError) {
         if let headers, !headers.isEmpty {
             let message = try Self.makeMessage(subject, data, headers: headers, replySubject: replySubject)

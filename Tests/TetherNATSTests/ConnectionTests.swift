@@ -34,6 +34,27 @@ final class Collector<Value: Sendable>: Sendable {
     }
 }
 
+/// Waits until the servers `publishers` are connected to know every subscription `subscriber`
+/// has made so far: a probe subscribed after them answers each publisher's request (servers
+/// learn a connection's subscriptions in the order it made them).
+func waitForInterest(of subscriber: NATSConnection, at publishers: [NATSConnection]) async throws {
+    let probe = "probe." + String(UInt64.random(in: 0...UInt64.max))
+    let subscription = try subscriber.subscribe(probe) { try? $0.respond([]) }
+    defer { subscription.unsubscribe() }
+    let deadline = ContinuousClock.now + .seconds(10)
+    for publisher in publishers {
+        while true {
+            do {
+                _ = try await publisher.request(probe, [], timeout: .seconds(1))
+                break
+            } catch {
+                guard case .noResponders = error, ContinuousClock.now < deadline else { throw error }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+    }
+}
+
 struct WaitTimedOut: Error, CustomStringConvertible {
     let description: String
 }
@@ -54,9 +75,7 @@ extension NATS {
             let workers = Collector<String>()
             let first = try subscriber.subscribe("work", queueGroup: "workers") { _ in workers.append("first") }
             let second = try subscriber.subscribe("work", queueGroup: "workers") { _ in workers.append("second") }
-            try await subscriber.flush()
-            // Interest propagates between servers asynchronously.
-            try await Task.sleep(for: .milliseconds(200))
+            try await waitForInterest(of: subscriber, at: [publisher])
 
             try publisher.publish("rooms.a", Array("plain".utf8))
             try publisher.publish("rooms.b.c", [0, 1, 2, 255], headers: ["Room": "b", "Multi": "1"])
@@ -74,12 +93,15 @@ extension NATS {
             #expect(delivered.count == 20, "each queue-group message goes to exactly one member")
 
             subscription.unsubscribe()
-            try await subscriber.flush()
-            try await Task.sleep(for: .milliseconds(200))
+            // A marker published after the message arrives after it would have.
+            let markers = Collector<NATSMessage>()
+            let marker = try subscriber.subscribe("marker") { markers.append($0) }
+            try await waitForInterest(of: subscriber, at: [publisher])
             try publisher.publish("rooms.a", [1])
-            try await publisher.flush()
-            try await Task.sleep(for: .milliseconds(200))
+            try publisher.publish("marker", [])
+            _ = try await markers.wait(for: 1)
             #expect(received.count == 2, "nothing after unsubscribe")
+            _ = marker
             _ = (first, second)
             publisher.close()
             subscriber.close()
@@ -173,13 +195,9 @@ extension NATS {
             let before = try #require(connection.connectedURL)
             let responder = try connect([cluster.servers[2].url], name: "responder")
             let service = try responder.subscribe("ping") { try? $0.respond(Array("pong".utf8)) }
-            try await responder.flush()
-            try await Task.sleep(for: .milliseconds(200))
-
             // A request in flight when the server dies fails at once with `disconnected`.
             let silent = try responder.subscribe("silent") { _ in }
-            try await responder.flush()
-            try await Task.sleep(for: .milliseconds(200))
+            try await waitForInterest(of: responder, at: [connection])
             let inFlight = Collector<Result<NATSMessage, NATSError>>()
             connection.request("silent", [], timeout: .seconds(30)) { inFlight.append($0) }
 

@@ -159,8 +159,10 @@ extension NATS {
 
             let frames = Collector<NATSMessage>()
             let subscription = try other.subscribe("frames.>") { frames.append($0) }
-            try await other.flush()
-            try await Task.sleep(for: .milliseconds(200))
+            // Republished by whichever server leads the stream: every server must know the interest.
+            var probes: [NATSConnection] = []
+            for url in cluster.urls { probes.append(try connect([url], name: "probe")) }
+            try await waitForInterest(of: other, at: probes)
 
             let a1 = try await js.publish("rooms.a", Array("a1".utf8))
             let b1 = try await js.publish("rooms.b", Array("b1".utf8))
@@ -206,6 +208,31 @@ extension NATS {
             // Past the end, and a subject with no messages: nothing, at once.
             #expect(try await js.messages(stream: "LOG", subject: "log.r1", from: all.last!.sequence + 1).isEmpty)
             #expect(try await js.messages(stream: "LOG", subject: "log.none", from: 1).isEmpty)
+        }
+
+        /// Creating a consumer needs the JetStream meta leader: while it is re-elected after its
+        /// server died, a catch-up read goes on with message-get requests to the stream leader.
+        @Test func catchUpWorksWhileTheMetaLeaderIsReElected() async throws {
+            let cluster = try NATSCluster(size: 3)
+            defer { cluster.stop() }
+            let metaLeader = try #require(cluster.metaLeader(cluster.servers[0]))
+            let js = try connect(cluster.servers.filter { $0.name != metaLeader }.map(\.url), name: "reader").jetStream()
+            _ = try await js.addOrUpdateStream(.init(name: "ROOMS", subjects: ["rooms.>"], replicas: 3))
+            // The stream must be led elsewhere, so that only the meta leader goes away.
+            for _ in 0..<10 where try await js.streamInfo("ROOMS").leader == metaLeader {
+                _ = try? await js.connection.request("$JS.API.STREAM.LEADER.STEPDOWN.ROOMS", [], timeout: .seconds(2))
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            try #require(try await js.streamInfo("ROOMS").leader != metaLeader)
+            for index in 0..<20 { _ = try await js.publish("rooms.r", Array("\(index)".utf8)) }
+
+            cluster.kill9(cluster.server(metaLeader))
+            let start = ContinuousClock.now
+            _ = try await js.publish("rooms.r", Array("20".utf8))
+            let read = try await js.messages(stream: "ROOMS", subject: "rooms.r", from: 1)
+            let took = ContinuousClock.now - start
+            #expect(read.map { String(decoding: $0.data, as: UTF8.self) } == (0...20).map(String.init))
+            #expect(took < .seconds(4), "read took \(took)")
         }
 
         /// kill -9 of the server leading the stream while a writer appends: appends resume after
@@ -260,7 +287,7 @@ extension NATS {
                 acknowledged[sequence] = data
                 last = sequence
             }
-            let stored = try await writer.messages(stream: "ROOMS", subject: "rooms.r", from: 1)
+            let stored = try await writer.messages(stream: "ROOMS", subject: "rooms.r", from: 1, idleTimeout: .seconds(20))
             let storedBySequence = Dictionary(uniqueKeysWithValues: stored.map { ($0.sequence, $0.data) })
             let lost = acknowledged.filter { storedBySequence[$0.key] != $0.value }
             #expect(lost.isEmpty, "acknowledged but not stored: \(lost.keys.sorted())")
