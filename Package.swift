@@ -63,6 +63,14 @@ let package = Package(
         // OpenSSL's libcrypto (system library) for HMAC-SHA256 access tokens.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
+        // NATS C client (system library, Debian libnats-dev) and its Swift wrapper for the cluster:
+        // connections, request/reply, JetStream streams and KV.
+        .systemLibrary(name: "CNATS", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
+        .target(
+            name: "TetherNATS",
+            dependencies: ["CNATS", "TetherJSON", .product(name: "HeapModule", package: "swift-collections")]
+        ),
+
         // SQLite (system library) for durable rooms.
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
 
@@ -161,6 +169,8 @@ let package = Package(
             dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTestSupport"]
         ),
         .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI", "TetherTestSupport"]),
+        // Against real nats-server processes (1 or 3) started by TetherTestSupport's NATSCluster.
+        .testTarget(name: "TetherNATSTests", dependencies: ["TetherNATS", "TetherJSON", "TetherTestSupport"]),
         // `tether` end to end under tmux against a real tetherd, plus its screens on a TestBackend.
         .testTarget(
             name: "TerminalClientTests",

@@ -9,6 +9,8 @@ PACKAGES=(
     libwebsockets-dev   # WebSocket transport, server and client
     libssl-dev          # TLS (through libwebsockets) and HMAC for tokens
     libsqlite3-dev      # durable rooms
+    libnats-dev         # NATS C client (cluster mode)
+    nats-server         # NATS with JetStream (cluster mode and its tests)
     openssl             # test certificates
     python3-websockets  # interop test client
     python3-jsonpatch

@@ -1,0 +1,195 @@
+import CNATS
+import Dispatch
+import Synchronization
+
+extension JetStream {
+    /// Reads the messages of `subject` in `stream` from `startSequence` on, in stream order, up to
+    /// the end of the stream (messages appended meanwhile included).
+    ///
+    /// It reads through an ordered consumer (an ephemeral push consumer, 82,000–108,000 messages/s
+    /// measured). Creating a consumer needs the JetStream meta leader, which is re-elected for
+    /// several seconds after the server holding it dies; if the consumer can't be created within
+    /// `consumerTimeout`, the read goes on with one message-get request per message instead
+    /// (answered by the stream leader, about 2,000 messages/s).
+    ///
+    /// `handler` gets each message on a NATS thread, one at a time, in order; then `completion`
+    /// gets the last sequence delivered (nil when there was nothing from `startSequence` on), or
+    /// an error: also `timeout` when no message came for `idleTimeout` (default: the context's
+    /// timeout). After an error the messages already delivered stand: read again from the
+    /// sequence after the last one. Never blocks the caller.
+    public func read(stream: String, subject: String, from startSequence: UInt64, idleTimeout: Duration? = nil,
+                     consumerTimeout: Duration = .seconds(1),
+                     handler: @escaping @Sendable (StoredMessage) -> Void,
+                     completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void) {
+        // Where the subject ends now: nothing to read if it ends before the start.
+        lastMessage(stream: stream, subject: subject) { result in
+            switch result {
+            case .failure(let error): completion(.failure(error))
+            case .success(let last):
+                guard let last, last.sequence >= startSequence else { return completion(.success(nil)) }
+                let reader = CatchUpReader(jetStream: self, stream: stream, subject: subject, handler: handler, completion: completion)
+                Blocking.start { reader.startOrderedConsumer(from: startSequence, timeout: consumerTimeout) }
+                reader.watch(idleTimeout: idleTimeout ?? self.timeout)
+            }
+        }
+    }
+
+    /// `read` collecting the messages.
+    public func messages(stream: String, subject: String, from startSequence: UInt64, idleTimeout: Duration? = nil,
+                         consumerTimeout: Duration = .seconds(1)) async throws(NATSError) -> [StoredMessage] {
+        let collected = Mutex<[StoredMessage]>([])
+        let result = await withCheckedContinuation { continuation in
+            read(stream: stream, subject: subject, from: startSequence, idleTimeout: idleTimeout, consumerTimeout: consumerTimeout,
+                 handler: { message in collected.withLock { $0.append(message) } },
+                 completion: { continuation.resume(returning: $0) })
+        }
+        _ = try result.get()
+        return collected.withLock { $0 }
+    }
+}
+
+/// One catch-up read: delivers in order, stops at the end of the stream, then deletes its consumer.
+private final class CatchUpReader: @unchecked Sendable {
+    // @unchecked: mutable state is in `state`; the C subscription is thread-safe.
+    private struct State {
+        var subscription: SubscriptionHandle?
+        var finished = false
+        var delivered = 0
+        var lastSequence: UInt64?
+    }
+
+    private let jetStream: JetStream
+    private let stream: String
+    private let subject: String
+    private let handler: @Sendable (StoredMessage) -> Void
+    private let completion: @Sendable (Result<UInt64?, NATSError>) -> Void
+    private let state = Mutex(State())
+
+    init(jetStream: JetStream, stream: String, subject: String, handler: @escaping @Sendable (StoredMessage) -> Void,
+         completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void) {
+        self.jetStream = jetStream
+        self.stream = stream
+        self.subject = subject
+        self.handler = handler
+        self.completion = completion
+    }
+
+    // MARK: Ordered consumer
+
+    /// Runs on a blocking-call thread: `js_Subscribe` creates the consumer with an API request.
+    func startOrderedConsumer(from startSequence: UInt64, timeout: Duration) {
+        var options = jsSubOptions()
+        jsSubOptions_Init(&options)
+        options.Ordered = true
+        options.Config.DeliverPolicy = js_DeliverByStartSequence
+        options.Config.OptStartSeq = startSequence
+        var contextOptions = jsOptions()
+        jsOptions_Init(&contextOptions)
+        contextOptions.Wait = timeout.milliseconds
+        let closure = Unmanaged.passRetained(self).toOpaque()
+        var subscriptionPointer: OpaquePointer?
+        var errorCode = jsErrCode(0)
+        let status = stream.withCString { streamName in
+            options.Stream = streamName
+            return js_Subscribe(&subscriptionPointer, jetStream.context, subject, { _, _, message, closure in
+                guard let message else { return }
+                Unmanaged<CatchUpReader>.fromOpaque(closure!).takeUnretainedValue().deliver(message)
+                natsMsg_Destroy(message)
+            }, closure, &contextOptions, &options, &errorCode)
+        }
+        guard status == NATS_OK, let subscription = subscriptionPointer else {
+            Unmanaged<CatchUpReader>.fromOpaque(closure).release()
+            if errorCode.rawValue == 10059 {  // no such stream
+                return finish(.failure(JetStream.apiError("ordered consumer on \(stream) \(subject)", status, errorCode)))
+            }
+            return readByMessageGet(from: startSequence)
+        }
+        if natsSubscription_SetOnCompleteCB(subscription, { closure in
+            Unmanaged<CatchUpReader>.fromOpaque(closure!).release()
+        }, closure) != NATS_OK {
+            _ = Unmanaged<CatchUpReader>.fromOpaque(closure).retain()  // closed meanwhile: leave it alive
+        }
+        started(subscription)
+    }
+
+    /// A consumer message on its delivery thread.
+    private func deliver(_ message: OpaquePointer) {
+        var metadataPointer: UnsafeMutablePointer<jsMsgMetaData>?
+        guard natsMsg_GetMetaData(&metadataPointer, message) == NATS_OK, let metadata = metadataPointer else { return }
+        let sequence = metadata.pointee.Sequence.Stream
+        let pending = metadata.pointee.NumPending
+        jsMsgMetaData_Destroy(metadata)
+        let copy = NATSMessage(copying: message, connection: nil)
+        guard deliver(StoredMessage(subject: copy.subject, sequence: sequence, headers: copy.headers, data: copy.data)) else { return }
+        if pending == 0 { finish(.success(sequence)) }
+    }
+
+    /// The consumer exists (its first messages may already have come).
+    private func started(_ subscription: OpaquePointer) {
+        let handle = SubscriptionHandle(pointer: subscription)
+        let alreadyFinished = state.withLock { state -> Bool in
+            state.subscription = handle
+            return state.finished
+        }
+        if alreadyFinished { Self.destroy(handle) }
+    }
+
+    /// Deletes the consumer off the delivery thread (it is an API request).
+    private static func destroy(_ subscription: SubscriptionHandle) {
+        Blocking.start { natsSubscription_Destroy(subscription.pointer) }
+    }
+
+    // MARK: Message gets
+
+    /// One `MSG.GET` (next message of the subject from `sequence`) after another, until none.
+    private func readByMessageGet(from sequence: UInt64) {
+        jetStream.getMessage(stream: stream, request: ["seq": .int(Int(sequence)), "next_by_subj": .string(subject)]) { result in
+            switch result {
+            case .failure(let error): self.finish(.failure(error))
+            case .success(nil): self.finish(.success(self.state.withLock { $0.lastSequence }))
+            case .success(let message?):
+                if self.deliver(message) { self.readByMessageGet(from: message.sequence + 1) }
+            }
+        }
+    }
+
+    // MARK: Both
+
+    /// Hands a message to the handler unless the read is over; false if it is.
+    private func deliver(_ message: StoredMessage) -> Bool {
+        let open = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.delivered += 1
+            state.lastSequence = message.sequence
+            return true
+        }
+        if open { handler(message) }
+        return open
+    }
+
+    /// Completes once and deletes the consumer if there is one.
+    func finish(_ result: Result<UInt64?, NATSError>) {
+        let (first, subscription) = state.withLock { state -> (Bool, SubscriptionHandle?) in
+            guard !state.finished else { return (false, nil) }
+            state.finished = true
+            return (true, state.subscription)
+        }
+        guard first else { return }
+        if let subscription { Self.destroy(subscription) }
+        completion(result)
+    }
+
+    /// Fails the read if no message comes for `idleTimeout`.
+    func watch(idleTimeout: Duration) {
+        let seen = state.withLock { $0.finished ? nil : $0.delivered }
+        guard let seen else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(idleTimeout.nanoseconds))) { [self] in
+            let progressed = state.withLock { $0.finished || $0.delivered != seen }
+            if progressed { watch(idleTimeout: idleTimeout) } else { finish(.failure(.timeout(subject: subject))) }
+        }
+    }
+}
+
+private struct SubscriptionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
