@@ -91,6 +91,7 @@ export class LiveJsonTree {
     const node = { key, value, kind, depth, isIndex, element: null, children: null, expanded: false };
     const row = element("div", `node ${kind === "primitive" ? "leaf" : "container " + kind}`);
     node.element = row;
+    if (depth > 0 && !isIndex) row.dataset.key = key;  // lets tests and user styles find a member
     this.#nodes.set(row, node);
     if (kind !== "primitive") {
       const toggle = element("button", "toggle");
