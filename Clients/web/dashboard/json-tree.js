@@ -45,6 +45,7 @@ export class LiveJsonTree {
   #root = null;
   #nodes = new WeakMap();
   #flashColor;
+  #flashes = new WeakMap();
 
   /** `autoExpandDepth`: containers above this depth start expanded. */
   constructor(container, { autoExpandDepth = 3 } = {}) {
@@ -269,7 +270,10 @@ export class LiveJsonTree {
   }
 
   #flash(target) {
-    // The Web Animations API restarts cleanly on every change and needs no inline style.
-    target.animate([{ backgroundColor: this.#flashColor }, { backgroundColor: "transparent" }], { duration: 1200, easing: "ease-out" });
+    // The Web Animations API restarts cleanly on every change and needs no inline style. Short:
+    // under 100 patches a second every running flash is a repaint on each frame.
+    this.#flashes.get(target)?.cancel();
+    const animation = target.animate([{ backgroundColor: this.#flashColor }, { backgroundColor: "transparent" }], { duration: 700, easing: "ease-out" });
+    this.#flashes.set(target, animation);
   }
 }

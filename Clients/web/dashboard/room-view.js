@@ -8,6 +8,9 @@ import { clockTime, explainError, shortJSON } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 const PATCH_LOG = 50;
+// The list of recent patches is redrawn at most this often: nobody reads 100 lines a second, and
+// shifting a scrolled list down on every frame costs more paint than the whole tree.
+const PATCH_LIST_INTERVAL_MS = 250;
 const SHOWN_OPS = 6;
 
 /** Values of members named `field` anywhere in `value` (at most `limit`), with a label from a sibling "title" or "name". */
@@ -41,6 +44,8 @@ export class RoomView {
   #patchLog = [];
   #renderedPatches = 0;
   #rendered = false;
+  #patchListDrawnAt = -Infinity;
+  #patchListTimer = null;
 
   /**
    * `describe(kind)` resolves with the kind's description ({name, scope, actions}) or null when
@@ -108,6 +113,8 @@ export class RoomView {
 
   close() {
     for (const off of this.#unsubscribe.splice(0)) off();
+    clearTimeout(this.#patchListTimer);
+    this.#patchListTimer = null;
     if (this.#room && !this.#keepRoom) this.#room.leave();
     this.#room = null;
     this.#tree.clear();
@@ -160,10 +167,21 @@ export class RoomView {
     this.#rendered = true;
     $("room-version").textContent = String(room.version);
     $("room-epoch").textContent = room.epoch ?? "—";
-    this.#renderPatches();
+    this.#renderPatchesSoon();
+  }
+
+  #renderPatchesSoon() {
+    if (this.#patchListTimer !== null) return;
+    const wait = this.#patchListDrawnAt + PATCH_LIST_INTERVAL_MS - performance.now();
+    if (wait <= 0) return this.#renderPatches();
+    this.#patchListTimer = setTimeout(() => {
+      this.#patchListTimer = null;
+      this.#scheduler.schedule("patches", () => this.#renderPatches());
+    }, wait);
   }
 
   #renderPatches() {
+    this.#patchListDrawnAt = performance.now();
     const fresh = this.#patchLog.length - this.#renderedPatches;
     if (fresh <= 0) return;
     const list = $("room-patches");
