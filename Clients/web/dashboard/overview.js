@@ -147,25 +147,27 @@ export class Overview {
     $("rooms-summary").textContent = filter ? `${shown.length} of ${list.length} rooms` : `${list.length} room${list.length === 1 ? "" : "s"}`;
   }
 
+  /** Writes `entry` into its row; cells are made once and only their text changes after. */
   #fillRow(row, entry) {
-    const link = document.createElement("a");
-    link.href = roomHref(entry.name);
-    link.textContent = entry.name;
-    const name = document.createElement("td");
-    name.append(link);
+    if (row.cells.length === 0) {
+      const name = document.createElement("td");
+      const link = document.createElement("a");
+      link.href = roomHref(entry.name);
+      link.textContent = entry.name;
+      name.append(link);
+      row.append(name, cell(""), cell(""), cell("", "num"), cell("", "num"), cell("", "mono muted"));
+    }
     const perSession = entry.scope === "per-session";
     const count = entry.instances ?? entry.count;
     const subscribers = perSession && Number.isFinite(count)
       ? `${formatNumber(entry.subscribers ?? count)} (${formatNumber(count)} private)`
       : formatNumber(entry.subscribers);
-    row.replaceChildren(
-      name,
-      cell(entry.kind ?? "—"),
-      cell(entry.scope ?? "—", perSession ? "muted" : ""),
-      cell(subscribers, "num"),
-      cell(Number.isInteger(entry.version) ? String(entry.version) : "—", "num"),
-      cell(entry.epoch ?? "—", "mono muted"),
-    );
+    const texts = [null, entry.kind ?? "—", entry.scope ?? "—", subscribers,
+      Number.isInteger(entry.version) ? String(entry.version) : "—", entry.epoch ?? "—"];
+    texts.forEach((text, index) => {
+      if (text !== null && row.cells[index].textContent !== text) row.cells[index].textContent = text;
+    });
+    row.cells[2].classList.toggle("muted", perSession);
   }
 
   /** The rooms the server lists now (for suggestions and the room view's subscriber count). */
