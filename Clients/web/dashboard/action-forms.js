@@ -13,6 +13,8 @@ const placeholders = {
   any: 'any JSON: "text", 42, true, {…}',
 };
 
+const needs = { integer: "a whole number", number: "a number", array: "a JSON array", object: "a JSON object", any: "a JSON value" };
+
 /** A value the user typed, converted to the field's JSON type; throws an Error in plain words. */
 export function readField(type, raw, optional) {
   if (type === "boolean") {
@@ -21,7 +23,7 @@ export function readField(type, raw, optional) {
   }
   if (raw === "" && (optional || type !== "string")) {
     if (optional) return undefined;
-    throw new Error(`needs ${placeholders[type] ?? "a value"}`);
+    throw new Error(`needs ${needs[type] ?? "a value"}`);
   }
   switch (type) {
     case "string": return raw;
