@@ -245,6 +245,16 @@ class DashboardCases:
         self.assertEqual(refused_status(server.url, "http://evil.example"), 403)
         self.assertIsNone(refused_status(server.url, None))
 
+    def test_the_dashboard_opened_as_localhost_is_its_own_origin(self):
+        """http://localhost:PORT/ is the daemon's own origin too: the page's WebSocket (Origin
+        http://localhost:PORT) is accepted."""
+        server = self.server()
+        b = self.browser
+        b.open(f"http://localhost:{server.port}/")
+        self.wait_live()
+        b.wait_for("the overview", lambda: b.visible("#overview-view") and b.text("#stat-connections") == "1")
+        self.assertFalse(b.visible("#banner"))
+
     def test_without_a_token_the_dashboard_shows_no_room_data(self):
         """With auth, the page asks for a token and shows nothing else; a token without the admin
         claim is refused; the admin token opens it; signing out forgets it."""
