@@ -9,6 +9,8 @@
 const SHORT_INLINE = 72;      // a flat container shorter than this is drawn on one line
 const MAX_AUTO_EXPAND = 2000; // bigger containers start collapsed
 const MAX_STRING = 300;       // longer strings are cut on screen (the full text is in the tooltip)
+const MAX_FLASHES = 24;       // flashes running at once
+const FLASH_MS = 700;
 
 function kindOf(value) {
   if (Array.isArray(value)) return "array";
@@ -46,6 +48,8 @@ export class LiveJsonTree {
   #nodes = new WeakMap();
   #flashColor;
   #flashes = new WeakMap();
+  /** When the flashes of the last FLASH_MS started (oldest first). */
+  #flashStarts = [];
 
   /** `autoExpandDepth`: containers above this depth start expanded. */
   constructor(container, { autoExpandDepth = 3 } = {}) {
@@ -270,10 +274,14 @@ export class LiveJsonTree {
   }
 
   #flash(target) {
-    // The Web Animations API restarts cleanly on every change and needs no inline style. Short:
-    // under 100 patches a second every running flash is a repaint on each frame.
+    // The Web Animations API restarts cleanly on every change and needs no inline style. Every
+    // running flash is a repaint on each frame, so they are short and at most MAX_FLASHES run at
+    // once: under a flood of patches some changes don't flash, and the page stays smooth.
+    const now = performance.now();
+    while (this.#flashStarts.length > 0 && now - this.#flashStarts[0] > FLASH_MS) this.#flashStarts.shift();
+    if (this.#flashStarts.length >= MAX_FLASHES) return;
+    this.#flashStarts.push(now);
     this.#flashes.get(target)?.cancel();
-    const animation = target.animate([{ backgroundColor: this.#flashColor }, { backgroundColor: "transparent" }], { duration: 700, easing: "ease-out" });
-    this.#flashes.set(target, animation);
+    this.#flashes.set(target, target.animate([{ backgroundColor: this.#flashColor }, { backgroundColor: "transparent" }], { duration: FLASH_MS, easing: "ease-out" }));
   }
 }

@@ -7,7 +7,9 @@ protocol 1 on the same port with a few rooms: the system room `tether.server` (u
 second), `counter`, `todo` (and `todo:NAME`) and `clock`. It answers `describe`, acks joins and
 leaves that carry an id, and with --token requires that token on every join.
 
-    Tests/Browser/support/mock_server.py --port 0 [--token T] [--nodes] [--rooms N]
+    Tests/Browser/support/mock_server.py --port 0 [--token T] [--nodes] [--rooms N] [--upstream ws://…]
+
+With --upstream, WebSockets are relayed to a real tetherd instead (its rooms, the page's files).
 
 prints `tetherd listening on ws://127.0.0.1:PORT` like tetherd, then serves until SIGTERM.
 Test-only: it binds 127.0.0.1.
@@ -173,7 +175,8 @@ class Room:
 # MARK: The server
 
 class MockServer:
-    def __init__(self, token=None, nodes=False, extra_rooms=0):
+    def __init__(self, token=None, nodes=False, extra_rooms=0, upstream=None):
+        self.upstream = upstream
         self.token = token
         self.nodes = nodes
         self.rooms = {}
@@ -228,6 +231,8 @@ class MockServer:
     # WebSocket
 
     async def handle(self, socket, path=None):
+        if self.upstream:
+            return await self.relay(socket)
         self.connections.add(socket)
         joined = set()
         try:
@@ -246,6 +251,17 @@ class MockServer:
             for name in joined:
                 if name in self.rooms:
                     self.rooms[name].subscribers.discard(socket)
+
+    async def relay(self, socket):
+        """--upstream: the page's WebSocket goes on to a real tetherd, frame for frame."""
+        async with websockets.connect(self.upstream, subprotocols=["tether.v1"], max_size=1 << 24) as upstream:
+            async def pump(source, sink):
+                async for frame in source:
+                    await sink.send(frame)
+            tasks = [asyncio.create_task(pump(socket, upstream)), asyncio.create_task(pump(upstream, socket))]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in tasks:
+                task.cancel()
 
     async def receive(self, socket, message, joined):
         kind = message.get("type")
@@ -385,8 +401,9 @@ async def main():
     parser.add_argument("--token", help="require this token on every join")
     parser.add_argument("--nodes", action="store_true", help="pretend to be a three-node cluster")
     parser.add_argument("--rooms", type=int, default=0, help="create this many idle todo rooms")
+    parser.add_argument("--upstream", help="relay WebSockets to this tetherd (ws://...) instead of the mock rooms")
     options = parser.parse_args()
-    mock = MockServer(token=options.token, nodes=options.nodes, extra_rooms=options.rooms)
+    mock = MockServer(token=options.token, nodes=options.nodes, extra_rooms=options.rooms, upstream=options.upstream)
     server = await websockets.serve(mock.handle, "127.0.0.1", options.port, subprotocols=["tether.v1"],
                                     process_request=mock.process_request, max_size=1 << 20)
     mock.port = server.sockets[0].getsockname()[1]
