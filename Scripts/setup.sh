@@ -15,6 +15,9 @@ PACKAGES=(
     python3-websockets  # interop test client
     python3-jsonpatch
     tmux                # end-to-end tests of the terminal client
+    chromium            # the dashboard's tests in a real browser (headless)
+    chromium-driver
+    python3-selenium
     gnuplot-nox         # load-test report plots
 )
 

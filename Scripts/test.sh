@@ -10,6 +10,9 @@ echo "== unit, property and end-to-end tests"
 swift build --build-tests
 swift test --skip-build
 
+echo "== the dashboard in headless Chromium (Selenium)"
+Tests/Browser/run.sh
+
 echo "== hostile input against tetherd built with AddressSanitizer"
 swift build --sanitize=address --scratch-path .build-asan --product tetherd
 TETHERD="$(swift build --sanitize=address --scratch-path .build-asan --show-bin-path)/tetherd" \

@@ -1,0 +1,80 @@
+// Plain-language formatting for the dashboard: durations, sizes, rates, and errors a person who
+// has never read the protocol can act on.
+
+/** 3725 → "1 h 2 min"; 42 → "42 s". */
+export function formatDuration(seconds) {
+  if (!Number.isFinite(seconds) || seconds < 0) return "—";
+  seconds = Math.floor(seconds);
+  const days = Math.floor(seconds / 86400);
+  const hours = Math.floor((seconds % 86400) / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  if (days > 0) return `${days} d ${hours} h`;
+  if (hours > 0) return `${hours} h ${minutes} min`;
+  if (minutes > 0) return `${minutes} min ${seconds % 60} s`;
+  return `${seconds} s`;
+}
+
+/** 12345 → "12.1 KiB". */
+export function formatBytes(bytes) {
+  if (!Number.isFinite(bytes)) return "—";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < units.length - 1) { value /= 1024; unit++; }
+  return unit === 0 ? `${value} B` : `${value.toFixed(value < 10 ? 2 : 1)} ${units[unit]}`;
+}
+
+/** A rate or count: 1234.5 → "1,235"; 3.25 → "3.3"; 0 → "0". */
+export function formatNumber(value) {
+  if (!Number.isFinite(value)) return "—";
+  if (Math.abs(value) >= 100 || Number.isInteger(value)) return Math.round(value).toLocaleString("en");
+  return value.toFixed(1);
+}
+
+/** A short, human form of a JSON value for one-line displays, cut at `max` characters. */
+export function shortJSON(value, max = 80) {
+  const text = value === undefined ? "undefined" : JSON.stringify(value);
+  return text.length > max ? text.slice(0, max - 1) + "…" : text;
+}
+
+/** "14:03:07" for a Date or epoch milliseconds. */
+export function clockTime(time) {
+  return new Date(time).toLocaleTimeString("en-GB", { hour12: false });
+}
+
+const errorExplanations = {
+  unauthorized: "Not allowed: the access token is missing, expired, or does not cover this room.",
+  unknown_room: "No such room: the server has no room kind by that name.",
+  unknown_action: "The room has no action by that name.",
+  invalid_args: "The arguments don't fit the action.",
+  rate_limited: "Too many requests: the server is limiting this connection for now.",
+  too_large: "Too large: the server will not hold a value that big.",
+  internal: "The server failed while handling this; the room keeps running.",
+  bad_message: "The server did not understand the request.",
+  timeout: "No answer from the server in time.",
+  disconnected: "The connection dropped before the server answered: the change may or may not have been made.",
+  closed: "The connection is closed.",
+  left: "This page left the room.",
+};
+
+/** An error as a sentence, then the server's own words: {headline, detail}. */
+export function explainError(error) {
+  const code = error?.code ?? "error";
+  const headline = errorExplanations[code] ?? `The server answered with an error (${code}).`;
+  const detail = error?.message && error.message !== code ? error.message : "";
+  return { code, headline, detail };
+}
+
+/** What the connection badge says for a client state and its info. */
+export function describeConnection(state, info = {}) {
+  switch (state) {
+    case "live": return "Live";
+    case "connecting": return "Connecting…";
+    case "closed": return "Disconnected";
+    case "reconnecting": {
+      const seconds = info.delay !== undefined ? ` in ${(info.delay / 1000).toFixed(1)} s` : "";
+      return `Reconnecting${seconds} (attempt ${info.attempt ?? 1})`;
+    }
+    default: return state;
+  }
+}
