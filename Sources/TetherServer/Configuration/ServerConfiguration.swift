@@ -44,6 +44,9 @@ public struct ServerConfiguration: Sendable {
     public var serverName = "tetherd/\(TetherServer.version)"
     /// When set, every join needs a token signed with this authority that covers the room.
     public var auth: TokenAuthority?
+    /// The files `auth` was read from, if any (for `tetherd check` and reload reports).
+    public var authSecretFile: String?
+    public var authSecretsFile: String?
     /// Listen beyond loopback without `auth` (refused otherwise: anyone could join every room).
     public var allowAnonymous = false
     /// Per connection: a token bucket of actions (answered `rate_limited` when empty).
