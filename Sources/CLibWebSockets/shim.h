@@ -80,8 +80,10 @@ static const int32_t TETHER_LLL_INFO = LLL_INFO;
 #include <openssl/pem.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 static inline void tether_tls_reason(char *error, size_t length, const char *what, const char *path) {
     unsigned long code = ERR_peek_last_error();
     char detail[200] = "";
@@ -95,6 +97,8 @@ static inline int tether_tls_load(SSL_CTX *ctx, const char *cert_path, const cha
     EVP_PKEY *key = NULL;
     STACK_OF(X509) *chain = sk_X509_new_null();
     ERR_clear_error();
+    if (access(cert_path, R_OK) != 0) { snprintf(error, length, "cannot read certificate file %s: %s", cert_path, strerror(errno)); goto done; }
+    if (access(key_path, R_OK) != 0) { snprintf(error, length, "cannot read private key file %s: %s", key_path, strerror(errno)); goto done; }
     BIO *bio = BIO_new_file(cert_path, "r");
     if (!bio) { tether_tls_reason(error, length, "cannot read certificate file", cert_path); goto done; }
     leaf = PEM_read_bio_X509_AUX(bio, NULL, NULL, NULL);

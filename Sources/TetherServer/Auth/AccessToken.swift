@@ -75,6 +75,12 @@ public struct TokenAuthority: Sendable, Equatable {
         TokenAuthority(secret: other.unnamedSecret ?? unnamedSecret, named: namedSecrets.merging(other.namedSecrets) { _, new in new })
     }
 
+    /// The unnamed secret also as the named secret `kid` (for `tetherd token --secret S --kid K`).
+    public func namingUnnamedSecret(_ kid: String) -> TokenAuthority {
+        guard let unnamedSecret else { return self }
+        return TokenAuthority(secret: unnamedSecret, named: namedSecrets.merging([kid: unnamedSecret]) { _, new in new })
+    }
+
     /// A token signed with the named secret `kid`, or with the unnamed one when `kid` is nil.
     /// Nil when this authority has no such secret.
     public func mint(_ claims: AccessClaims, kid: String? = nil) -> String? {

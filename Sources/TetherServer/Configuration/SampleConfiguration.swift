@@ -57,3 +57,13 @@ public enum SampleConfiguration {
         return lines
     }
 }
+
+extension SampleConfiguration {
+    /// The sample for `tetherd sample-config --KEY VALUE ...`: the given settings are checked
+    /// as `tetherd` would read them (flags only) and written uncommented.
+    public static func text(arguments: [String]) throws(ConfigurationError) -> String {
+        let loader = ConfigurationLoader()
+        _ = try loader.load(arguments: arguments, environment: [:])
+        return text(settings: try loader.checkArguments(arguments))
+    }
+}

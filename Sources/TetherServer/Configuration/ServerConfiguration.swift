@@ -94,7 +94,7 @@ extension ServerConfiguration {
     }
 
     /// One line for the start-up log: what an operator wants to confirm.
-    func summary(port: Int) -> String {
+    public func summary(port: Int) -> String {
         let storage = dataDirectory.map { "data in \($0) (durability \(durability.rawValue))" } ?? "memory only"
         return "\(scheme)://\(host):\(port), \(storage), auth \(auth == nil ? "off" : "on"), "
             + "max \(maxConnections) connections, \(maxRooms) rooms, state \(maxStateBytes) bytes, log \(logLevel) \(logFormat.rawValue)"
