@@ -99,6 +99,9 @@ manpage tether 1 "Tether terminal client" "$("$bin/tether" --help)"
 manpage tether-load 1 "Tether load generator" "$("$bin/tether-load" --help)"
 chmod 0644 "$stage"/usr/share/man/man*/*
 
+# The lintian tag that stays, with the reason (Packaging/debian/lintian-overrides).
+install -D -m 0644 Packaging/debian/lintian-overrides "$stage/usr/share/lintian/overrides/tether"
+
 # Maintainer scripts and conffiles.
 install -m 0755 Packaging/debian/postinst Packaging/debian/prerm Packaging/debian/postrm "$stage/DEBIAN/"
 install -m 0644 Packaging/debian/conffiles "$stage/DEBIAN/conffiles"
@@ -127,15 +130,21 @@ fakeroot dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null
 echo "package: $deb ($(du -h "$deb" | cut -f1)); Depends: $depends, adduser"
 
 if command -v lintian >/dev/null; then
+    # Every tag is printed (overridden ones as O:, with the reason in the override file); any
+    # error fails the build. dist/lintian.txt keeps the list.
     echo "package: lintian"
-    lintian --fail-on error --info "$deb" | tee "$work/lintian.txt" || { echo "package.sh: lintian reports errors" >&2; exit 1; }
-    grep -q "^E:" "$work/lintian.txt" && { echo "package.sh: lintian reports errors" >&2; exit 1; }
+    status=0
+    lintian --fail-on none --show-overrides "$deb" > dist/lintian.txt 2>&1 || status=$?
+    grep -v "^running with root privileges" dist/lintian.txt | sed 's/^/  /' || true
+    if ((status)) || grep -q "^E:" dist/lintian.txt; then echo "package.sh: lintian reports errors" >&2; exit 1; fi
 else
     echo "package: lintian is not installed (Scripts/setup.sh installs it); not checked" >&2
 fi
 
 if command -v systemd-analyze >/dev/null; then
-    # The unit names /usr/bin/tetherd: verify it against the staged tree.
+    # The unit names /usr/bin/tetherd, which exists only once installed: check the unit with the
+    # staged program in its place here (the package test verifies the installed unit as is).
     echo "package: systemd-analyze verify"
-    systemd-analyze verify --root="$stage" /lib/systemd/system/tetherd.service
+    sed "s|/usr/bin/tetherd|$stage/usr/bin/tetherd|g" "$stage/lib/systemd/system/tetherd.service" > "$work/tetherd.service"
+    systemd-analyze verify --man=no "$work/tetherd.service"
 fi

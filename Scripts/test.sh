@@ -10,6 +10,10 @@ echo "== unit, property and end-to-end tests"
 swift build --build-tests
 swift test --skip-build
 
+echo "== Debian package: release build, dpkg-deb, lintian, systemd-analyze; installed, run, removed"
+Scripts/package.sh
+TETHER_DEB="$PWD/$(ls -t dist/tether_*_amd64.deb | head -1)" swift test --skip-build --filter DebianPackageTests
+
 echo "== hostile input against tetherd built with AddressSanitizer"
 swift build --sanitize=address --scratch-path .build-asan --product tetherd
 TETHERD="$(swift build --sanitize=address --scratch-path .build-asan --show-bin-path)/tetherd" \
