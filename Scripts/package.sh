@@ -23,12 +23,20 @@ for tool in dpkg-deb dpkg-shlibdeps fakeroot strip gzip; do
     command -v "$tool" >/dev/null || { echo "package.sh: $tool is missing; run Scripts/setup.sh" >&2; exit 69; }
 done
 
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
 products=(tetherd tether tether-load)
 swift_flags=(-c release --static-swift-stdlib)
 if ((build)); then
     for product in "${products[@]}"; do
         echo "package: building $product (release, static Swift runtime)"
-        swift build "${swift_flags[@]}" --product "$product" 2>&1 | grep -E "error|warning: unre|Compiling|Build complete" | grep -v "^\[" || true
+        if ! swift build "${swift_flags[@]}" --product "$product" > "$work/build.log" 2>&1; then
+            grep -E "error:" -A3 "$work/build.log" | head -40 >&2
+            echo "package.sh: the release build of $product failed" >&2
+            exit 1
+        fi
+        tail -1 "$work/build.log"
     done
 fi
 bin="$(swift build "${swift_flags[@]}" --show-bin-path)"
@@ -43,8 +51,6 @@ if [ "$version" != "$changelog_version" ]; then
     exit 1
 fi
 
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 stage="$work/tether"
 mkdir -p "$stage/DEBIAN"
 
