@@ -19,6 +19,12 @@ PACKAGES=(
     chromium-driver
     python3-selenium
     gnuplot-nox         # load-test report plots
+    dpkg-dev            # Scripts/package.sh: dpkg-shlibdeps computes the package's Depends
+    fakeroot            # Scripts/package.sh: root-owned files in the package
+    binutils            # Scripts/package.sh: strip
+    lintian             # Scripts/package.sh: the package must have no lintian errors
+    systemd             # Scripts/package.sh and the package test: systemd-analyze verify
+    adduser             # the package's postinst (the package test installs it)
 )
 
 missing=()

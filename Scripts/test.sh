@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up and runs the whole test suite: unit and property tests, end-to-end tests against the
-# real daemon (including the terminal client under tmux and a Python client), the hostile-input
-# suites against an AddressSanitizer build of tetherd, and a bounded fuzzing run.
+# Sets up and runs the whole test suite: unit and property tests, in-process server tests,
+# end-to-end tests against the real daemon (the terminal client under tmux, a Python client, a
+# NATS cluster), tether.js under Node, the dashboard in headless Chromium, the Debian package,
+# the hostile-input suites against an AddressSanitizer build of tetherd, and a bounded fuzzing run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh debug
@@ -10,8 +11,15 @@ echo "== unit, property and end-to-end tests"
 swift build --build-tests
 swift test --skip-build
 
+echo "== tether.js and the dashboard's functions under Node"
+node --experimental-websocket --test Tests/Web/
+
 echo "== the dashboard in headless Chromium (Selenium)"
 Tests/Browser/run.sh
+
+echo "== Debian package: release build, dpkg-deb, lintian, systemd-analyze; installed, run, removed"
+Scripts/package.sh
+TETHER_DEB="$PWD/$(ls -t dist/tether_*_amd64.deb | head -1)" swift test --skip-build --filter DebianPackageTests
 
 echo "== hostile input against tetherd built with AddressSanitizer"
 swift build --sanitize=address --scratch-path .build-asan --product tetherd

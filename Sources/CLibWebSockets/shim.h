@@ -72,6 +72,74 @@ static const int32_t TETHER_LLL_NOTICE = LLL_NOTICE;
 static const int32_t TETHER_LLL_INFO = LLL_INFO;
 
 
+// TLS certificates for a running server (OpenSSL, which lws 4.1 is built on here). Reads a PEM
+// certificate chain and private key, checks that the key belongs to the certificate, and, when
+// `ctx` is given, installs all three on it in one call: handshakes that start afterwards use
+// them, established connections keep theirs (OpenSSL copies the certificate into each SSL at
+// accept). Nothing changes on failure. Returns 0, or -1 with one line in `error`.
+#include <openssl/pem.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static inline void tether_tls_reason(char *error, size_t length, const char *what, const char *path) {
+    unsigned long code = ERR_peek_last_error();
+    char detail[200] = "";
+    if (code) ERR_error_string_n(code, detail, sizeof detail);
+    ERR_clear_error();
+    snprintf(error, length, "%s %s%s%s", what, path, code ? ": " : "", detail);
+}
+static inline int tether_tls_load(SSL_CTX *ctx, const char *cert_path, const char *key_path, char *error, size_t length) {
+    int result = -1;
+    X509 *leaf = NULL;
+    EVP_PKEY *key = NULL;
+    STACK_OF(X509) *chain = sk_X509_new_null();
+    ERR_clear_error();
+    if (access(cert_path, R_OK) != 0) { snprintf(error, length, "cannot read certificate file %s: %s", cert_path, strerror(errno)); goto done; }
+    if (access(key_path, R_OK) != 0) { snprintf(error, length, "cannot read private key file %s: %s", key_path, strerror(errno)); goto done; }
+    BIO *bio = BIO_new_file(cert_path, "r");
+    if (!bio) { tether_tls_reason(error, length, "cannot read certificate file", cert_path); goto done; }
+    leaf = PEM_read_bio_X509_AUX(bio, NULL, NULL, NULL);
+    if (!leaf) { BIO_free(bio); tether_tls_reason(error, length, "no PEM certificate in", cert_path); goto done; }
+    X509 *extra;
+    while ((extra = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) sk_X509_push(chain, extra);
+    ERR_clear_error();  /* the end of the file */
+    BIO_free(bio);
+    bio = BIO_new_file(key_path, "r");
+    if (!bio) { tether_tls_reason(error, length, "cannot read private key file", key_path); goto done; }
+    key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    if (!key) { tether_tls_reason(error, length, "no PEM private key in", key_path); goto done; }
+    if (X509_check_private_key(leaf, key) != 1) {
+        ERR_clear_error();
+        snprintf(error, length, "the private key %s does not belong to the certificate %s", key_path, cert_path);
+        goto done;
+    }
+    if (ctx && SSL_CTX_use_cert_and_key(ctx, leaf, key, chain, 1) != 1) {
+        tether_tls_reason(error, length, "OpenSSL refused the certificate", cert_path);
+        goto done;
+    }
+    result = 0;
+done:
+    X509_free(leaf);
+    EVP_PKEY_free(key);
+    sk_X509_pop_free(chain, X509_free);
+    return result;
+}
+/// The serial number of the certificate `ctx` serves, in hex (for logs); "" if none.
+static inline void tether_tls_serial(SSL_CTX *ctx, char *out, size_t length) {
+    out[0] = 0;
+    X509 *cert = ctx ? SSL_CTX_get0_certificate(ctx) : NULL;
+    if (!cert) return;
+    BIGNUM *number = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL);
+    char *hex = number ? BN_bn2hex(number) : NULL;
+    if (hex) snprintf(out, length, "%s", hex);
+    OPENSSL_free(hex);
+    BN_free(number);
+}
+
 // Names the calling thread (visible in top/gdb). Declared here because glibc only exposes it
 // under _GNU_SOURCE.
 extern int pthread_setname_np(pthread_t thread, const char *name);

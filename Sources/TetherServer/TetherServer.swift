@@ -15,17 +15,19 @@ import TetherTransport
 public final class TetherServer: Service, Sendable {
     public static let version = "0.1.0"
 
-    public let configuration: ServerConfiguration
-    private let transport: WebSocketServer
-    private let hub: SessionHub
+    /// The running settings; a reload (`reload(_:)`) replaces the reloadable ones.
+    public var configuration: ServerConfiguration { running.withLock { $0 } }
+    let running: Mutex<ServerConfiguration>
+    let transport: WebSocketServer
+    let hub: SessionHub
     private let bridge: TransportBridge
     private let store: RoomStore?
-    private let logger: Logger
+    let logger: Logger
     private let boundPort = Mutex<Int?>(nil)
 
     /// Takes the data directory's lock and opens its database; throws when either fails.
     public init(configuration: ServerConfiguration = .init(), kinds: [ViewModelKind], logger: Logger = Logger(label: "tetherd")) throws(StartupError) {
-        self.configuration = configuration
+        self.running = Mutex(configuration)
         self.logger = logger
         if let directory = configuration.dataDirectory {
             store = try RoomStore(directory: directory, durability: configuration.durability, historyLimit: configuration.historyMaxPatches, logger: logger)

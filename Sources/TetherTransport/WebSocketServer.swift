@@ -51,6 +51,19 @@ public final class WebSocketServer: Sendable {
         loop.shutdown(deadline: deadline)
     }
 
+    /// Serves `tls` to connections whose handshake starts from now on; established connections
+    /// keep the certificate they have. Runs on the service thread. Throws `.tls` (unreadable
+    /// file, a key that does not belong to the certificate...) and then changes nothing, or
+    /// `.notRunning`. Returns the new certificate's serial number (hex), for the log.
+    public func reloadCertificate(_ tls: TLSFiles) async throws(TransportError) -> String {
+        let loop = self.loop
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, TransportError>, Never>) in
+            let queued = loop.execute { continuation.resume(returning: loop.installCertificate(tls)) }
+            if !queued { continuation.resume(returning: .failure(.notRunning)) }
+        }
+        return try result.get()
+    }
+
     /// `shutdown(deadline:)` for async code: waits without blocking a concurrency thread.
     public func shutdownAsync(deadline: Duration = .seconds(5)) async {
         let loop = self.loop
@@ -67,6 +80,9 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     let configuration: WebSocketServerConfiguration
     /// Set by start, cleared when the loop finishes; used on the loop thread only afterwards.
     private var delegate: (any WebSocketServerDelegate)?
+    /// The vhost's OpenSSL context (lws hands it over while creating a TLS vhost); certificates
+    /// are swapped on it. Loop-thread confined once started.
+    private var sslContext: OpaquePointer?
 
     init(configuration: WebSocketServerConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -165,6 +181,9 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         switch reason {
         case LWS_CALLBACK_FILTER_NETWORK_CONNECTION, LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
             return acceptsNewConnections ? 0 : 1
+        case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS:
+            sslContext = user.map(OpaquePointer.init)
+            return 0
         case LWS_CALLBACK_ESTABLISHED:
             return opened(wsi)
         case LWS_CALLBACK_HTTP:
@@ -242,12 +261,39 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         delegate = nil
     }
 
+    /// On the loop thread: loads and installs the certificate and key on the vhost.
+    func installCertificate(_ tls: TLSFiles) -> Result<String, TransportError> {
+        guard let sslContext else { return .failure(.tls("this server was started without TLS; enabling it needs a restart")) }
+        if let problem = tls.load(into: sslContext) { return .failure(.tls(problem)) }
+        return .success(TLSFiles.serial(of: sslContext))
+    }
+
     // MARK: Helpers
 
     private func checkReadable(_ path: String, what: String) throws {
         if access(path, R_OK) != 0 {
             throw TransportError.tls("cannot read \(what) file '\(path)': \(String(cString: strerror(errno)))")
         }
+    }
+}
+
+extension TLSFiles {
+    /// Why these files can't serve TLS (unreadable, not PEM, a key that does not belong to the
+    /// certificate), or nil when they can. Changes nothing.
+    public var problem: String? { load(into: nil) }
+
+    /// Loads the pair, and installs it on `context` when one is given; the reason on failure.
+    func load(into context: OpaquePointer?) -> String? {
+        var error = [CChar](repeating: 0, count: 512)
+        guard tether_tls_load(context, certificatePath, privateKeyPath, &error, error.count) != 0 else { return nil }
+        return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The serial number (hex) of the certificate `context` serves.
+    static func serial(of context: OpaquePointer) -> String {
+        var serial = [CChar](repeating: 0, count: 128)
+        tether_tls_serial(context, &serial, serial.count)
+        return String(decoding: serial.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

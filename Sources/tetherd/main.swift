@@ -4,6 +4,7 @@ import Logging
 import ServiceLifecycle
 import TetherDemos
 import TetherServer
+import UnixSignals
 
 /// `tetherd`: the Tether server daemon with the demo ViewModels built in.
 ///
@@ -23,6 +24,14 @@ enum Tetherd {
         switch arguments.first {
         case "token":
             await MintToken.main(Array(arguments.dropFirst()))
+        case "backup":
+            await BackupCommand.main(Array(arguments.dropFirst()))
+        case "restore":
+            await RestoreCommand.main(Array(arguments.dropFirst()))
+        case "check":
+            check(Array(arguments.dropFirst()))
+        case "sample-config":
+            sampleConfig(Array(arguments.dropFirst()))
         case "help", "--help", "-h":
             print(usage)
         case "--version":
@@ -43,9 +52,17 @@ enum Tetherd {
         broadcast to the room's subscribers. Rooms: \(Demos.kinds.map(\.name).joined(separator: ", ")). Protocol: docs/PROTOCOL.md.
 
         USAGE:
-          tetherd [serve] [options]        run the daemon
-          tetherd token --secret S --rooms PATTERNS [--subject NAME] [--ttl SECONDS]
+          tetherd [serve] [options]        run the daemon (SIGHUP reloads the config file, SIGTERM stops)
+          tetherd check [options]          validate the settings (config file, TLS files, secrets, data
+                                           directory) without starting; exit 0, or one line per problem, 78
+          tetherd token (--secret S | --secret-file F | --secrets-file F --kid K) --rooms PATTERNS
+                        [--kid K] [--subject NAME] [--ttl SECONDS]
                                            print an access token (tetherd token --help)
+          tetherd backup (--data DIR | --config FILE) BACKUP
+                                           copy the database consistently, daemon running or not
+          tetherd restore (--data DIR | --config FILE) [--replace] BACKUP
+                                           check a backup and make it the data directory's database
+          tetherd sample-config [options]  print a config file listing every setting (given ones set)
 
         Every option also comes from the environment (its TETHERD_ name below) or from a config file \
         (--config FILE or TETHERD_CONFIG; YAML or JSON, e.g. `port: 9000`). Flags beat the environment, \
@@ -57,39 +74,77 @@ enum Tetherd {
         EXIT STATUS:
           0 stopped by SIGTERM/SIGINT; 64 bad option, setting or config file; 69 address or data directory \
         in use; 71 cannot listen; 73 data directory cannot be created; 74 storage I/O error; 78 unusable \
-        TLS or secret file.
+        TLS or secret file (and every problem `tetherd check` finds).
         """
     }
 
     static func serve(_ arguments: [String]) async {
+        let environment = ProcessInfo.processInfo.environment
+        let loader = ConfigurationLoader(programOptions: programOptions)
         let loaded: ConfigurationLoader.Result
         do {
-            loaded = try ConfigurationLoader(programOptions: programOptions).load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+            loaded = try loader.load(arguments: arguments, environment: environment)
         } catch {
             fail(error.description, exitCode: 64)
         }
         let configuration = loaded.configuration
-        LoggingSystem.bootstrap { label in
+        // The handlers read their level from here, so a reload can change it.
+        let logLevel = ReloadableLogLevel(configuration.logLevel)
+        LoggingSystem.bootstrap { label -> any LogHandler in
             switch configuration.logFormat {
-            case .json: return JSONLogHandler(label: label, level: configuration.logLevel)
-            case .text:
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = configuration.logLevel
-                return handler
+            case .json: return logLevel.handler(JSONLogHandler(label: label, level: .trace))
+            case .text: return logLevel.handler(StreamLogHandler.standardError(label: label))
             }
         }
         let logger = Logger(label: "tetherd")
         let kinds = Demos.kinds + (loaded.programValues["test-kinds"] == "true" ? Demos.testKinds : [])
+        // Trapped before the server starts: a SIGHUP right after the "listening" line reloads,
+        // never kills (its default action).
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let notifier = SystemdNotifier()
         do {
             let server = try TetherServer(configuration: configuration, kinds: kinds, logger: logger)
+            let reloader = Reloader(server: server, logLevel: logLevel, notifier: notifier, logger: logger) { () throws(ConfigurationError) in
+                // Read as at start: the same flags and environment, the config file again.
+                try loader.load(arguments: arguments, environment: environment).configuration
+            }
             // The signal handlers are in place before the server starts: a SIGTERM right after the
             // "listening" line is a graceful shutdown, never a kill.
-            let group = ServiceGroup(services: [Listening(server: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            let group = ServiceGroup(
+                services: [Listening(server: server, notifier: notifier), ReloadOnHangup(hangups: hangups, reloader: reloader),
+                           SystemdNotifierService(notifier: notifier, server: server)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             try await group.run()
         } catch let error as StartupError {
             fail(error.description, exitCode: error.exitCode)
         } catch {
             fail("\(error)", exitCode: 70)
+        }
+    }
+
+    /// `tetherd check`: the settings as `serve` would read them, then what only starting shows.
+    static func check(_ arguments: [String]) {
+        let loaded: ConfigurationLoader.Result
+        do {
+            loaded = try ConfigurationLoader(programOptions: programOptions).load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            fail("check: \(error.description)", exitCode: 78)
+        }
+        let problems = ConfigurationCheck.problems(loaded.configuration)
+        let source = loaded.configFile ?? "the settings"
+        guard problems.isEmpty else {
+            FileHandle.standardError.write(Data(problems.map { "tetherd: check: \($0)\n" }.joined().utf8))
+            exit(78)
+        }
+        print("tetherd check: \(source) is valid: \(loaded.configuration.summary(port: loaded.configuration.port))")
+    }
+
+    /// `tetherd sample-config [--KEY VALUE ...]`: the commented config file.
+    static func sampleConfig(_ arguments: [String]) {
+        do {
+            print(try SampleConfiguration.text(arguments: arguments), terminator: "")
+        } catch {
+            fail(error.description, exitCode: 64)
         }
     }
 
@@ -99,14 +154,50 @@ enum Tetherd {
     }
 }
 
-/// Starts the server, then prints the one line scripts wait for (stdout may be a pipe they read).
+/// Starts the server, then prints the one line scripts wait for (stdout may be a pipe they
+/// read) and tells systemd it is ready.
 struct Listening: Service {
     let server: TetherServer
+    let notifier: SystemdNotifier
 
     func run() async throws {
         let port = try server.start()
         FileHandle.standardOutput.write(Data("tetherd listening on \(server.configuration.scheme)://\(server.configuration.host):\(port)\n".utf8))
+        notifier.notify("READY=1\nSTATUS=listening on port \(port)")
         try await server.run()
+    }
+}
+
+/// A reload: the settings read again, the reloadable ones applied, the log level followed.
+/// A reload that fails changes nothing and says why in one line.
+struct Reloader: Sendable {
+    let server: TetherServer
+    let logLevel: ReloadableLogLevel
+    let notifier: SystemdNotifier
+    let logger: Logger
+    let read: @Sendable () throws(ConfigurationError) -> ServerConfiguration
+
+    func reload() async {
+        notifier.notify("RELOADING=1\nSTATUS=reloading")
+        do {
+            try await server.reload(try read())
+            logLevel.current = server.configuration.logLevel
+        } catch {
+            logger.error("reload failed, keeping the running configuration: \(error)")
+        }
+        server.withStatus { [notifier] status in notifier.notify("READY=1\nSTATUS=\(status.summary)") }
+    }
+}
+
+/// Reloads on every SIGHUP until the group shuts down.
+struct ReloadOnHangup: Service {
+    let hangups: UnixSignalsSequence
+    let reloader: Reloader
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            for await _ in hangups { await reloader.reload() }
+        }
     }
 }
 
@@ -114,11 +205,26 @@ struct Listening: Service {
 struct MintToken: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tetherd token",
-        abstract: "Print an HS256 access token for the daemon's auth secret.",
-        discussion: "Example: tetherd token --secret s3cret --subject alice --rooms 'todo:*,counter' --ttl 3600")
+        abstract: "Print an HS256 access token for one of the daemon's secrets.",
+        discussion: """
+            Examples:
+              tetherd token --secret s3cret --subject alice --rooms 'todo:*,counter' --ttl 3600
+              tetherd token --secrets-file /etc/tether/secrets.yaml --kid 2026-04 --rooms '*'
+            With --kid the token's header names that key; the daemon checks it with the secret of that name \
+            (auth-secrets-file). Without, it checks it with its unnamed secret (auth-secret, auth-secret-file).
+            """)
 
-    @Option(help: "The daemon's auth secret.")
-    var secret: String
+    @Option(help: "The secret itself (visible in ps; prefer a file).")
+    var secret: String?
+
+    @Option(help: "A file holding the secret (as auth-secret-file).")
+    var secretFile: String?
+
+    @Option(help: "A file of kid: secret lines (as auth-secrets-file); --kid picks the secret.")
+    var secretsFile: String?
+
+    @Option(help: "The key name (kid) to put in the token's header.")
+    var kid: String?
 
     @Option(help: "Who the token is for (the sub claim).")
     var subject = "local"
@@ -129,10 +235,112 @@ struct MintToken: ParsableCommand {
     @Option(help: "Seconds until the token expires.")
     var ttl = 3600
 
-    func run() {
+    func validate() throws {
+        guard [secret, secretFile, secretsFile].compactMap({ $0 }).count == 1 else {
+            throw ValidationError("give one of --secret, --secret-file, --secrets-file")
+        }
+        if secretsFile != nil, kid == nil { throw ValidationError("--secrets-file needs --kid to pick the secret") }
+    }
+
+    func run() throws {
+        let authority: TokenAuthority
+        do {
+            if let secretsFile {
+                authority = TokenAuthority(secret: nil, named: try TokenSecretsFile.read(secretsFile))
+            } else {
+                // Read as the daemon reads auth-secret / auth-secret-file.
+                let arguments = secret.map { ["--auth-secret", $0] } ?? ["--auth-secret-file", secretFile!]
+                let unnamed = try ConfigurationLoader().load(arguments: arguments, environment: [:]).configuration.auth!
+                authority = kid.map { unnamed.namingUnnamedSecret($0) } ?? unnamed
+            }
+        } catch {
+            throw ValidationError(error.description)
+        }
         let claims = AccessClaims(
             subject: subject, expires: Int(Date().timeIntervalSince1970) + ttl,
             rooms: rooms.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
-        print(TokenAuthority(secret: Array(secret.utf8)).mint(claims))
+        guard let token = authority.mint(claims, kid: kid) else {
+            throw ValidationError("\(secretsFile ?? "the secrets file") has no secret named \(kid ?? "")")
+        }
+        print(token)
+    }
+}
+
+/// Where `backup` and `restore` find the data directory: --data, or the config's `data`.
+struct DataDirectoryOptions: ParsableArguments {
+    @Option(help: "The data directory.")
+    var data: String?
+
+    @Option(help: "A config file whose data setting names the data directory (the TETHERD_ environment applies too).")
+    var config: String?
+
+    func directory() throws -> String {
+        if let data { return data }
+        let arguments = config.map { ["--" + ConfigurationLoader.configFileKey, $0] } ?? []
+        do {
+            let loaded = try ConfigurationLoader(programOptions: Tetherd.programOptions)
+                .load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+            guard let directory = loaded.configuration.dataDirectory else { throw ValidationError("the settings keep rooms in memory only: no data directory") }
+            return directory
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.description)
+        }
+    }
+}
+
+/// `tetherd backup`: a consistent copy of a live database.
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tetherd backup",
+        abstract: "Copy the data directory's database to a file, consistently, while the daemon runs and writes.",
+        discussion: """
+            Uses SQLite's online backup API from a read-only connection; it does not need the daemon's lock. \
+            Every change acknowledged before the copy began is in it. Run it as the daemon's user \
+            (sudo -u tether tetherd backup --config /etc/tether/tetherd.yaml /var/backups/tether.sqlite).
+            """)
+
+    @OptionGroup var location: DataDirectoryOptions
+
+    @Argument(help: "The backup file to write (replaced if it exists).")
+    var file: String
+
+    func run() throws {
+        let directory = try location.directory()
+        do {
+            let summary = try DatabaseBackup.backup(dataDirectory: directory, to: file)
+            print("tetherd backup: \(file): \(summary)")
+        } catch {
+            Tetherd.fail("backup: \(error)", exitCode: error.exitCode)
+        }
+    }
+}
+
+/// `tetherd restore`: a backup back into place.
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tetherd restore",
+        abstract: "Check a backup (every room loads) and make it the data directory's database.",
+        discussion: """
+            The daemon must be stopped (the data directory's lock is taken). Rooms come back with their epoch \
+            and version, so clients resuming from the backup's versions get patches. With --replace an \
+            existing database is moved aside as tether.sqlite.replaced-TIME, never deleted.
+            """)
+
+    @OptionGroup var location: DataDirectoryOptions
+
+    @Flag(help: "Move an existing database aside instead of refusing.")
+    var replace = false
+
+    @Argument(help: "The backup file (from tetherd backup).")
+    var file: String
+
+    func run() throws {
+        let directory = try location.directory()
+        do {
+            let summary = try DatabaseBackup.restore(from: file, into: directory, replace: replace)
+            print("tetherd restore: \(directory): \(summary)")
+        } catch {
+            Tetherd.fail("restore: \(error)", exitCode: error.exitCode)
+        }
     }
 }

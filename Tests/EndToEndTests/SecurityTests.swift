@@ -9,7 +9,7 @@ import TetherTestSupport
 @Suite("End to end: TLS, tokens and limits", .serialized)
 @MainActor
 struct SecurityTests {
-    static func makeCertificate() throws -> (directory: String, cert: String, key: String) {
+    nonisolated static func makeCertificate() throws -> (directory: String, cert: String, key: String) {
         let directory = Daemon.temporaryDirectory()
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Scripts/make-cert.sh")

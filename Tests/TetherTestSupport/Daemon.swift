@@ -32,11 +32,16 @@ public final class Daemon: @unchecked Sendable {
     /// Starts `tetherd --port PORT --data DIR ARGUMENTS` and waits for its "listening" line.
     /// `port` 0 lets the daemon pick; pass a daemon's `port` and `dataDirectory` to restart it in
     /// place. `TETHERD` in the environment names another binary (e.g. an AddressSanitizer build).
-    public init(arguments: [String] = [], port: Int = 0, dataDirectory: String? = nil, timeout: Duration = .seconds(20)) throws {
+    /// `logLevel` nil leaves the level to the config file; `environment` adds variables.
+    public init(arguments: [String] = [], port: Int = 0, dataDirectory: String? = nil, logLevel: String? = "warning",
+                environment: [String: String] = [:], timeout: Duration = .seconds(20)) throws {
         self.dataDirectory = dataDirectory ?? Self.temporaryDirectory()
         let process = Process()
         process.executableURL = ProcessInfo.processInfo.environment["TETHERD"].map(URL.init(fileURLWithPath:)) ?? Self.executable("tetherd")
-        process.arguments = ["--port", "\(port)", "--log-level", "warning", "--data", self.dataDirectory] + arguments
+        process.arguments = ["--port", "\(port)"] + (logLevel.map { ["--log-level", $0] } ?? []) + ["--data", self.dataDirectory] + arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let stdoutPipe = Pipe()
         stderrPipe = Pipe()
         process.standardOutput = stdoutPipe

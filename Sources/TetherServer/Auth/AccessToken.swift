@@ -27,6 +27,7 @@ public struct AccessClaims: Equatable, Sendable {
 public enum TokenError: Error, Equatable, CustomStringConvertible {
     case malformed(String)
     case unsupportedAlgorithm(String)
+    case unknownKey(String?)
     case badSignature
     case expired(at: Int)
 
@@ -34,30 +35,73 @@ public enum TokenError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .malformed(let why): return "malformed token: \(why)"
         case .unsupportedAlgorithm(let alg): return "token algorithm \(alg) is not accepted (HS256 only)"
+        case .unknownKey(let kid?): return "the token's key \"\(kid)\" (kid) is not one of this server's secrets"
+        case .unknownKey(nil): return "the token names no key (kid) and this server has no unnamed secret"
         case .badSignature: return "token signature does not match"
         case .expired(let at): return "token expired at \(at) (seconds since 1970)"
         }
     }
 }
 
-/// Signs and checks HS256 JSON Web Tokens with one shared secret, using OpenSSL's HMAC.
-public struct TokenAuthority: Sendable {
-    private let secret: [UInt8]
+/// Signs and checks HS256 JSON Web Tokens with shared secrets, using OpenSSL's HMAC.
+///
+/// Several secrets can be valid at once, so they can be rotated without refusing anyone: each
+/// named secret checks tokens whose header names it (`kid`), and the unnamed one (the single
+/// secret of `auth-secret`) tokens without a `kid`. An operator adds a new named secret, moves
+/// token issuers to it, then removes the old one.
+public struct TokenAuthority: Sendable, Equatable {
+    /// Checks tokens without a `kid`.
+    private let unnamedSecret: [UInt8]?
+    /// Checks tokens by their `kid`.
+    private let namedSecrets: [String: [UInt8]]
 
+    /// One unnamed secret: tokens carry no `kid`.
     public init(secret: [UInt8]) {
-        self.secret = secret
+        self.init(secret: secret, named: [:])
     }
 
-    public func mint(_ claims: AccessClaims) -> String {
-        let header = Base64URL.encode(JSON.object(["alg": "HS256", "typ": "JWT"]).encoded())
+    /// An unnamed secret (optional) and named ones.
+    public init(secret: [UInt8]?, named: [String: [UInt8]]) {
+        unnamedSecret = secret
+        namedSecrets = named
+    }
+
+    /// The key names (`kid`s), sorted; for logs.
+    public var keyNames: [String] { namedSecrets.keys.sorted() }
+    public var hasUnnamedSecret: Bool { unnamedSecret != nil }
+
+    /// The same authority plus `other`'s secrets (its unnamed secret, if any, wins).
+    public func adding(_ other: TokenAuthority) -> TokenAuthority {
+        TokenAuthority(secret: other.unnamedSecret ?? unnamedSecret, named: namedSecrets.merging(other.namedSecrets) { _, new in new })
+    }
+
+    /// The unnamed secret also as the named secret `kid` (for `tetherd token --secret S --kid K`).
+    public func namingUnnamedSecret(_ kid: String) -> TokenAuthority {
+        guard let unnamedSecret else { return self }
+        return TokenAuthority(secret: unnamedSecret, named: namedSecrets.merging([kid: unnamedSecret]) { _, new in new })
+    }
+
+    /// A token signed with the named secret `kid`, or with the unnamed one when `kid` is nil.
+    /// Nil when this authority has no such secret.
+    public func mint(_ claims: AccessClaims, kid: String? = nil) -> String? {
+        guard let secret = kid.map({ namedSecrets[$0] }) ?? unnamedSecret else { return nil }
+        var header: [String: JSON] = ["alg": "HS256", "typ": "JWT"]
+        if let kid { header["kid"] = .string(kid) }
+        let headerText = Base64URL.encode(JSON.object(header).encoded())
         let payload = Base64URL.encode(JSON.object([
             "sub": .string(claims.subject), "exp": .int(claims.expires), "rooms": .array(claims.rooms.map(JSON.string)),
         ]).encoded())
-        let signingInput = header + "." + payload
-        return signingInput + "." + Base64URL.encode(signature(of: Array(signingInput.utf8)))
+        let signingInput = headerText + "." + payload
+        return signingInput + "." + Base64URL.encode(Self.signature(of: Array(signingInput.utf8), secret: secret))
     }
 
-    /// The token's claims, if its signature is ours and it has not expired at `now`.
+    /// A token signed with the one secret of `init(secret:)`.
+    public func mint(_ claims: AccessClaims) -> String {
+        mint(claims, kid: nil)!
+    }
+
+    /// The token's claims, if its signature is from one of our secrets (the one its `kid`
+    /// names) and it has not expired at `now`.
     public func verify(_ token: String, now: Int = Int(Date().timeIntervalSince1970)) throws(TokenError) -> AccessClaims {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .malformed("expected three dot-separated parts") }
@@ -65,8 +109,15 @@ public struct TokenAuthority: Sendable {
             throw .malformed("the header is not base64url JSON")
         }
         guard header["alg"] == "HS256" else { throw .unsupportedAlgorithm(header["alg"]?.stringValue ?? "none") }
+        let kid: String?
+        switch header["kid"] {
+        case nil, .null?: kid = nil
+        case .string(let name)?: kid = name
+        default: throw .malformed("\"kid\" must be a string")
+        }
+        guard let secret = kid.map({ namedSecrets[$0] }) ?? unnamedSecret else { throw .unknownKey(kid) }
         guard let given = Base64URL.decode(parts[2]) else { throw .malformed("the signature is not base64url") }
-        let expected = signature(of: Array("\(parts[0]).\(parts[1])".utf8))
+        let expected = Self.signature(of: Array("\(parts[0]).\(parts[1])".utf8), secret: secret)
         guard given.count == expected.count, CRYPTO_memcmp(given, expected, expected.count) == 0 else { throw .badSignature }
         guard let payloadBytes = Base64URL.decode(parts[1]), let payload = try? JSONParser().parse(payloadBytes) else {
             throw .malformed("the payload is not base64url JSON")
@@ -79,7 +130,7 @@ public struct TokenAuthority: Sendable {
         return AccessClaims(subject: payload["sub"]?.stringValue ?? "", expires: expires, rooms: rooms)
     }
 
-    private func signature(of input: [UInt8]) -> [UInt8] {
+    private static func signature(of input: [UInt8], secret: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         _ = secret.withUnsafeBytes { key in

@@ -117,7 +117,7 @@ public struct ConfigurationLoader: Sendable {
     // MARK: Checks
 
     /// Every `--flag` must be known and a non-flag option needs a value. Returns the values.
-    private func checkArguments(_ arguments: [String]) throws(ConfigurationError) -> [String: String] {
+    func checkArguments(_ arguments: [String]) throws(ConfigurationError) -> [String: String] {
         let byKey = Dictionary(options.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         var values: [String: String] = [:]
         var index = 0

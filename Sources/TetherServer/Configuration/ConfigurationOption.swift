@@ -122,7 +122,7 @@ extension ServerConfiguration {
             if on { config.dataDirectory = nil }
         }, current: { "\($0.dataDirectory == nil)" }),
         .choice("durability", \.durability, "What an ack promises: strict (fsynced), batch (survives a daemon crash), none (may lose recent acks)."),
-        .integer("max-state-bytes", \.maxStateBytes, "Largest encoded state of a room and largest patch of one turn; a turn past it is refused with too_large.", value: "bytes", range: 64...Int.max, reloadable: true),
+        .integer("max-state-bytes", \.maxStateBytes, "Largest encoded state of a room and largest patch of one turn; a turn past it is refused with too_large.", value: "bytes", range: 64...Int.max),
         .integer("history-max-patches", \.historyMaxPatches, "Per room: recent patches kept for resuming clients.", range: 0...Int.max),
         .integer("history-max-bytes", \.historyMaxBytes, "Per room: bytes of recent patches kept for resuming clients.", value: "bytes", range: 0...Int.max),
         .integer("max-frame-bytes", \.maxFrameBytes, "Largest frame accepted from a client; larger ones close the connection with 1009.", value: "bytes", range: 64...Int.max),
@@ -133,15 +133,22 @@ extension ServerConfiguration {
         .seconds("stuck-client-seconds", \.stuckClientTimeout, "A client whose queue makes no progress this long is closed with 1008.", reloadable: true),
         .optionalString("tls-cert", \.tlsCertificatePath, "TLS certificate chain (PEM) to serve wss:// (with --tls-key).", reloadable: true),
         .optionalString("tls-key", \.tlsKeyPath, "TLS private key (PEM).", reloadable: true),
-        ConfigurationOption("auth-secret", value: "secret", "Shared secret for HS256 access tokens; joins then need a valid token. Visible in ps: prefer --auth-secret-file.", secret: true, reloadable: true, apply: { config, text in
-            config.auth = text.isEmpty ? nil : TokenAuthority(secret: Array(text.utf8))
-        }, current: { $0.auth == nil ? nil : "<secret>" }),
-        ConfigurationOption("auth-secret-file", value: "path", "File holding the token secret.", reloadable: true, apply: { config, path throws(ConfigurationError) in
+        ConfigurationOption("auth-secret", value: "secret", "Shared secret for HS256 access tokens without a kid; joins then need a valid token. Visible in ps: prefer --auth-secret-file.", secret: true, reloadable: true, apply: { config, text in
+            guard !text.isEmpty else { return }
+            config.auth = (config.auth ?? TokenAuthority(secret: nil, named: [:])).adding(TokenAuthority(secret: Array(text.utf8)))
+        }, current: { $0.auth?.hasUnnamedSecret == true ? "<secret>" : nil }),
+        ConfigurationOption("auth-secret-file", value: "path", "File holding the token secret (for tokens without a kid).", reloadable: true, apply: { config, path throws(ConfigurationError) in
             guard let contents = FileManager.default.contents(atPath: path) else { throw .unreadable("auth-secret-file", path) }
             let secret = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard !secret.isEmpty else { throw .badValue("auth-secret-file", path, "a file holding the secret, not an empty one") }
-            config.auth = TokenAuthority(secret: Array(secret.utf8))
-        }, current: { _ in nil }),
+            config.auth = (config.auth ?? TokenAuthority(secret: nil, named: [:])).adding(TokenAuthority(secret: Array(secret.utf8)))
+            config.authSecretFile = path
+        }, current: { $0.authSecretFile }),
+        ConfigurationOption("auth-secrets-file", value: "path", "File of named token secrets, one `kid: secret` line each; a token's kid header picks its secret. Rotate by adding a secret, moving token issuers to it, then removing the old one (each a reload).", reloadable: true, apply: { config, path throws(ConfigurationError) in
+            let named = try TokenSecretsFile.read(path)
+            config.auth = (config.auth ?? TokenAuthority(secret: nil, named: [:])).adding(TokenAuthority(secret: nil, named: named))
+            config.authSecretsFile = path
+        }, current: { $0.authSecretsFile }),
         .flag("allow-anonymous", \.allowAnonymous, "Allow listening on a non-loopback address without a token secret."),
         .number("max-actions-per-second", \.maxActionsPerSecond, "Per connection: actions per second (token bucket; excess gets rate_limited).", reloadable: true),
         .integer("action-burst", \.actionBurst, "Per connection: the token bucket's burst size.", reloadable: true),

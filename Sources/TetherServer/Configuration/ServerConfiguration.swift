@@ -44,6 +44,9 @@ public struct ServerConfiguration: Sendable {
     public var serverName = "tetherd/\(TetherServer.version)"
     /// When set, every join needs a token signed with this authority that covers the room.
     public var auth: TokenAuthority?
+    /// The files `auth` was read from, if any (for `tetherd check` and reload reports).
+    public var authSecretFile: String?
+    public var authSecretsFile: String?
     /// Listen beyond loopback without `auth` (refused otherwise: anyone could join every room).
     public var allowAnonymous = false
     /// Per connection: a token bucket of actions (answered `rate_limited` when empty).
@@ -91,7 +94,7 @@ extension ServerConfiguration {
     }
 
     /// One line for the start-up log: what an operator wants to confirm.
-    func summary(port: Int) -> String {
+    public func summary(port: Int) -> String {
         let storage = dataDirectory.map { "data in \($0) (durability \(durability.rawValue))" } ?? "memory only"
         return "\(scheme)://\(host):\(port), \(storage), auth \(auth == nil ? "off" : "on"), "
             + "max \(maxConnections) connections, \(maxRooms) rooms, state \(maxStateBytes) bytes, log \(logLevel) \(logFormat.rawValue)"

@@ -12,7 +12,8 @@ import TetherState
 /// production), except `deliver`'s callers, which hand their work to `queue`. Hence
 /// `@unchecked Sendable`.
 public final class SessionHub: @unchecked Sendable {
-    let configuration: ServerConfiguration
+    /// Changed only by `reconfigure` (a reload), on the queue like everything else.
+    private(set) var configuration: ServerConfiguration
     let runtime: ServerRuntime
     private let environment: RoomEnvironment
     private let metrics: ServerMetrics
@@ -428,6 +429,19 @@ public final class SessionHub: @unchecked Sendable {
     func stopAllRooms() async {
         let rooms = registry.sharedRooms.map(\.room) + sessions.values.flatMap { $0.privateRooms.values }
         for room in rooms { await room.stop() }
+    }
+
+    // MARK: Reload
+
+    /// Takes reloaded settings (`TetherServer.reload` passes the running ones with the
+    /// reloadable fields replaced). Limits and secrets are read per request, so they apply from
+    /// the next one; every connection's action bucket is rebuilt (full) at the new rate.
+    public func reconfigure(_ configuration: ServerConfiguration) {
+        self.configuration = configuration
+        let now = self.now
+        for session in sessions.values {
+            session.actions = TokenBucket(rate: configuration.maxActionsPerSecond, capacity: configuration.actionBurst, now: now)
+        }
     }
 
     // MARK: Status

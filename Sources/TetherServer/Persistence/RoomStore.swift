@@ -33,6 +33,8 @@ struct StoredRoom {
 final class RoomStore: Sendable {
     /// A full snapshot of a room's state is written every this many versions, bounding replay.
     static let snapshotInterval = 100
+    /// The database in the data directory.
+    static let databaseFileName = "tether.sqlite"
 
     let durability: Durability
     private let historyLimit: Int
@@ -69,7 +71,7 @@ final class RoomStore: Sendable {
         self.logger = logger
         if let failure = Self.makeDirectory(directory) { throw .dataDirectory(directory, failure) }
         lock = try DataDirectoryLock(directory: directory)
-        path = (directory as NSString).appendingPathComponent("tether.sqlite")
+        path = (directory as NSString).appendingPathComponent(Self.databaseFileName)
         do {
             self.database = Mutex(try Self.open(path, durability: durability))
         } catch {
@@ -97,7 +99,7 @@ final class RoomStore: Sendable {
     }
 
     /// `mkdir -p`; returns the OS's reason when a level can't be made.
-    private static func makeDirectory(_ path: String) -> String? {
+    static func makeDirectory(_ path: String) -> String? {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
@@ -184,7 +186,7 @@ final class RoomStore: Sendable {
                 reply(Result { () throws(StorageError) -> StoredRoom? in
                     try database.withLock { database throws(StorageError) -> StoredRoom? in
                         guard let database else { return nil }
-                        return try read(room, from: database)
+                        return try Self.read(room, from: database)
                     }
                 })
             case .stop:
@@ -223,7 +225,8 @@ final class RoomStore: Sendable {
         }
     }
 
-    private func read(_ name: String, from database: SQLiteDatabase) throws(StorageError) -> StoredRoom? {
+    /// A room as stored, its patches replayed onto its snapshot; nil when there is none.
+    static func read(_ name: String, from database: SQLiteDatabase) throws(StorageError) -> StoredRoom? {
         var stored: StoredRoom?
         var snapshotVersion = 0
         try database.prepare("SELECT epoch, version, snapshot_version, state FROM rooms WHERE name = ?").query(.text(name)) { row throws(StorageError) in

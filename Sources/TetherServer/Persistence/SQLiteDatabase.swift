@@ -5,8 +5,10 @@ import CSQLite
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
 
-    init(path: String) throws(StorageError) {
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+    /// Opens (creating it if missing), or with `readOnly` opens an existing database without
+    /// writing to it.
+    init(path: String, readOnly: Bool = false) throws(StorageError) {
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &handle, flags, nil)
         guard status == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -46,6 +48,29 @@ final class SQLiteDatabase {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// Copies `source` into this database with SQLite's online backup API, in one step: the
+    /// copy is one consistent snapshot (a read transaction on `source`), and in WAL mode the
+    /// source's writers keep writing meanwhile.
+    func copy(from source: SQLiteDatabase) throws(StorageError) {
+        guard let backup = sqlite3_backup_init(handle, "main", source.handle, "main") else { throw .sql("backup", lastError) }
+        var status = sqlite3_backup_step(backup, -1)
+        var attempts = 0
+        while (status == SQLITE_BUSY || status == SQLITE_LOCKED) && attempts < 100 {
+            attempts += 1
+            sqlite3_sleep(50)
+            status = sqlite3_backup_step(backup, -1)
+        }
+        let finished = sqlite3_backup_finish(backup)
+        guard status == SQLITE_DONE, finished == SQLITE_OK else { throw .sql("backup", source.lastError + " / " + lastError) }
+    }
+
+    /// The first column of the first row of `sql`, as text (PRAGMAs, counts).
+    func scalar(_ sql: String) throws(StorageError) -> String? {
+        var result: String?
+        try prepare(sql).query { row in if result == nil { result = row.text(0) } }
+        return result
     }
 
     var lastError: String { handle.map { String(cString: sqlite3_errmsg($0)) } ?? "closed" }
