@@ -68,7 +68,7 @@ struct ChaosTests {
             let client = makeClient()
             observers.append(Observer(client: client, room: client.room(room)))
         }
-        try await eventually("all mirrors synced") { observers.allSatisfy { $0.room.isSynced } }
+        try await eventually("all mirrors synced", timeout: .seconds(30)) { observers.allSatisfy { $0.room.isSynced } }
 
         // Publishers: each sets its own keys; an ack is recorded only when it arrives.
         var acked: [String: Int] = [:]

@@ -81,7 +81,9 @@ struct SlowConsumerTests {
         #expect(!metrics.contains("tether_stuck_clients_closed_total 1"), "a merely slow client is not disconnected")
         let p99Before = percentile(baseline, 0.99), p99During = percentile(during, 0.99)
         print("slow consumer: \(clientCount) live clients, stalled \(stallSeconds) s; live p50 \(percentile(baseline, 0.5)) -> \(percentile(during, 0.5)) ms, p99 \(p99Before) -> \(p99During) ms; daemon RSS \(rssBefore >> 20) MiB before, \((rssSamples.min() ?? 0) >> 20)-\((rssSamples.max() ?? 0) >> 20) MiB during")
-        #expect(p99During <= max(p99Before * 2, p99Before + 20), "live p99 \(p99Before) ms before, \(p99During) ms with a stalled client")
+        // Bounded generously: the test suite runs other suites beside this one, and a stalled
+        // client that held the others up would cost seconds, not tens of milliseconds.
+        #expect(p99During <= max(p99Before * 3, p99Before + 100), "live p99 \(p99Before) ms before, \(p99During) ms with a stalled client")
         let undelivered = rate * stallSeconds * payload.utf8.count
         #expect((rssSamples.max() ?? 0) - rssBefore < 32 << 20, "daemon memory stayed flat while \(undelivered >> 20) MB went undelivered")
 
