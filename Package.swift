@@ -98,6 +98,18 @@ let package = Package(
             ]
         ),
 
+        // The README's "Write a ViewModel" example (also a package of its own in Examples/hello-tether):
+        // built here so CI compiles and starts it without resolving and building dependencies twice.
+        .executableTarget(
+            name: "hello-tether",
+            dependencies: [
+                "TetherServer", "TetherDemos", "TetherState", "TetherBinding",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/hello-tether/Sources/hello-tether"
+        ),
+
         // Testing Tether apps: TestRoom asserts what one action changed in a ViewModel; TestServer
         // runs the server core in process (in-memory connections, virtual clock).
         .target(
