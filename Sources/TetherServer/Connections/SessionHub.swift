@@ -15,7 +15,10 @@ public final class SessionHub: @unchecked Sendable {
     /// Changed only by `reconfigure` (a reload), on the queue like everything else.
     private(set) var configuration: ServerConfiguration
     let runtime: ServerRuntime
-    private let environment: RoomEnvironment
+    /// Makes shared rooms: local ones, or a cluster's.
+    private let sharedRooms: any RoomFactory
+    /// Makes per-session rooms, which always stay in this process.
+    private let localRooms: LocalRoomFactory
     private let metrics: ServerMetrics
     private let logger: Logger
     private let registry: RoomRegistry
@@ -38,13 +41,15 @@ public final class SessionHub: @unchecked Sendable {
     }
 
     init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, store: RoomStore?,
-         metrics: ServerMetrics, logger: Logger) {
+         metrics: ServerMetrics, logger: Logger, makeSharedRooms: ((RoomEnvironment) -> any RoomFactory)? = nil) {
         self.configuration = configuration
         self.runtime = runtime
         self.metrics = metrics
         self.logger = logger
         self.registry = RoomRegistry(kinds: kinds)
-        self.environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
+        let environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
+        localRooms = LocalRoomFactory(environment: environment)
+        sharedRooms = makeSharedRooms?(environment) ?? localRooms
         scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
     }
 
@@ -87,11 +92,11 @@ public final class SessionHub: @unchecked Sendable {
         connectionsPerAddress[connection.remoteAddress] = remaining > 0 ? remaining : nil
         let handle = SessionHandle(session: session)
         for (name, room) in session.joined {
-            room.execute { $0.leave(handle) }
+            room.leave(handle)
             if room.kind.scope == .shared { registry.removeMember(name, now: now) }
         }
         session.joined.removeAll()
-        for room in session.privateRooms.values { room.execute { $0.stop() } }
+        for room in session.privateRooms.values { room.stop() }
         registry.releasePrivateRooms(session.privateRooms.count)
         session.privateRooms.removeAll()
     }
@@ -177,7 +182,7 @@ public final class SessionHub: @unchecked Sendable {
             session.sendQueue.forget(room: name)  // a second join restarts the room's stream
         }
         let handle = SessionHandle(session: session)
-        room.execute { $0.join(handle, since: since, id: id) }
+        room.join(handle, since: since, id: id)
     }
 
     /// Leaving a room not joined is not an error: the client's wish already holds.
@@ -187,7 +192,7 @@ public final class SessionHub: @unchecked Sendable {
         if let room = session.joined.removeValue(forKey: name) {
             session.sendQueue.forget(room: name)
             let handle = SessionHandle(session: session)
-            room.execute { $0.leave(handle) }
+            room.leave(handle)
             if room.kind.scope == .shared { registry.removeMember(name, now: now) }
         }
         if let id { enqueue(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), for: session) }
@@ -221,7 +226,7 @@ public final class SessionHub: @unchecked Sendable {
         session.consecutiveErrors = 0
         let room = session.joined[name] ?? self.room(named: name, kind: kind, for: session)
         let handle = SessionHandle(session: session)
-        room.execute { $0.perform(action, args: args, id: id, from: handle) }
+        room.perform(action, args: args, id: id, from: handle)
     }
 
     private func describe(_ kind: String?, id: Int?, session: Session) {
@@ -261,22 +266,20 @@ public final class SessionHub: @unchecked Sendable {
         return registry.roomCount < configuration.maxRooms
     }
 
-    private func room(named name: String, kind: ViewModelKind, for session: Session) -> Room {
+    private func room(named name: String, kind: ViewModelKind, for session: Session) -> any RoomEndpoint {
+        let output = HubOutput(hub: self)
         switch kind.scope {
         case .shared:
-            return registry.sharedRoom(named: name, now: now) { predecessor in makeRoom(name, kind, after: predecessor) }
+            return registry.sharedRoom(named: name, now: now) { predecessor in
+                sharedRooms.makeRoom(named: name, kind: kind, after: predecessor, output: output)
+            }
         case .perSession:
+            // Per-session rooms stay on the connection's node, in this process.
             if let room = session.privateRooms[name] { return room }
-            let room = registry.privateRoom { makeRoom(name, kind, after: nil) }
+            let room = registry.privateRoom { localRooms.makeRoom(named: name, kind: kind, after: nil, output: output) }
             session.privateRooms[name] = room
             return room
         }
-    }
-
-    private func makeRoom(_ name: String, _ kind: ViewModelKind, after predecessor: Room?) -> Room {
-        let room = Room(name: name, kind: kind, environment: environment, output: HubOutput(hub: self))
-        room.execute { $0.start(after: predecessor) }
-        return room
     }
 
     // MARK: Refusals
@@ -324,6 +327,11 @@ public final class SessionHub: @unchecked Sendable {
                 metrics.fanOutLatency.record(.now - patch.createdAt)
             case .message(let message, let handle):
                 send(message, to: handle)
+            case .reply(let outcome, .session(let handle, let id, let room)):
+                guard !handle.session.isClosed else { continue }
+                enqueue(.control(outcome.frame(id: id, room: room)), for: handle.session, fromRoom: true)
+            case .reply(let outcome, .remote(let respond)):
+                respond(outcome)
             }
         }
     }
@@ -363,7 +371,7 @@ public final class SessionHub: @unchecked Sendable {
             activity.resnapshots += 1
             logger.debug("connection \(session.id): send queue full, room \(name) will resend a snapshot")
             let handle = SessionHandle(session: session)
-            session.joined[name]?.execute { $0.resync(handle) }
+            session.joined[name]?.resync(handle)
         }
     }
 
@@ -402,7 +410,7 @@ public final class SessionHub: @unchecked Sendable {
         let now = self.now
         for room in registry.removeIdleRooms(olderThan: configuration.idleRoomTimeout, now: now) {
             logger.debug("room \(room.name) dropped after \(configuration.idleRoomTimeout) without subscribers")
-            room.execute { $0.stop() }
+            room.stop()
         }
         for session in sessions.values {
             guard !session.sendQueue.isEmpty, let since = session.sendQueue.waitingSince,
@@ -428,7 +436,7 @@ public final class SessionHub: @unchecked Sendable {
     /// Stops every room, shared and per-session. Only once nothing else runs on the hub's queue.
     func stopAllRooms() async {
         let rooms = registry.sharedRooms.map(\.room) + sessions.values.flatMap { $0.privateRooms.values }
-        for room in rooms { await room.stop() }
+        for room in rooms { await room.stopAndWait() }
     }
 
     // MARK: Reload
