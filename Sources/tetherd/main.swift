@@ -103,7 +103,7 @@ enum Tetherd {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let notifier = SystemdNotifier()
         do {
-            let server = try TetherServer(configuration: configuration, kinds: kinds, logger: logger)
+            let server = try await TetherServer.make(configuration: configuration, kinds: kinds, logger: logger)
             let reloader = Reloader(server: server, logLevel: logLevel, notifier: notifier, logger: logger) { () throws(ConfigurationError) in
                 // Read as at start: the same flags and environment, the config file again.
                 try loader.load(arguments: arguments, environment: environment).configuration

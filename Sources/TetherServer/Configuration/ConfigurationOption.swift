@@ -155,6 +155,13 @@ extension ServerConfiguration {
         .integer("max-rooms-per-connection", \.maxRoomsPerConnection, "Rooms one connection may join at once.", reloadable: true),
         .integer("max-rooms", \.maxRooms, "Live rooms in the whole server (shared and per-session).", reloadable: true),
         .seconds("handshake-timeout-seconds", \.handshakeTimeout, "Time to complete the WebSocket handshake."),
+        ConfigurationOption("nats", value: "urls", "Join a cluster: comma-separated NATS server URLs (JetStream on). Rooms then live in the cluster, not in --data.", apply: { config, text in
+            config.natsURLs = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }, current: { $0.natsURLs.isEmpty ? nil : $0.natsURLs.joined(separator: ",") }),
+        .optionalString("node", \.nodeName, "This node's name in the cluster (unique; default: host name and a random suffix).", value: "name"),
+        .integer("nats-replicas", \.clusterReplicas, "Replicas of the cluster's streams and buckets (at most the number of NATS servers).", range: 1...5),
+        .integer("nats-streams", \.clusterStreams, "JetStream streams the rooms' logs are spread over.", range: 1...64),
+        .seconds("lease-seconds", \.ownershipLease, "How long a room's owner keeps it without renewing: the failover time after a node dies."),
         .seconds("ping-seconds", \.pingInterval, "Silence after which the server pings a peer."),
         .seconds("peer-timeout-seconds", \.peerTimeout, "Silence after which a peer counts as dead and is dropped."),
     ]

@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 import TetherJSON
 import TetherProtocol
 import TetherState
@@ -30,6 +31,7 @@ public final class SessionHub: @unchecked Sendable {
     private var scratch: [UInt8] = []
     private var housekeeping: (any ServerTimer)?
     private var activity = ActivityCounts()
+    private let openConnectionCount = Atomic(0)
 
     /// The queue every method runs on.
     public var queue: any WorkQueue { runtime.hubQueue }
@@ -64,6 +66,7 @@ public final class SessionHub: @unchecked Sendable {
             actions: TokenBucket(rate: configuration.maxActionsPerSecond, capacity: configuration.actionBurst, now: now))
         connection.context = session
         sessions[ObjectIdentifier(connection)] = session
+        openConnectionCount.add(1, ordering: .relaxed)
         metrics.connectionsOpened.increment()
         metrics.connections.increment()
         activity.opened += 1
@@ -85,6 +88,7 @@ public final class SessionHub: @unchecked Sendable {
         connection.context = nil
         session.isClosed = true
         sessions[ObjectIdentifier(connection)] = nil
+        openConnectionCount.subtract(1, ordering: .relaxed)
         metrics.connections.decrement()
         activity.closed += 1
         logger.debug("connection \(session.id) from \(connection.remoteAddress) closed (\(closeCode.map { "code \($0)" } ?? "no close code"))")
@@ -456,6 +460,8 @@ public final class SessionHub: @unchecked Sendable {
 
     /// Open connections and live rooms (on the hub's queue).
     public var connectionCount: Int { sessions.count }
+    /// Open connections, readable from any thread.
+    public var openConnections: Int { openConnectionCount.load(ordering: .relaxed) }
     public var roomCount: Int { registry.roomCount }
 }
 

@@ -20,6 +20,10 @@ final class ServerMetrics: Sendable {
     let sendQueueOverflows: Counter
     let stuckClientsClosed: Counter
     let fanOutLatency: DurationHistogram
+    let forwardedActions: Counter
+    let appendLatency: DurationHistogram
+    let ownershipChanges: Counter
+    let catchUps: Counter
     private let actionsByOutcome: [String: Counter]
     private let errorsByCode: [ErrorCode: Counter]
     private let resumesFromHistory: Counter
@@ -49,6 +53,13 @@ final class ServerMetrics: Sendable {
             buckets: [.microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1),
                       .milliseconds(2.5), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
                       .milliseconds(100), .milliseconds(250), .seconds(1)])
+        forwardedActions = registry.makeCounter(descriptor: metric("tether_cluster_forwarded_actions_total", "Actions forwarded to the node owning their room"))
+        appendLatency = registry.makeDurationHistogram(
+            descriptor: metric("tether_cluster_append_latency_seconds", "From sending a version step to the cluster log to its acknowledgement"),
+            buckets: [.microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+                      .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5)])
+        ownershipChanges = registry.makeCounter(descriptor: metric("tether_cluster_ownership_changes_total", "Rooms this node took ownership of"))
+        catchUps = registry.makeCounter(descriptor: metric("tether_cluster_catch_ups_total", "Reads of a room's log to catch up (load, or a gap)"))
         var outcomes: [String: Counter] = [:]
         for outcome in ["ok"] + ErrorCode.allCases.map(\.rawValue) {
             outcomes[outcome] = registry.makeCounter(descriptor: metric("tether_actions_total", "Actions by outcome"), labels: [("outcome", outcome)])

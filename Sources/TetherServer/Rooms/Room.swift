@@ -105,6 +105,14 @@ actor Room: RoomEndpoint {
         finish()
     }
 
+    /// Hands `receive` the room's epoch, version and snapshot frame, on the room's executor,
+    /// after everything given to it before.
+    nonisolated func readSnapshot(_ receive: @escaping @Sendable (_ epoch: String, _ version: Int, _ frame: [UInt8]) -> Void) {
+        execute { room in
+            receive(room.epoch, room.version, ServerMessage.snapshot(room: room.name, epoch: room.epoch, version: room.version, state: room.host.state).encoded())
+        }
+    }
+
     // MARK: Lifecycle
 
     private func begin(after predecessor: (any RoomEndpoint)?) {
@@ -280,7 +288,7 @@ struct RestoredRoom: Sendable {
 struct RoomEnvironment: Sendable {
     let configuration: ServerConfiguration
     let runtime: ServerRuntime
-    let store: RoomStore?
+    var store: RoomStore?
     let metrics: ServerMetrics
     let logger: Logger
 }
