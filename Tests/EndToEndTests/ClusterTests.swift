@@ -27,7 +27,7 @@ final class ClusterFixture {
     @discardableResult
     func start(_ name: String, port: Int = 0) throws -> Daemon {
         let daemon = try Daemon(arguments: ["--nats", nats.urls.joined(separator: ","), "--node", name, "--lease-seconds", "\(lease)",
-                                            "--log-level", "notice"],
+                                            "--log-level", "info"],
                                 port: port, timeout: .seconds(60))
         nodes[name] = daemon
         return daemon
@@ -61,6 +61,11 @@ final class ClusterFixture {
         try client.connect()
         try await client.waitUntilConnected()
         return client
+    }
+
+    /// Every node's log so far, for failure messages.
+    var logs: String {
+        nodes.keys.sorted().map { "--- \($0)\n\(nodes[$0]!.stderr.suffix(4000))" }.joined(separator: "\n")
     }
 
     func stop() {
@@ -218,7 +223,12 @@ struct ClusterTests {
 
         let killedAt = ContinuousClock.now
         cluster.node(owner).kill9()
-        try await eventually("a new owner", timeout: .seconds(20)) { cluster.owner(of: room).map { $0 != owner } ?? false }
+        do {
+            try await eventually("a new owner", timeout: .seconds(20)) { cluster.owner(of: room).map { $0 != owner } ?? false }
+        } catch {
+            Issue.record("no new owner:\n\(cluster.logs)")
+            throw error
+        }
         let survivors = publishers.filter { !$0.client.options.url.hasPrefix(cluster.node(owner).url) }
         try await eventually("acks again after the kill", timeout: .seconds(20)) {
             survivors.contains { $0.firstAck(ofActionSentAfter: killedAt) != nil }
