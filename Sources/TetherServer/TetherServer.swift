@@ -27,6 +27,9 @@ public final class TetherServer: Service, Sendable {
 
     /// Takes the data directory's lock and opens its database; throws when either fails.
     public init(configuration: ServerConfiguration = .init(), kinds: [ViewModelKind], logger: Logger = Logger(label: "tetherd")) throws(StartupError) {
+        if let reserved = kinds.first(where: { SystemRoom.isSystemKind($0.name) }) {
+            throw .configuration("room kind \(reserved.name): names starting with \(SystemRoom.prefix) are reserved for the server's own rooms")
+        }
         self.running = Mutex(configuration)
         self.logger = logger
         if let directory = configuration.dataDirectory {
@@ -59,6 +62,7 @@ public final class TetherServer: Service, Sendable {
             }
         }
         boundPort.withLock { $0 = port }
+        hub.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
         hub.queue.execute { [hub] in hub.startHousekeeping() }
         logger.info("serving \(configuration.summary(port: port))")
         return port

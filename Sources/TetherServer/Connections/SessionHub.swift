@@ -27,6 +27,8 @@ public final class SessionHub: @unchecked Sendable {
     private var scratch: [UInt8] = []
     private var housekeeping: (any ServerTimer)?
     private var activity = ActivityCounts()
+    /// What the system room `tether.server` shows; recorded during housekeeping.
+    let statusBoard: ServerStatusBoard
 
     /// The queue every method runs on.
     public var queue: any WorkQueue { runtime.hubQueue }
@@ -43,7 +45,9 @@ public final class SessionHub: @unchecked Sendable {
         self.runtime = runtime
         self.metrics = metrics
         self.logger = logger
-        self.registry = RoomRegistry(kinds: kinds)
+        precondition(!kinds.contains { SystemRoom.isSystemKind($0.name) }, "kind names starting with \(SystemRoom.prefix) are the server's own")
+        statusBoard = ServerStatusBoard(configuration: configuration, clock: runtime.clock, metrics: metrics)
+        self.registry = RoomRegistry(kinds: kinds + SystemRoom.kinds(board: statusBoard))
         self.environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
         scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
     }
@@ -150,7 +154,13 @@ public final class SessionHub: @unchecked Sendable {
             }
             do {
                 let claims = try auth.verify(token, now: runtime.clock.secondsSince1970)
-                guard claims.covers(room: name) else {
+                // The server's own rooms show every room's name and the server's figures: only
+                // for admin tokens, whatever rooms they cover.
+                if SystemRoom.isSystemKind(kind.name), !claims.admin {
+                    refuse(ProtocolError(.unauthorized, "\(name) (the server's overview) needs a token with the admin claim (tetherd token --admin); the token of \"\(claims.subject)\" has none", id: id, room: name), session: session)
+                    return
+                }
+                guard SystemRoom.isSystemKind(kind.name) || claims.covers(room: name) else {
                     refuse(ProtocolError(.unauthorized, "the token of \"\(claims.subject)\" does not cover room \(name)", id: id, room: name), session: session)
                     return
                 }
@@ -412,6 +422,8 @@ public final class SessionHub: @unchecked Sendable {
             session.connection.close(code: 1008, reason: "not reading")
         }
         metrics.rooms.set(Double(registry.roomCount))
+        statusBoard.record(connections: sessions.count, rooms: registry.roomCount, auth: configuration.auth != nil,
+                           roomList: registry.hasSharedRoom(named: SystemRoom.serverStatus) ? statusRoomList() : nil)
         if activity.isDue(now: now) {
             logger.info("\(sessions.count) connections (\(activity.opened) opened, \(activity.closed) closed), \(registry.roomCount) rooms, \(activity.resnapshots) slow-client snapshots, \(activity.limitsHit) requests over a limit in the last \(ActivityCounts.interval)")
             activity.reset(now: now)
@@ -449,6 +461,25 @@ public final class SessionHub: @unchecked Sendable {
     /// Open connections and live rooms (on the hub's queue).
     public var connectionCount: Int { sessions.count }
     public var roomCount: Int { registry.roomCount }
+
+    /// Every shared room, and one entry per per-session kind for all its instances, sorted by
+    /// name: the system room's list. Only while that room exists, once a second.
+    private func statusRoomList() -> [ServerStatusBoard.RoomEntry] {
+        var entries = registry.sharedRooms.map { room, members in
+            ServerStatusBoard.RoomEntry(name: room.name, kind: room.kind.name, scope: room.kind.scope.rawValue, subscribers: members,
+                                        version: room.published.version, epoch: room.published.epoch)
+        }
+        var perSession: [String: (instances: Int, subscribers: Int)] = [:]
+        for session in sessions.values {
+            for room in session.privateRooms.values { perSession[room.kind.name, default: (0, 0)].instances += 1 }
+            for room in session.joined.values where room.kind.scope == .perSession { perSession[room.kind.name, default: (0, 0)].subscribers += 1 }
+        }
+        for (kind, counts) in perSession {
+            entries.append(ServerStatusBoard.RoomEntry(name: kind, kind: kind, scope: RoomScope.perSession.rawValue,
+                                                       subscribers: counts.subscribers, instances: counts.instances))
+        }
+        return entries.sorted { $0.name < $1.name }
+    }
 }
 
 /// What happened since the last summary line; one line a minute at most, only when something did.

@@ -23,6 +23,8 @@ actor Room {
     private let environment: RoomEnvironment
     private(set) var epoch: String
     private(set) var version = 0
+    /// `epoch` and `version` for the system room's list, readable from any thread.
+    nonisolated let published: RoomVersionCell
     private var history: PatchHistory
     private var subscribers: Set<SessionHandle> = []
     /// The subscribers as an array, rebuilt only when they change, so a broadcast shares it.
@@ -42,14 +44,17 @@ actor Room {
         self.executor = environment.runtime.makeRoomExecutor(name)
         self.host = kind.instantiate(room: name)
         self.environment = environment
-        let store = kind.scope == .shared ? environment.store : nil
+        // The server's own rooms describe the running daemon: nothing of theirs is kept.
+        let store = kind.scope == .shared && !SystemRoom.isSystemKind(kind.name) ? environment.store : nil
         self.store = store
         if let store, store.durability != .none {
             self.output = CommittedOutput(store: store, next: output)
         } else {
             self.output = output
         }
-        self.epoch = RandomID.make(length: 10)
+        let epoch = RandomID.make(length: 10)
+        self.epoch = epoch
+        self.published = RoomVersionCell(epoch: epoch)
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)
         stopped.enter()
@@ -92,6 +97,8 @@ actor Room {
                 try host.restore(from: stored.state)
                 epoch = stored.epoch
                 version = stored.version
+                published.epoch = epoch
+                published.version = version
                 for patch in stored.patches { history.append(patch) }
                 logger.debug("room \(name) restored at version \(version) of epoch \(epoch)")
                 return
@@ -201,6 +208,7 @@ actor Room {
         guard !operations.isEmpty else { return nil }
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations)
         version += 1
+        published.version = version
         history.append(patch)
         metrics.patchProduced()
         if let store {
