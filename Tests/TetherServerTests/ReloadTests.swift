@@ -26,6 +26,7 @@ struct ReloadTests {
             "tls-key": ["--tls-cert", "/new/cert.pem", "--tls-key", "/new/key.pem"],
             "auth-secret": ["--auth-secret", "other"], "auth-secret-file": ["--auth-secret-file", secret],
             "auth-secrets-file": ["--auth-secrets-file", secrets], "allow-anonymous": ["--allow-anonymous"],
+            "allowed-origins": ["--allowed-origins", "https://app.example.com"],
             "max-actions-per-second": ["--max-actions-per-second", "3"], "action-burst": ["--action-burst", "4"],
             "max-rooms-per-connection": ["--max-rooms-per-connection", "2"], "max-rooms": ["--max-rooms", "9"],
             "handshake-timeout-seconds": ["--handshake-timeout-seconds", "3"], "ping-seconds": ["--ping-seconds", "7"],

@@ -88,6 +88,7 @@ final class ServerStatusBoard: Sendable {
         self.metrics = metrics
         started = clock.now
         startedAt = clock.secondsSince1970
+        state.withLock { $0.record.auth = configuration.auth != nil }
     }
 
     /// The address clients use, once the server listens.
