@@ -210,9 +210,10 @@ struct MintToken: ParsableCommand {
             Examples:
               tetherd token --secret s3cret --subject alice --rooms 'todo:*,counter' --ttl 3600
               tetherd token --secrets-file /etc/tether/secrets.yaml --kid 2026-04 --rooms '*'
-              tetherd token --secret s3cret --subject ops --rooms '*' --admin      # for the dashboard
+              tetherd token --secret s3cret --subject ops --rooms '*' --admin
             With --kid the token's header names that key; the daemon checks it with the secret of that name \
-            (auth-secrets-file). Without, it checks it with its unnamed secret (auth-secret, auth-secret-file).
+            (auth-secrets-file). Without, it checks it with its unnamed secret (auth-secret, auth-secret-file). \
+            With --admin the token also opens the server's overview room tether.server (the dashboard at /).
             """)
 
     @Option(help: "The secret itself (visible in ps; prefer a file).")
