@@ -131,7 +131,8 @@ public struct ViewModelKind: Sendable {
     }
 
     /// A kind whose instances `make` creates: for a ViewModel that needs more than its context,
-    /// such as a service handed in by the code that registers the kind.
+    /// such as a service handed in by the code that registers the kind. (`Model` still conforms
+    /// to `ViewModel`; its `init(context:)` is not called for this kind.)
     public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type,
                                   make: @escaping @Sendable (ViewModelContext) -> Model) {
         self.name = name
