@@ -27,7 +27,8 @@ struct WebAssetsTests {
         #expect(WebAssets.files.values.map(\.source).sorted() == sources, "a file was added or removed: \(stale)")
         for asset in WebAssets.files.values {
             let onDisk = try Data(contentsOf: Self.repository.appendingPathComponent(asset.source))
-            #expect(Array(asset.text.utf8) == Array(onDisk), "\(asset.source) changed: \(stale)")
+            let same = Array(asset.text.utf8) == Array(onDisk)  // a Bool: a mismatch reports the file, not its bytes
+            #expect(same, "\(asset.source) changed: \(stale)")
         }
     }
 
