@@ -50,6 +50,9 @@ public final class TetherServer: Service, Sendable {
 
     private init(configuration: ServerConfiguration, kinds: [ViewModelKind], logger: Logger, metrics: ServerMetrics,
                  cluster: ClusterNode?) throws(StartupError) {
+        if let reserved = kinds.first(where: { SystemRoom.isSystemKind($0.name) }) {
+            throw .configuration("room kind \(reserved.name): names starting with \(SystemRoom.prefix) are reserved for the server's own rooms")
+        }
         self.running = Mutex(configuration)
         self.logger = logger
         self.cluster = cluster
@@ -69,6 +72,7 @@ public final class TetherServer: Service, Sendable {
         if let cluster {
             let hub = self.hub
             cluster.startHeartbeat { hub.openConnections }
+            hub.statusBoard.joinedCluster { (cluster.name, cluster.nodesJSON) }
         }
     }
 
@@ -88,6 +92,7 @@ public final class TetherServer: Service, Sendable {
             }
         }
         boundPort.withLock { $0 = port }
+        hub.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
         hub.queue.execute { [hub] in hub.startHousekeeping() }
         logger.info("serving \(configuration.summary(port: port))")
         return port

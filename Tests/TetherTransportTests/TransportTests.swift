@@ -252,10 +252,10 @@ struct TransportTests {
         #expect(echo.state.current.subprotocols == [nil])
         #expect(recorder.state.current.subprotocol == nil)
 
-        // A raw client offering only an unknown subprotocol is refused.
+        // A raw client offering only an unknown subprotocol is refused with 400, not dropped.
         let socket = try RawSocket(port: port)
         let answer = (try? socket.webSocketHandshake(subprotocol: "other.v9")) ?? ""
-        #expect(!answer.hasPrefix("HTTP/1.1 101"))
+        #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
         #expect(echo.state.current.opened.count == 1)
     }
 

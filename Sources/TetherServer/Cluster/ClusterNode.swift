@@ -183,6 +183,16 @@ final class ClusterNode: Sendable {
         heartbeat.withLock { $0 = task }
     }
 
+    /// The nodes whose heartbeats this node sees, as the dashboard lists them.
+    var nodesJSON: [JSON] {
+        state.withLock { state in
+            state.seenNodes.keys.sorted().map { name in
+                let beat = state.seenNodes[name]!
+                return ["name": .string(name), "alive": true, "rooms": beat["rooms"] ?? 0, "connections": beat["connections"] ?? 0]
+            }
+        }
+    }
+
     /// `GET /cluster`: this node, the nodes it sees, the rooms it owns.
     var statusJSON: JSON {
         state.withLock { state in

@@ -80,6 +80,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private var remoteReplies: [(version: Int, outcome: ActionOutcome, respond: @Sendable (ActionOutcome) -> Void)] = []
 
     nonisolated let stopped = DispatchGroup()
+    let published = RoomVersionCell(epoch: "")
     static let appendGiveUp: Duration = .seconds(10)
     static let maxAppendBytes = 256 << 10
 
@@ -178,6 +179,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             if let entry, let snapshot = ClusterSnapshot(entry.value) {
                 epoch = snapshot.epoch
                 version = snapshot.version
+                published.epoch = snapshot.epoch
+                published.version = snapshot.version
                 document = snapshot.state
                 lastSequence = snapshot.sequence
                 lastSnapshotVersion = snapshot.version
@@ -249,6 +252,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             guard case .snapshot(_, let newEpoch, let newVersion, let state)? = try? ServerMessage.decode(entry.frame) else { return }
             epoch = newEpoch
             version = newVersion
+            published.epoch = newEpoch
+            published.version = newVersion
             document = state
             history.removeAll()
             snapshotCache = (newVersion, entry.frame)
@@ -271,6 +276,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 return
             }
             version = entry.version
+            published.version = version
             lastSequence = sequence
             if let patch = PatchFrame(room: name, epoch: entry.epoch, from: entry.from, version: entry.version, encodedFrame: entry.frame) {
                 history.append(patch)

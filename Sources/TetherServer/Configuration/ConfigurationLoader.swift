@@ -83,7 +83,8 @@ public struct ConfigurationLoader: Sendable {
         let program = Set(options.map(\.key)).subtracting(ServerConfiguration.options.map(\.key))
         for option in options {
             let key = ConfigKey([option.key])
-            let value = option.isFlag ? reader.bool(forKey: key).map { $0 ? "true" : "false" } : reader.string(forKey: key, isSecret: option.isSecret)
+            let value = option.isFlag ? reader.bool(forKey: key).map { $0 ? "true" : "false" }
+                : reader.string(forKey: key, isSecret: option.isSecret)
             guard let text = value else {
                 // Present somewhere yet unreadable as its type (a flag's value that is no boolean).
                 if let given = flags[option.key] ?? environment[option.environmentName] ?? fileValues[option.key] {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TetherTransport
 
 /// One setting as the outside world names it: the flag `--KEY`, the environment variable
 /// `TETHERD_KEY` (upper case, `-` as `_`) and the config file's `KEY`, all applied to one
@@ -150,6 +151,13 @@ extension ServerConfiguration {
             config.authSecretsFile = path
         }, current: { $0.authSecretsFile }),
         .flag("allow-anonymous", \.allowAnonymous, "Allow listening on a non-loopback address without a token secret."),
+        ConfigurationOption("allowed-origins", value: "origins", "Web pages that may open WebSockets besides the daemon's own (the dashboard): comma-separated origins such as https://app.example.com,http://localhost:3000, or * for any page of any site. Browsers' upgrades from other origins get 403; programs, which send no Origin, are unaffected.", apply: { config, text throws(ConfigurationError) in
+            do throws(OriginPolicyError) {
+                config.allowedOrigins = try OriginPolicy(allowing: text.split(separator: ",").map(String.init))
+            } catch {
+                throw .invalid("allowed-origins: \(error.description)")
+            }
+        }, current: { $0.allowedOrigins.entries.isEmpty ? nil : $0.allowedOrigins.entries.joined(separator: ",") }),
         .number("max-actions-per-second", \.maxActionsPerSecond, "Per connection: actions per second (token bucket; excess gets rate_limited).", reloadable: true),
         .integer("action-burst", \.actionBurst, "Per connection: the token bucket's burst size.", reloadable: true),
         .integer("max-rooms-per-connection", \.maxRoomsPerConnection, "Rooms one connection may join at once.", reloadable: true),

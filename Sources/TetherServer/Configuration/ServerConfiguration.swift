@@ -49,6 +49,9 @@ public struct ServerConfiguration: Sendable {
     public var authSecretsFile: String?
     /// Listen beyond loopback without `auth` (refused otherwise: anyone could join every room).
     public var allowAnonymous = false
+    /// Web pages that may open a WebSocket besides the daemon's own (checked on the upgrade's
+    /// `Origin`; clients that send none, i.e. programs, are unaffected).
+    public var allowedOrigins: OriginPolicy = .ownOriginOnly
     /// Per connection: a token bucket of actions (answered `rate_limited` when empty).
     public var maxActionsPerSecond = 1_000.0
     public var actionBurst = 1_000
@@ -100,6 +103,7 @@ extension ServerConfiguration {
         transport.pingInterval = pingInterval
         transport.idleTimeout = peerTimeout
         transport.handshakeTimeout = handshakeTimeout
+        transport.allowedOrigins = allowedOrigins
         return transport
     }
 

@@ -32,6 +32,8 @@ public final class SessionHub: @unchecked Sendable {
     private var housekeeping: (any ServerTimer)?
     private var activity = ActivityCounts()
     private let openConnectionCount = Atomic(0)
+    /// What the system room `tether.server` shows; recorded during housekeeping.
+    let statusBoard: ServerStatusBoard
 
     /// The queue every method runs on.
     public var queue: any WorkQueue { runtime.hubQueue }
@@ -48,7 +50,9 @@ public final class SessionHub: @unchecked Sendable {
         self.runtime = runtime
         self.metrics = metrics
         self.logger = logger
-        self.registry = RoomRegistry(kinds: kinds)
+        precondition(!kinds.contains { SystemRoom.isSystemKind($0.name) }, "kind names starting with \(SystemRoom.prefix) are the server's own")
+        statusBoard = ServerStatusBoard(configuration: configuration, clock: runtime.clock, metrics: metrics)
+        self.registry = RoomRegistry(kinds: kinds + SystemRoom.kinds(board: statusBoard))
         let environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
         localRooms = LocalRoomFactory(environment: environment)
         sharedRooms = makeSharedRooms?(environment) ?? localRooms
@@ -159,7 +163,13 @@ public final class SessionHub: @unchecked Sendable {
             }
             do {
                 let claims = try auth.verify(token, now: runtime.clock.secondsSince1970)
-                guard claims.covers(room: name) else {
+                // The server's own rooms show every room's name and the server's figures: only
+                // for admin tokens, whatever rooms they cover.
+                if SystemRoom.isSystemKind(kind.name), !claims.admin {
+                    refuse(ProtocolError(.unauthorized, "\(name) (the server's overview) needs a token with the admin claim (tetherd token --admin); the token of \"\(claims.subject)\" has none", id: id, room: name), session: session)
+                    return
+                }
+                guard SystemRoom.isSystemKind(kind.name) || claims.covers(room: name) else {
                     refuse(ProtocolError(.unauthorized, "the token of \"\(claims.subject)\" does not cover room \(name)", id: id, room: name), session: session)
                     return
                 }
@@ -274,8 +284,10 @@ public final class SessionHub: @unchecked Sendable {
         let output = HubOutput(hub: self)
         switch kind.scope {
         case .shared:
+            // The server's own rooms describe this process: they stay local on a cluster node too.
+            let factory: any RoomFactory = SystemRoom.isSystemKind(kind.name) ? localRooms : sharedRooms
             return registry.sharedRoom(named: name, now: now) { predecessor in
-                sharedRooms.makeRoom(named: name, kind: kind, after: predecessor, output: output)
+                factory.makeRoom(named: name, kind: kind, after: predecessor, output: output)
             }
         case .perSession:
             // Per-session rooms stay on the connection's node, in this process.
@@ -424,6 +436,8 @@ public final class SessionHub: @unchecked Sendable {
             session.connection.close(code: 1008, reason: "not reading")
         }
         metrics.rooms.set(Double(registry.roomCount))
+        statusBoard.record(connections: sessions.count, rooms: registry.roomCount, auth: configuration.auth != nil,
+                           roomList: registry.hasSharedRoom(named: SystemRoom.serverStatus) ? statusRoomList() : nil)
         if activity.isDue(now: now) {
             logger.info("\(sessions.count) connections (\(activity.opened) opened, \(activity.closed) closed), \(registry.roomCount) rooms, \(activity.resnapshots) slow-client snapshots, \(activity.limitsHit) requests over a limit in the last \(ActivityCounts.interval)")
             activity.reset(now: now)
@@ -463,6 +477,25 @@ public final class SessionHub: @unchecked Sendable {
     /// Open connections, readable from any thread.
     public var openConnections: Int { openConnectionCount.load(ordering: .relaxed) }
     public var roomCount: Int { registry.roomCount }
+
+    /// Every shared room, and one entry per per-session kind for all its instances, sorted by
+    /// name: the system room's list. Only while that room exists, once a second.
+    private func statusRoomList() -> [ServerStatusBoard.RoomEntry] {
+        var entries = registry.sharedRooms.map { room, members in
+            ServerStatusBoard.RoomEntry(name: room.name, kind: room.kind.name, scope: room.kind.scope.rawValue, subscribers: members,
+                                        version: room.published.version, epoch: room.published.epoch)
+        }
+        var perSession: [String: (instances: Int, subscribers: Int)] = [:]
+        for session in sessions.values {
+            for room in session.privateRooms.values { perSession[room.kind.name, default: (0, 0)].instances += 1 }
+            for room in session.joined.values where room.kind.scope == .perSession { perSession[room.kind.name, default: (0, 0)].subscribers += 1 }
+        }
+        for (kind, counts) in perSession {
+            entries.append(ServerStatusBoard.RoomEntry(name: kind, kind: kind, scope: RoomScope.perSession.rawValue,
+                                                       subscribers: counts.subscribers, instances: counts.instances))
+        }
+        return entries.sorted { $0.name < $1.name }
+    }
 }
 
 /// What happened since the last summary line; one line a minute at most, only when something did.

@@ -23,6 +23,8 @@ actor Room: RoomEndpoint {
     private let environment: RoomEnvironment
     private(set) var epoch: String
     private(set) var version = 0
+    /// `epoch` and `version` for the system room's list, readable from any thread.
+    nonisolated let published: RoomVersionCell
     private var history: PatchHistory
     private var subscribers: Set<SessionHandle> = []
     /// The subscribers as an array, rebuilt only when they change, so a broadcast shares it.
@@ -46,14 +48,18 @@ actor Room: RoomEndpoint {
         self.executor = environment.runtime.makeRoomExecutor(name)
         self.host = kind.instantiate(room: name)
         self.environment = environment
-        let store = kind.scope == .shared && restoring == nil ? environment.store : nil
+        // The server's own rooms describe the running daemon, and a cluster keeps its rooms in
+        // its log: nothing of theirs goes to the store.
+        let store = kind.scope == .shared && restoring == nil && !SystemRoom.isSystemKind(kind.name) ? environment.store : nil
         self.store = store
         if let store, store.durability != .none {
             self.output = CommittedOutput(store: store, next: output)
         } else {
             self.output = output
         }
-        self.epoch = RandomID.make(length: 10)
+        let epoch = RandomID.make(length: 10)
+        self.epoch = epoch
+        self.published = RoomVersionCell(epoch: epoch)
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)
         stopped.enter()
@@ -120,6 +126,8 @@ actor Room: RoomEndpoint {
         if let restoring {
             epoch = restoring.epoch
             version = restoring.version
+            published.epoch = epoch
+            published.version = version
             do { try host.restore(from: restoring.state) } catch {
                 logger.error("room \(name): the state to continue from does not restore (\(error))")
             }
@@ -151,6 +159,8 @@ actor Room: RoomEndpoint {
                 try host.restore(from: stored.state)
                 epoch = stored.epoch
                 version = stored.version
+                published.epoch = epoch
+                published.version = version
                 for patch in stored.patches { history.append(patch) }
                 logger.debug("room \(name) restored at version \(version) of epoch \(epoch)")
                 return
@@ -262,6 +272,7 @@ actor Room: RoomEndpoint {
         guard !operations.isEmpty else { return nil }
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations)
         version += 1
+        published.version = version
         history.append(patch)
         metrics.patchProduced()
         if let store {

@@ -9,6 +9,8 @@ import TetherState
 protocol RoomEndpoint: AnyObject, Sendable {
     var name: String { get }
     var kind: ViewModelKind { get }
+    /// The room's epoch and version as last produced, readable from any thread (the system room).
+    var published: RoomVersionCell { get }
     /// Subscribes: first a snapshot, or the patches after `since`; with an `id`, an ack follows.
     func join(_ session: SessionHandle, since: ResumePoint?, id: Int?)
     func leave(_ session: SessionHandle)

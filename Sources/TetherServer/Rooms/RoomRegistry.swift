@@ -55,6 +55,9 @@ final class RoomRegistry {
         guard let kind = kinds[String(parts[0])] else {
             return .failure(ProtocolError(.unknownRoom, "no room kind \"\(parts[0])\"; kinds are \(kindNames.joined(separator: ", "))", room: name))
         }
+        if parts.count == 2, SystemRoom.isSystemKind(kind.name) {
+            return .failure(ProtocolError(.unknownRoom, "\(kind.name) is the server's own room: it has no instances", room: name))
+        }
         return .success(kind)
     }
 
