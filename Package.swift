@@ -33,7 +33,7 @@ let package = Package(
         // tetherd runs as a Service in a ServiceGroup: graceful shutdown on signals, beside other services.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Settings from flags, environment variables and a config file, in that order of precedence.
-        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "CommandLineArguments"]),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         // The config file's parser (YAML, which also reads JSON), so unknown keys can be named.
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "TetherServer",
             dependencies: [
-                "TetherJSON", "TetherState", "TetherProtocol", "TetherTransport", "CSQLite", "COpenSSL",
+                "TetherJSON", "TetherState", "TetherProtocol", "TetherTransport", "TetherNATS", "CSQLite", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

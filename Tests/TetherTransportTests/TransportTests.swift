@@ -250,8 +250,13 @@ struct TransportTests {
         #expect(echo.state.current.subprotocols == [nil])
         #expect(recorder.state.current.subprotocol == nil)
 
-        // A raw client offering only an unknown subprotocol is refused.
-        #expect((try? RawWebSocket(port: port, subprotocol: "other.v9")) == nil)
+        // A raw client offering only an unknown subprotocol is refused with 400, not dropped.
+        do {
+            _ = try RawWebSocket(port: port, subprotocol: "other.v9")
+            Issue.record("a handshake offering only other.v9 was accepted")
+        } catch RawSocketError.handshakeRefused(let answer) {
+            #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+        }
         #expect(echo.state.current.opened.count == 1)
     }
 

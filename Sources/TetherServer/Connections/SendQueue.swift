@@ -108,15 +108,10 @@ struct SendQueue {
                     ok = first.frame.withUnsafeBytes { connection.sendText($0) }
                     stats.bytes += first.frame.count
                 } else {
-                    let runs = queue.prefix(run)
-                    ServerMessage.writePatch(room: first.room, epoch: first.epoch, from: first.from, version: last.version, to: &scratch) { bytes in
-                        var needsComma = false
-                        for case .patch(let patch) in runs where !patch.operations.isEmpty {
-                            if needsComma { bytes.append(UInt8(ascii: ",")) }
-                            bytes.append(contentsOf: patch.encodedOperations)
-                            needsComma = true
-                        }
+                    let patches = queue.prefix(run).lazy.compactMap { message -> PatchFrame? in
+                        if case .patch(let patch) = message { patch } else { nil }
                     }
+                    PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &scratch)
                     ok = scratch.withUnsafeBytes { connection.sendText($0) }
                     stats.bytes += scratch.count
                     stats.mergedFrames += 1
