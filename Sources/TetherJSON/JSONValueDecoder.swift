@@ -24,6 +24,7 @@ public struct JSONValueDecoder: Sendable {
         if T.self == JSON.self, let json = json as? T { return json }
         let root = _LazyPath(base: rootPath.map { _JSONKey(stringValue: $0) }, tail: .none)
         let usage = rejectsUnknownKeys ? _KeyUsage() : nil
+        defer { usage?.forgetContainers() }
         let decoder = _JSONValueDecoder(value: json, path: root, userInfo: userInfo, usage: usage)
         let value = try T(from: decoder)
         try usage?.checkNoUnknownKeys()
@@ -36,6 +37,9 @@ final class _KeyUsage {
     private var containers: [any _ReportsUnusedKeys] = []
 
     func register(_ container: any _ReportsUnusedKeys) { containers.append(container) }
+
+    /// Containers hold their decoder, which holds this: dropping them ends the cycle.
+    func forgetContainers() { containers.removeAll() }
 
     func checkNoUnknownKeys() throws {
         for container in containers {

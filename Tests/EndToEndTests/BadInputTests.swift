@@ -103,7 +103,7 @@ struct BadInputTests {
         #expect(daemon.isRunning)
         token.cancel()
         for client in [bystander, writer, filler, fresh] { await client.close() }
-        #expect(daemon.stop() == 0, "graceful exit after all of it")
+        #expect(daemon.stop() == 0, "graceful exit after all of it; the daemon's last words: \(daemon.stderr.suffix(3000))")
     }
 
     @Test func healthAndMetricsOnTheSamePort() async throws {

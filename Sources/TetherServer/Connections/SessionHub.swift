@@ -455,6 +455,10 @@ public final class SessionHub: @unchecked Sendable {
     func stopAllRooms() async {
         let rooms = registry.sharedRooms.map(\.room) + sessions.values.flatMap { $0.privateRooms.values }
         for room in rooms { await room.stopAndWait() }
+        // Rooms hold the hub as their output: forgetting them ends that cycle, as the sessions'
+        // connections end theirs through the transport's delegate.
+        registry.removeAllSharedRooms()
+        sessions.removeAll()
     }
 
     // MARK: Reload

@@ -110,6 +110,9 @@ final class RoomRegistry {
     }
 
     /// Every live shared room with its member count.
+    /// Forgets every shared room (at shutdown, once they are stopped).
+    func removeAllSharedRooms() { shared.removeAll() }
+
     var sharedRooms: [(room: any RoomEndpoint, members: Int)] { shared.values.map { ($0.room, $0.members) } }
 }
 
