@@ -27,6 +27,23 @@ echo "== Debian package: release build, dpkg-deb, lintian, systemd-analyze; inst
 Scripts/package.sh
 TETHER_DEB="$PWD/$(ls -t dist/tether_*_amd64.deb | head -1)" swift test --skip-build --filter DebianPackageTests
 
+echo "== Scripts/install.sh into a temporary prefix: tetherd, tether and tether-load installed and running"
+# --no-build: package.sh's release build is in the same folder, linked with --static-swift-stdlib;
+# install.sh's own build (run.sh's flags, without it) would compile everything again.
+(
+    prefix="$(mktemp -d)"
+    trap 'rm -rf "$prefix"' EXIT
+    Scripts/install.sh --no-build --prefix "$prefix"
+    for program in tetherd tether tether-load; do
+        [ -x "$prefix/bin/$program" ] || { echo "test.sh: install.sh did not install $program" >&2; exit 1; }
+    done
+    version="$("$prefix/bin/tetherd" --version)"
+    [ -n "$version" ] || { echo "test.sh: the installed tetherd printed no version" >&2; exit 1; }
+    "$prefix/bin/tether" --help >/dev/null
+    "$prefix/bin/tether-load" --help >/dev/null
+    echo "installed tetherd $version, tether and tether-load run"
+)
+
 echo "== hostile input against tetherd built with AddressSanitizer"
 swift build --sanitize=address --scratch-path .build-asan --product tetherd
 TETHERD="$(swift build --sanitize=address --scratch-path .build-asan --show-bin-path)/tetherd" \
