@@ -4,7 +4,8 @@
 #
 # Usage: Scripts/install.sh [--prefix DIR] [--no-build]
 #   --prefix DIR   install into DIR/bin (default: $HOME/.local, i.e. ~/.local/bin)
-#   --no-build     install the existing release build without running swift build
+#   --no-build     install the release build as it is (after Scripts/package.sh, whose build is
+#                  linked with --static-swift-stdlib: building here would compile everything again)
 #
 # The programs use the Swift toolchain's runtime libraries; for a machine without the toolchain,
 # use the Debian package instead (Scripts/package.sh, docs/OPERATIONS.md).
@@ -25,7 +26,7 @@ while (($#)); do
             prefix="${1#--prefix=}"
             [ -n "$prefix" ] || usage_error "--prefix needs a directory" ;;
         --no-build) build=0 ;;
-        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) usage_error "unknown argument $1" ;;
     esac
     shift
