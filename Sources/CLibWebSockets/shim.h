@@ -16,6 +16,10 @@
 /// Headroom lws_write needs in front of every payload (frame header, masking key).
 enum { TETHER_LWS_PRE = LWS_PRE };
 
+/// lws_write's "bytes as they are" mode (a macro Swift cannot see): on a WebSocket connection it
+/// skips framing and extensions and goes straight to the socket or TLS.
+static const enum lws_write_protocol TETHER_LWS_WRITE_RAW = LWS_WRITE_RAW;
+
 // Context / vhost options, typed like `lws_context_creation_info.options`.
 static const uint64_t TETHER_OPT_DO_SSL_GLOBAL_INIT = (uint64_t)LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 static const uint64_t TETHER_OPT_EXPLICIT_VHOSTS = (uint64_t)LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
@@ -138,6 +142,16 @@ static inline void tether_tls_serial(SSL_CTX *ctx, char *out, size_t length) {
     if (hex) snprintf(out, length, "%s", hex);
     OPENSSL_free(hex);
     BN_free(number);
+}
+
+// zlib for permessage-deflate (RFC 7692): raw deflate streams (no zlib header), 32 KiB window.
+// deflateInit2/inflateInit2 are macros Swift cannot call.
+#include <zlib.h>
+static inline int tether_deflate_init(z_stream *stream, int level) {
+    return deflateInit2(stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
+}
+static inline int tether_inflate_init(z_stream *stream) {
+    return inflateInit2(stream, -15);
 }
 
 // Names the calling thread (visible in top/gdb). Declared here because glibc only exposes it

@@ -74,6 +74,7 @@ class ServiceLoop: @unchecked Sendable {
     private(set) var protocols: UnsafeMutablePointer<lws_protocols>?
     private var retryTable: UnsafeMutablePointer<UInt32>?
     private(set) var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
+    private var extensions: UnsafeMutablePointer<lws_extension>?
 
     init(logger: Logger, threadName: String, maxMessageBytes: Int) {
         self.logger = logger
@@ -115,16 +116,45 @@ class ServiceLoop: @unchecked Sendable {
 
     /// Builds the protocol list: one WebSocket protocol at index 0 (so clients offering no
     /// subprotocol, plain HTTP and WSI_DESTROY all land on it), then the terminator.
-    func makeProtocols(name: String) -> UnsafeMutablePointer<lws_protocols> {
+    ///
+    /// `wholeWrites`: lws hands at most `tx_packet_size` bytes (0: `rx_buffer_size`, 4 KiB) to
+    /// one send() and copies the rest aside for later writable callbacks, 4 KiB at a time. The
+    /// server lifts that bound so a packed write (`PackedFrames`) or a large snapshot goes to
+    /// the socket in one call; it must also exceed any single write, because OpenSSL requires a
+    /// write it could not finish to be retried with the same length.
+    func makeProtocols(name: String, wholeWrites: Bool = false) -> UnsafeMutablePointer<lws_protocols> {
         let list = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
         list.initialize(repeating: lws_protocols(), count: 2)
         list[0].name = keepCString(name)
         list[0].callback = lwsCallback
         list[0].per_session_data_size = 0
         list[0].rx_buffer_size = 4096
-        list[0].tx_packet_size = 0
+        list[0].tx_packet_size = wholeWrites ? 1 << 30 : 0
         protocols = list
         return list
+    }
+
+    /// The extension list with lws's permessage-deflate (RFC 7692), for `info.extensions`. A
+    /// client offers it without context takeover either way, so every message stands alone:
+    /// what the server compressed once can go to every client as it is.
+    func makeDeflateExtension() -> UnsafePointer<lws_extension> {
+        let list = UnsafeMutablePointer<lws_extension>.allocate(capacity: 2)
+        list.initialize(repeating: lws_extension(), count: 2)
+        list[0].name = keepCString(Self.deflateExtensionName)
+        list[0].callback = lws_extension_callback_pm_deflate
+        list[0].client_offer = keepCString("\(Self.deflateExtensionName); server_no_context_takeover; client_no_context_takeover")
+        extensions = list
+        return UnsafePointer(list)
+    }
+
+    static let deflateExtensionName = "permessage-deflate"
+
+    /// Whether lws activated permessage-deflate on `wsi` (asked once the handshake is done).
+    /// lws 4.1 has no direct query: setting an extension option fails exactly when that extension
+    /// is not active on the connection, and this option (the size of the chunks lws inflates
+    /// into, capped by the protocol's receive buffer) is harmless to set.
+    static func deflateIsActive(on wsi: OpaquePointer) -> Bool {
+        lws_set_extension_option(wsi, deflateExtensionName, "rx_buf_size", "12") == 0
     }
 
     /// Keepalive policy: ping after `ping` seconds without rx, hang up after `idle`.
@@ -189,6 +219,8 @@ class ServiceLoop: @unchecked Sendable {
         if let protocols { protocols.deinitialize(count: 2); protocols.deallocate() }
         protocols = nil
         retryTable?.deallocate(); retryTable = nil
+        if let extensions { extensions.deinitialize(count: 2); extensions.deallocate() }
+        extensions = nil
         if let retryPolicy { retryPolicy.deinitialize(count: 1); retryPolicy.deallocate() }
         retryPolicy = nil
     }

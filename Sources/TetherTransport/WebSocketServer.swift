@@ -116,7 +116,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         }
         self.delegate = delegate
 
-        let protocols = makeProtocols(name: config.subprotocol)
+        let protocols = makeProtocols(name: config.subprotocol, wholeWrites: true)
         var options = TETHER_OPT_EXPLICIT_VHOSTS
         if config.tls != nil { options |= TETHER_OPT_DO_SSL_GLOBAL_INIT }
         if config.validateUTF8 { options |= TETHER_OPT_VALIDATE_UTF8 }
@@ -144,6 +144,9 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         vhost.keepalive_timeout = 5
         vhost.options = options | TETHER_OPT_FAIL_UPON_UNABLE_TO_BIND | (ipv4Only ? TETHER_OPT_DISABLE_IPV6 : 0)
         vhost.retry_and_idle_policy = UnsafePointer(makeRetryPolicy(ping: config.pingInterval, idle: config.idleTimeout))
+        if config.compression {
+            vhost.extensions = makeDeflateExtension()
+        }
         if let tls = config.tls {
             vhost.ssl_cert_filepath = keepCString(tls.certificatePath)
             vhost.ssl_private_key_filepath = keepCString(tls.privateKeyPath)
@@ -184,6 +187,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS:
             sslContext = user.map(OpaquePointer.init)
             return 0
+        case LWS_CALLBACK_CONFIRM_EXTENSION_OKAY:
+            return acceptsExtensionOffer(wsi, input)
         case LWS_CALLBACK_ESTABLISHED:
             return opened(wsi)
         case LWS_CALLBACK_HTTP:
@@ -203,8 +208,27 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
             loop: self,
             owner: .server(delegate))
         connection.attach(wsi)
+        connection.usesCompression = configuration.compression && Self.deflateIsActive(on: wsi)
         connection.markOpened()
         delegate.connectionOpened(connection)
+        return 0
+    }
+
+    /// A client offers an extension (only permessage-deflate is configured, when compression is
+    /// on): accept unless the offer limits the window the server may compress with below the
+    /// 32 KiB `MessageDeflater` uses (`server_max_window_bits` under 15). lws reads only the
+    /// first offer and answers only its options without values, so that is all there is to check.
+    private func acceptsExtensionOffer(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?) -> Int32 {
+        guard let input, String(cString: input.assumingMemoryBound(to: CChar.self)) == Self.deflateExtensionName else { return 1 }
+        let length = Int(lws_hdr_total_length(wsi, WSI_TOKEN_EXTENSIONS))
+        guard length > 0 else { return 0 }
+        var header = [CChar](repeating: 0, count: length + 1)
+        guard lws_hdr_copy(wsi, &header, Int32(header.count), WSI_TOKEN_EXTENSIONS) >= 0 else { return 1 }
+        let offer = String(cString: header).lowercased().split(separator: ",").first ?? ""
+        for parameter in offer.split(separator: ";") {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.filter { $0 != " " && $0 != "\t" && $0 != "\"" } }
+            if pair.count == 2, pair[0] == "server_max_window_bits", Int(pair[1]) ?? 0 < 15 { return 1 }
+        }
         return 0
     }
 

@@ -3,6 +3,7 @@ import Logging
 import TetherJSON
 import TetherProtocol
 import TetherState
+import TetherTransport
 
 /// One live ViewModel instance, its version history and its subscribers.
 ///
@@ -27,8 +28,9 @@ actor Room {
     private var subscribers: Set<SessionHandle> = []
     /// The subscribers as an array, rebuilt only when they change, so a broadcast shares it.
     private var subscriberList: [SessionHandle] = []
-    /// The last snapshot frame and its version: many joins at one version encode it once.
-    private var snapshotCache: (version: Int, frame: [UInt8])?
+    /// The last snapshot frame (and its compressed form) and its version: many joins at one
+    /// version encode (and compress) it once.
+    private var snapshotCache: (version: Int, frame: [UInt8], compressed: [UInt8]?)?
     private var timers: [any ServerTimer] = []
     private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
@@ -152,14 +154,13 @@ actor Room {
     }
 
     private func snapshot(for session: SessionHandle) -> RoomDelivery {
-        let frame: [UInt8]
-        if let cached = snapshotCache, cached.version == version {
-            frame = cached.frame
-        } else {
-            frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: host.state).encoded()
-            snapshotCache = (version, frame)
+        if snapshotCache?.version != version {
+            let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: host.state).encoded()
+            let compressed = environment.configuration.compressionThreshold.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
+            snapshotCache = (version, frame, compressed)
         }
-        return .message(.snapshot(room: name, version: version, frame: frame), to: session)
+        let cached = snapshotCache!
+        return .message(.snapshot(room: name, version: version, frame: cached.frame, compressed: cached.compressed), to: session)
     }
 
     // MARK: Actions
@@ -199,7 +200,8 @@ actor Room {
     /// Makes the turn's operations one version step.
     private func commitTurn(_ operations: [PatchOperation]) -> PatchFrame? {
         guard !operations.isEmpty else { return nil }
-        let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations)
+        let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
+                               compressAbove: environment.configuration.compressionThreshold)
         version += 1
         history.append(patch)
         metrics.patchProduced()
