@@ -39,12 +39,16 @@ static inline void tether_ev_loop_destroy(struct ev_loop *loop) { ev_loop_destro
 // libev ignores: a timeout scheduled while a later one is armed (a 10 s handshake timeout behind
 // a 20 s ping) would fire late. A heartbeat scheduled every 250 ms through the public scheduler
 // keeps the armed deadline at most 250 ms away, so every timeout fires within 250 ms of its time.
+// It also counts its beats: the service thread reads `beats` after each round to run its own
+// once-a-second work without reading the clock every round.
 struct tether_heartbeat {
     lws_sorted_usec_list_t sul;
     struct lws_context *context;
+    unsigned long beats;
 };
 static void tether_heartbeat_beat(lws_sorted_usec_list_t *sul) {
     struct tether_heartbeat *beat = lws_container_of(sul, struct tether_heartbeat, sul);
+    beat->beats++;
     lws_sul_schedule(beat->context, 0, &beat->sul, tether_heartbeat_beat, 250 * LWS_US_PER_MS);
 }
 /// Starts the heartbeat; call on the context's service thread.

@@ -55,6 +55,9 @@ class ServiceLoop: @unchecked Sendable {
     let connectionIDs = Atomic<UInt64>(1)
     /// Opened (handshake done) and not yet destroyed connections.
     var openConnections = 0
+    /// Seconds counted by the keepalive sweep (server); connections note when they last heard
+    /// from their peer in these units.
+    var keepaliveTick = 0
 
     enum Phase { case running, draining, closing }
     private(set) var phase = Phase.running
@@ -104,6 +107,12 @@ class ServiceLoop: @unchecked Sendable {
 
     /// Called on the loop thread after the context is destroyed.
     func loopDidFinish() {}
+
+    /// Called on the loop thread about once a second (every fourth heartbeat).
+    func everySecond() {}
+
+    /// A connection is gone (called once, from `WebSocketConnection.finish`).
+    func connectionFinished(_ connection: WebSocketConnection) {}
 
     // MARK: C storage
 
@@ -308,13 +317,18 @@ class ServiceLoop: @unchecked Sendable {
             shared.withLock { $0.finished = true }
             return
         }
-        if libevLoop != nil { heartbeat = tether_heartbeat_start(context) }
+        heartbeat = tether_heartbeat_start(context)
+        var secondsAt: UInt = 0
         while true {
             // One round: wait for something (a socket, a timer, a wake-up), handle what is ready.
             let n = libevLoop.map { tether_ev_run_once($0) } ?? lws_service(context, 0)
             if n < 0 {
                 logger.error("lws_service failed (\(n)); stopping the transport loop")
                 break
+            }
+            if let beats = heartbeat?.pointee.beats, beats >= secondsAt + 4 {
+                secondsAt = beats
+                everySecond()
             }
             if phase != .running {
                 let now = ContinuousClock.now
@@ -473,6 +487,9 @@ class ServiceLoop: @unchecked Sendable {
                 return lws_callback_http_dummy(wsi, reason, user, input, len)
             }
             return connection.didBecomeWritable()
+        case LWS_CALLBACK_RECEIVE_PONG:
+            WebSocketConnection.from(wsi)?.heardFromPeer()
+            return 0
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             WebSocketConnection.from(wsi)?.peerSentClose(input, len)
             return 0

@@ -44,6 +44,12 @@ public final class WebSocketConnection: @unchecked Sendable {
     private(set) var isFinished = false
     private var isRetained = false
     private var wantsWritable = false
+    /// Keepalive (server side, `KeepaliveSweep`): the sweep tick at which the peer was last
+    /// heard from, whether a ping is due at the next writable callback, and where the sweep
+    /// keeps this connection.
+    var lastHeardTick = 0
+    var pingDue = false
+    var keepaliveIndex = -1
     private var writeFailed = false
     private var closeSent = false
 
@@ -244,8 +250,27 @@ public final class WebSocketConnection: @unchecked Sendable {
         writeFailed ? -1 : 0
     }
 
+    /// The peer sent something (a message, a pong): it is alive.
+    func heardFromPeer() {
+        lastHeardTick = loop.keepaliveTick
+    }
+
+    /// Asks for the writable callback that sends a ping (keepalive).
+    func schedulePing() {
+        guard let wsi, !isFinished, !pingDue else { return }
+        pingDue = true
+        lws_callback_on_writable(wsi)
+    }
+
+    /// Drops the connection without a close handshake (a dead peer would not answer it).
+    func hangUp() {
+        guard let wsi, !isFinished else { return }
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, -1 /* LWS_TO_KILL_ASYNC */)
+    }
+
     func didReceive(_ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
         guard let wsi, isOpened, !isFinished else { return -1 }
+        lastHeardTick = loop.keepaliveTick
         if closeSent || pendingClose != nil { return 0 }  // closing: drop what still arrives
         let chunk = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : max(0, len))
         let isFinal = lws_is_final_fragment(wsi) != 0
@@ -303,6 +328,10 @@ public final class WebSocketConnection: @unchecked Sendable {
             return -1
         }
         wantsWritable = false
+        if pingDue, let wsi {
+            pingDue = false
+            if lws_write(wsi, loop.scratchPayload(capacity: 0), 0, LWS_WRITE_PING) < 0 { return -1 }
+        }
         switch owner {
         case .server(let delegate): delegate.connectionWritable(self)
         case .client(let delegate): delegate.connectionWritable(self)
@@ -342,6 +371,7 @@ public final class WebSocketConnection: @unchecked Sendable {
             rx = nil
             pendingClose = nil
             if isOpened { loop.openConnections -= 1 }
+            loop.connectionFinished(self)
             switch owner {
             case .server(let delegate):
                 if isOpened { delegate.connectionClosed(self) }

@@ -83,9 +83,12 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     /// The vhost's OpenSSL context (lws hands it over while creating a TLS vhost); certificates
     /// are swapped on it. Loop-thread confined once started.
     private var sslContext: OpaquePointer?
+    /// Pings silent peers, drops dead ones (loop thread).
+    private var keepalive: KeepaliveSweep
 
     init(configuration: WebSocketServerConfiguration, logger: Logger) {
         self.configuration = configuration
+        self.keepalive = KeepaliveSweep(ping: configuration.pingInterval, idle: configuration.idleTimeout)
         super.init(logger: logger, threadName: "tether-ws-srv", maxMessageBytes: configuration.maxMessageBytes)
     }
 
@@ -143,7 +146,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         vhost.alpn = keepCString("http/1.1")
         vhost.keepalive_timeout = 5
         vhost.options = options | TETHER_OPT_FAIL_UPON_UNABLE_TO_BIND | (ipv4Only ? TETHER_OPT_DISABLE_IPV6 : 0)
-        vhost.retry_and_idle_policy = UnsafePointer(makeRetryPolicy(ping: config.pingInterval, idle: config.idleTimeout))
+        // No retry_and_idle_policy: keepalive is the loop's own sweep (KeepaliveSweep says why).
         if config.compression {
             vhost.extensions = makeDeflateExtension()
         }
@@ -210,6 +213,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         connection.attach(wsi)
         connection.usesCompression = configuration.compression && Self.deflateIsActive(on: wsi)
         connection.markOpened()
+        keepalive.add(connection)
         delegate.connectionOpened(connection)
         return 0
     }
@@ -283,6 +287,15 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
 
     override func loopDidFinish() {
         delegate = nil
+    }
+
+    override func everySecond() {
+        keepaliveTick += 1
+        keepalive.sweep(tick: keepaliveTick)
+    }
+
+    override func connectionFinished(_ connection: WebSocketConnection) {
+        keepalive.remove(connection)
     }
 
     /// On the loop thread: loads and installs the certificate and key on the vhost.

@@ -30,6 +30,7 @@ struct ReloadTests {
             "max-rooms-per-connection": ["--max-rooms-per-connection", "2"], "max-rooms": ["--max-rooms", "9"],
             "handshake-timeout-seconds": ["--handshake-timeout-seconds", "3"], "ping-seconds": ["--ping-seconds", "7"],
             "peer-timeout-seconds": ["--peer-timeout-seconds", "70"],
+            "compression": ["--compression", "on"], "compression-min-bytes": ["--compression-min-bytes", "99"],
         ]
     }
 
