@@ -33,7 +33,7 @@ let package = Package(
         // tetherd runs as a Service in a ServiceGroup: graceful shutdown on signals, beside other services.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Settings from flags, environment variables and a config file, in that order of precedence.
-        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "CommandLineArguments"]),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         // The config file's parser (YAML, which also reads JSON), so unknown keys can be named.
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "TetherServer",
             dependencies: [
-                "TetherJSON", "TetherState", "TetherProtocol", "TetherTransport", "CSQLite", "COpenSSL",
+                "TetherJSON", "TetherState", "TetherProtocol", "TetherTransport", "TetherNATS", "CSQLite", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -96,6 +96,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
+        ),
+
+        // The README's "Write a ViewModel" example (also a package of its own in Examples/hello-tether):
+        // built here so CI compiles and starts it without resolving and building dependencies twice.
+        .executableTarget(
+            name: "hello-tether",
+            dependencies: [
+                "TetherServer", "TetherDemos", "TetherState", "TetherBinding",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/hello-tether/Sources/hello-tether"
         ),
 
         // Testing Tether apps: TestRoom asserts what one action changed in a ViewModel; TestServer
@@ -161,7 +173,7 @@ let package = Package(
         .testTarget(name: "TetherJSONTests", dependencies: ["TetherJSON", "TetherTestSupport"]),
         .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherJSON", "TetherBinding", "TetherTestSupport"]),
         .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherJSON", "TetherTestSupport"]),
-        .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON"]),
+        .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON", "TetherBinding", "TetherTesting"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherJSON", "TetherTestSupport"]),
         .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherProtocol", "TetherJSON", "TetherState", "TetherTestSupport"]),

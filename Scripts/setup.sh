@@ -14,6 +14,7 @@ PACKAGES=(
     openssl             # test certificates
     python3-websockets  # interop test client
     python3-jsonpatch
+    curl                # the cluster script and tests read nats-server monitoring
     tmux                # end-to-end tests of the terminal client
     chromium            # the dashboard's tests in a real browser (headless)
     chromium-driver

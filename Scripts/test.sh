@@ -11,6 +11,9 @@ echo "== unit, property and end-to-end tests"
 swift build --build-tests
 swift test --skip-build
 
+echo "== Examples/hello-tether as a package of its own: its manifest resolves against this checkout's products"
+swift package --package-path Examples/hello-tether --scratch-path .build/hello-tether show-dependencies >/dev/null
+
 echo "== tether.js and the dashboard's functions under Node"
 node --experimental-websocket --test Tests/Web/
 

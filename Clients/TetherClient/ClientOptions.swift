@@ -6,7 +6,8 @@ public typealias TLSTrust = TetherTransport.TLSTrust
 
 /// How a `TetherClient` connects and reconnects.
 public struct ClientOptions: Sendable {
-    /// `ws://host:port/` or `wss://host:port/`.
+    /// `ws://host:port/` or `wss://host:port/`; several, comma-separated, for the nodes of a
+    /// cluster: the client connects to the first and moves to the next when its node is lost.
     public var url: String
     /// Sent with every join; servers with an auth secret require one.
     public var token: String?
@@ -17,6 +18,12 @@ public struct ClientOptions: Sendable {
     /// An action without an ack by then fails with `TetherClientError.timedOut`.
     public var actionTimeout: Duration = .seconds(10)
     public var maxMessageBytes = 16 << 20
+
+    /// The URLs in `url`, in order.
+    public var urls: [String] {
+        let urls = url.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return urls.isEmpty ? [url] : urls
+    }
 
     public init(url: String, token: String? = nil) {
         self.url = url

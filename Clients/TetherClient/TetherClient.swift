@@ -45,6 +45,7 @@ public final class TetherClient {
     private var isClosed = false
     private var rooms: [String: RemoteRoom] = [:]
     private var pending: [Int: PendingAction] = [:]
+    private var urlIndex = 0
     private var pendingDescriptions: [Int: CheckedContinuation<[KindDescription], any Error>] = [:]
     private var nextActionID = 1
     private var helloWaiters: [CheckedContinuation<Void, any Error>] = []
@@ -153,7 +154,13 @@ public final class TetherClient {
             }
         }
         self.link = link
-        try link.start(url: options.url)
+        try link.start(url: currentURL)
+    }
+
+    /// The URL connected to now; after a lost connection the next one of `options.urls` is tried.
+    public var currentURL: String {
+        let urls = options.urls
+        return urls[urlIndex % urls.count]
     }
 
     private func handle(_ event: Link.Event, generation: Int) {
@@ -162,7 +169,7 @@ public final class TetherClient {
         case .opened:
             break  // live once the hello arrives
         case .failed(let reason):
-            linkLost("cannot connect to \(options.url): \(Self.withoutEndpoint(reason))")
+            linkLost("cannot connect to \(currentURL): \(Self.withoutEndpoint(reason))")
         case .closed(let code):
             linkLost(code.map { "connection closed (\($0))" } ?? "connection lost")
         case .undecodable(let error, let raw):
@@ -218,6 +225,7 @@ public final class TetherClient {
             return
         }
         reconnectAttempt += 1
+        urlIndex += 1  // with several URLs (a cluster's nodes), the next node
         let attempt = reconnectAttempt
         stateStorage.value = .reconnecting(attempt: attempt, reason: reason)
         let delay = options.reconnect.delay(forAttempt: attempt)

@@ -9,7 +9,7 @@ import TetherClient
 struct ConnectionOptions: ParsableArguments {
     static let defaultURL = "ws://127.0.0.1:8080"
 
-    @Option(name: .long, help: ArgumentHelp("The server's WebSocket URL (ws:// or wss://). Default: $TETHER_URL, else \(defaultURL).", valueName: "url"))
+    @Option(name: .long, help: ArgumentHelp("The server's WebSocket URL (ws:// or wss://); several, comma-separated, for the nodes of a cluster (the next is tried when one is lost). Default: $TETHER_URL, else \(defaultURL).", valueName: "urls"))
     var url: String?
 
     @Option(name: .long, help: ArgumentHelp("Seconds to wait for the server's hello (and, for `send`, the answer).", valueName: "seconds"))

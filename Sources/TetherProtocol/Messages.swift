@@ -95,6 +95,9 @@ public enum ErrorCode: String, Hashable, Sendable, CaseIterable {
     case unauthorized
     case rateLimited = "rate_limited"
     case tooLarge = "too_large"
+    /// The room can't take actions right now (its cluster log is unreachable, or its owner is
+    /// changing); the action may not have been applied: retry.
+    case unavailable
     case `internal`
 }
 

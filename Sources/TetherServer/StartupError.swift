@@ -13,14 +13,18 @@ public enum StartupError: Error, Equatable, CustomStringConvertible {
     case storage(String)
     /// A setting names something unusable: a TLS file, a secret file (EX_CONFIG).
     case configuration(String)
+    /// No NATS server of the cluster answered (EX_UNAVAILABLE).
+    case clusterUnreachable(String)
+    /// A cluster stream or bucket can't be created: JetStream refused a setting (EX_CONFIG).
+    case clusterStorage(String)
 
     public var exitCode: Int32 {
         switch self {
-        case .addressInUse, .dataDirectoryInUse: return 69
+        case .addressInUse, .dataDirectoryInUse, .clusterUnreachable: return 69
         case .cannotListen: return 71
         case .dataDirectory: return 73
         case .storage: return 74
-        case .configuration: return 78
+        case .configuration, .clusterStorage: return 78
         }
     }
 
@@ -39,6 +43,10 @@ public enum StartupError: Error, Equatable, CustomStringConvertible {
             return "cannot open the database: \(reason)"
         case .configuration(let reason):
             return reason
+        case .clusterUnreachable(let reason):
+            return "cannot join the cluster: \(reason); start the NATS servers (JetStream on) or fix --nats"
+        case .clusterStorage(let reason):
+            return "cannot set up the cluster's storage: \(reason)"
         }
     }
 }

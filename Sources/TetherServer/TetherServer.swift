@@ -22,25 +22,58 @@ public final class TetherServer: Service, Sendable {
     let hub: SessionHub
     private let bridge: TransportBridge
     private let store: RoomStore?
+    private let cluster: ClusterNode?
     let logger: Logger
     private let boundPort = Mutex<Int?>(nil)
 
-    /// Takes the data directory's lock and opens its database; throws when either fails.
-    public init(configuration: ServerConfiguration = .init(), kinds: [ViewModelKind], logger: Logger = Logger(label: "tetherd")) throws(StartupError) {
+    /// A single node: takes the data directory's lock and opens its database; throws when either
+    /// fails. (A cluster node is made with `make`, which joins the cluster first.)
+    public convenience init(configuration: ServerConfiguration = .init(), kinds: [ViewModelKind],
+                            logger: Logger = Logger(label: "tetherd")) throws(StartupError) {
+        guard configuration.natsURLs.isEmpty else { throw .configuration("a cluster node is made with TetherServer.make (it joins the cluster first)") }
+        try self.init(configuration: configuration, kinds: kinds, logger: logger, metrics: ServerMetrics(), cluster: nil)
+    }
+
+    /// A single node, or, when `configuration.natsURLs` is set, a node of that cluster: joins it
+    /// (its streams and buckets are made if missing), then builds the server.
+    public static func make(configuration: ServerConfiguration, kinds: [ViewModelKind],
+                            logger: Logger = Logger(label: "tetherd")) async throws(StartupError) -> TetherServer {
+        let metrics = ServerMetrics()
+        let cluster = configuration.natsURLs.isEmpty ? nil : try await ClusterNode.join(configuration: configuration, metrics: metrics, logger: logger)
+        do {
+            return try TetherServer(configuration: configuration, kinds: kinds, logger: logger, metrics: metrics, cluster: cluster)
+        } catch {
+            cluster?.leave()
+            throw error
+        }
+    }
+
+    private init(configuration: ServerConfiguration, kinds: [ViewModelKind], logger: Logger, metrics: ServerMetrics,
+                 cluster: ClusterNode?) throws(StartupError) {
+        if let reserved = kinds.first(where: { SystemRoom.isSystemKind($0.name) }) {
+            throw .configuration("room kind \(reserved.name): names starting with \(SystemRoom.prefix) are reserved for the server's own rooms")
+        }
         self.running = Mutex(configuration)
         self.logger = logger
-        if let directory = configuration.dataDirectory {
+        self.cluster = cluster
+        // A cluster keeps shared rooms in its log; per-session rooms are never stored.
+        if cluster == nil, let directory = configuration.dataDirectory {
             store = try RoomStore(directory: directory, durability: configuration.durability, historyLimit: configuration.historyMaxPatches, logger: logger)
         } else {
             store = nil
         }
         transport = WebSocketServer(configuration: configuration.transportConfiguration, logger: logger)
-        let metrics = ServerMetrics()
         let runtime = ServerRuntime(clock: SystemClock(), hubQueue: TransportQueue(server: transport)) { room in
             DispatchRoomExecutor(label: "tether.room.\(room)")
         }
-        hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, metrics: metrics, logger: logger)
-        bridge = TransportBridge(hub: hub, routes: HTTPRoutes(hub: hub, metrics: metrics))
+        hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, metrics: metrics, logger: logger,
+                         makeSharedRooms: cluster.map { node in { environment in ClusterRoomFactory(node: node, environment: environment) } })
+        bridge = TransportBridge(hub: hub, routes: HTTPRoutes(hub: hub, metrics: metrics, cluster: cluster))
+        if let cluster {
+            let hub = self.hub
+            cluster.startHeartbeat { hub.openConnections }
+            hub.statusBoard.joinedCluster { (cluster.name, cluster.nodesJSON) }
+        }
     }
 
     /// Listens and serves; returns the bound port (the chosen one when configured with 0).
@@ -59,6 +92,7 @@ public final class TetherServer: Service, Sendable {
             }
         }
         boundPort.withLock { $0 = port }
+        hub.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
         hub.queue.execute { [hub] in hub.startHousekeeping() }
         logger.info("serving \(configuration.summary(port: port))")
         return port
@@ -83,6 +117,7 @@ public final class TetherServer: Service, Sendable {
         await transport.shutdownAsync(deadline: configuration.shutdownGracePeriod * 2)
         await hub.stopAllRooms()
         store?.close()
+        cluster?.leave()
         logger.info("stopped")
     }
 

@@ -127,11 +127,19 @@ public struct ViewModelKind: Sendable {
     private let make: @Sendable (ViewModelContext) -> ViewModelHost
 
     public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type) {
+        self.init(name, scope: scope, type) { context in Model(context: context) }
+    }
+
+    /// A kind whose instances `make` creates: for a ViewModel that needs more than its context,
+    /// such as a service handed in by the code that registers the kind. (`Model` still conforms
+    /// to `ViewModel`; its `init(context:)` is not called for this kind.)
+    public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type,
+                                  make: @escaping @Sendable (ViewModelContext) -> Model) {
         self.name = name
         self.scope = scope
         self.actionNames = Model.actions.names
         self.actions = Model.actions.descriptions
-        self.make = { context in ViewModelHost(model: Model(context: context), context: context) }
+        self.make = { context in ViewModelHost(model: make(context), context: context) }
     }
 
     /// A new instance for `room` ("KIND" or "KIND:INSTANCE").

@@ -51,20 +51,25 @@ public enum TLSTrust: Sendable, Equatable {
     case insecure
 }
 
-/// A plain HTTP answer for a GET on the WebSocket port (`/healthz`, `/metrics`...).
+/// A plain HTTP answer on the WebSocket port: a GET (`/healthz`, `/metrics`, files), or a
+/// refused WebSocket upgrade.
 public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var contentType: String
     public var body: [UInt8]
+    /// Further headers by name ("Content-Security-Policy"); Content-Type and Content-Length are
+    /// written from the fields above.
+    public var headers: [String: String]
 
-    public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
+    public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8], headers: [String: String] = [:]) {
         self.status = status
         self.contentType = contentType
         self.body = body
+        self.headers = headers
     }
 
-    public init(status: Int, contentType: String = "text/plain; charset=utf-8", text: String) {
-        self.init(status: status, contentType: contentType, body: Array(text.utf8))
+    public init(status: Int, contentType: String = "text/plain; charset=utf-8", text: String, headers: [String: String] = [:]) {
+        self.init(status: status, contentType: contentType, body: Array(text.utf8), headers: headers)
     }
 
     public static let notFound = HTTPResponse(status: 404, text: "not found\n")
@@ -77,8 +82,10 @@ public struct WebSocketServerConfiguration: Sendable {
     /// 0 lets the OS pick; `WebSocketServer.start` returns the bound port.
     public var port: Int = 8080
     /// The WebSocket subprotocol served. Clients offering none are accepted too; clients offering
-    /// only other subprotocols are refused by lws.
+    /// only other subprotocols get HTTP 400 naming it.
     public var subprotocol: String = "tether.v1"
+    /// Which web pages may open a WebSocket (by the upgrade's `Origin`); refused ones get 403.
+    public var allowedOrigins: OriginPolicy = .ownOriginOnly
     /// A message (all fragments together) larger than this closes the connection with 1009.
     public var maxMessageBytes: Int = 1 << 20
     /// Open WebSocket connections beyond this are refused at accept time (TCP close) without

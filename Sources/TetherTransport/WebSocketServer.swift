@@ -196,6 +196,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
             return opened(wsi)
         case LWS_CALLBACK_HTTP:
             return serveHTTP(wsi, input, len)
+        case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+            return confirmUpgrade(wsi)
         default:
             return lws_callback_http_dummy(wsi, reason, user, input, len)
         }
@@ -246,11 +248,52 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
             let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: max(0, len)), as: UTF8.self) } ?? "/"
             response = delegate?.httpGET(path: path) ?? .notFound
         }
-        return writeHTTP(wsi, response)
+        guard writeHTTP(wsi, response) else { return -1 }
+        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }
 
-    private func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
-        let headerSpace = 1024
+    /// Before lws accepts a WebSocket upgrade: a page of a foreign origin gets 403, a client
+    /// offering only subprotocols we don't speak 400 naming ours (lws itself would drop it with
+    /// no answer). A positive return tells lws the answer is written; it then completes the
+    /// HTTP transaction.
+    private func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
+        let check = UpgradeCheck(subprotocol: configuration.subprotocol, origins: configuration.allowedOrigins)
+        let origin = header(wsi, WSI_TOKEN_ORIGIN)
+        guard let refusal = check.refusal(origin: origin, host: header(wsi, WSI_TOKEN_HOST),
+                                          offeredSubprotocols: header(wsi, WSI_TOKEN_PROTOCOL)) else { return 0 }
+        logger.info("refused a WebSocket upgrade from \(peerAddress(wsi))\(origin.map { " (Origin \($0))" } ?? ""): HTTP \(refusal.status)")
+        return writeUpgradeRefusal(wsi, refusal) ? 1 : -1
+    }
+
+    /// Writes a whole response as raw bytes. lws's header helpers can't be used this early: they
+    /// take the status line's HTTP version from the request, which lws parses only after this
+    /// callback, and would answer "HTTP/1.0", which WebSocket clients reject as invalid.
+    private func writeUpgradeRefusal(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Bool {
+        let reasons = [400: "Bad Request", 403: "Forbidden"]
+        var head = "HTTP/1.1 \(response.status) \(reasons[response.status] ?? "Refused")\r\n"
+        head += "content-type: \(response.contentType)\r\ncontent-length: \(response.body.count)\r\n"
+        for (name, value) in response.headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
+        let bytes = Array((head + "\r\n").utf8) + response.body
+        let destination = scratchPayload(capacity: bytes.count)
+        bytes.withUnsafeBytes { UnsafeMutableRawPointer(destination).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        return lws_write(wsi, destination, bytes.count, LWS_WRITE_HTTP_FINAL) == bytes.count
+    }
+
+    /// A request header's value (repeated headers joined by commas), or nil when absent.
+    private func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let length = Int(lws_hdr_total_length(wsi, token))
+        guard length > 0 else { return nil }
+        // lws_hdr_copy adds a comma between repeated headers, not counted in the total length.
+        let capacity = length * 2 + 2
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: capacity) { buffer -> String? in
+            guard let base = buffer.baseAddress, lws_hdr_copy(wsi, base, Int32(capacity), token) >= 0 else { return nil }
+            return String(cString: base)
+        }
+    }
+
+    /// Writes the status line, headers and body; false when lws refused them.
+    private func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Bool {
+        let headerSpace = 4096
         let pre = Int(TETHER_LWS_PRE)
         let headersOK = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pre + headerSpace) { buffer -> Bool in
             guard let base = buffer.baseAddress else { return false }
@@ -262,9 +305,19 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
                 lws_add_http_common_headers(wsi, status, type, lws_filepos_t(response.body.count), &cursor, end)
             }
             if added != 0 { return false }
+            for (name, value) in response.headers.sorted(by: { $0.key < $1.key }) {
+                let nameBytes = Array("\(name):".utf8) + [0]  // lws writes the name as given, colon included
+                let valueBytes = Array(value.utf8) + [0]
+                let failed = nameBytes.withUnsafeBufferPointer { name in
+                    valueBytes.withUnsafeBufferPointer { value in
+                        lws_add_http_header_by_name(wsi, name.baseAddress, value.baseAddress, Int32(value.count - 1), &cursor, end)
+                    }
+                }
+                if failed != 0 { return false }
+            }
             return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
         }
-        guard headersOK else { return -1 }
+        guard headersOK else { return false }
         if !response.body.isEmpty {
             let destination = scratchPayload(capacity: response.body.count)
             response.body.withUnsafeBytes { body in
@@ -273,9 +326,9 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
                 }
             }
             let written = lws_write(wsi, destination, response.body.count, LWS_WRITE_HTTP_FINAL)
-            if written < 0 || Int(written) < response.body.count { return -1 }
+            if written < 0 || Int(written) < response.body.count { return false }
         }
-        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+        return true
     }
 
     override func shutdownWillBegin() -> Bool {

@@ -103,7 +103,7 @@ enum Tetherd {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let notifier = SystemdNotifier()
         do {
-            let server = try TetherServer(configuration: configuration, kinds: kinds, logger: logger)
+            let server = try await TetherServer.make(configuration: configuration, kinds: kinds, logger: logger)
             let reloader = Reloader(server: server, logLevel: logLevel, notifier: notifier, logger: logger) { () throws(ConfigurationError) in
                 // Read as at start: the same flags and environment, the config file again.
                 try loader.load(arguments: arguments, environment: environment).configuration
@@ -210,8 +210,10 @@ struct MintToken: ParsableCommand {
             Examples:
               tetherd token --secret s3cret --subject alice --rooms 'todo:*,counter' --ttl 3600
               tetherd token --secrets-file /etc/tether/secrets.yaml --kid 2026-04 --rooms '*'
+              tetherd token --secret s3cret --subject ops --rooms '*' --admin
             With --kid the token's header names that key; the daemon checks it with the secret of that name \
-            (auth-secrets-file). Without, it checks it with its unnamed secret (auth-secret, auth-secret-file).
+            (auth-secrets-file). Without, it checks it with its unnamed secret (auth-secret, auth-secret-file). \
+            With --admin the token also opens the server's overview room tether.server (the dashboard at /).
             """)
 
     @Option(help: "The secret itself (visible in ps; prefer a file).")
@@ -234,6 +236,9 @@ struct MintToken: ParsableCommand {
 
     @Option(help: "Seconds until the token expires.")
     var ttl = 3600
+
+    @Flag(help: "Also open the server's overview room tether.server (the dashboard's figures and room list).")
+    var admin = false
 
     func validate() throws {
         guard [secret, secretFile, secretsFile].compactMap({ $0 }).count == 1 else {
@@ -258,7 +263,7 @@ struct MintToken: ParsableCommand {
         }
         let claims = AccessClaims(
             subject: subject, expires: Int(Date().timeIntervalSince1970) + ttl,
-            rooms: rooms.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            rooms: rooms.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }, admin: admin)
         guard let token = authority.mint(claims, kid: kid) else {
             throw ValidationError("\(secretsFile ?? "the secrets file") has no secret named \(kid ?? "")")
         }

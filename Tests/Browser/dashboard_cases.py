@@ -357,6 +357,7 @@ class DashboardCases:
         b.wait_for("1000 items on screen", lambda: b.run("return document.querySelectorAll('#room-state [data-key=\"title\"]').length") == 1000, timeout=30)
         idle = b.run_async("tetherDashboardStats.measureFrameRate(2000).then(arguments[arguments.length - 1])")
         b.run("tetherDashboardStats.reset()")
+        first_version = b.stats()["version"]
         rate, seconds = 100, 12
         randomness = random.Random(12)
         load = drive_actions_in_background(server.url, room, rate * seconds, lambda i: ("toggle", {"id": randomness.choice(ids)}), rate)
@@ -378,7 +379,10 @@ class DashboardCases:
               f"(idle {idle['fps']}), longest frame {frames['frameMs']['max']} ms; patch-to-screen p50 {latency['p50']} ms, "
               f"p95 {latency['p95']} ms, max {latency['max']} ms; render p50 {stats['renderMs']['p50']} ms, "
               f"p95 {stats['renderMs']['p95']} ms; {stats['patches']} patches in {stats['renders']} frames")
-        self.assertGreaterEqual(stats["patches"], rate * seconds * 0.9)
+        # Every toggle is a version. tetherd merges the patches a connection has queued into one
+        # frame (docs/DESIGN.md, "Merged patches"), so count versions, not patch messages.
+        self.assertEqual(stats["version"] - first_version, rate * seconds)
+        self.assertGreater(stats["patches"], 0)
         self.assertLess(stats["renders"], stats["patches"] + 50, "more renders than patches: not batched per frame")
         # Lenient bounds for a shared two-core machine; the printed figures are the measurement.
         self.assertGreaterEqual(frames["fps"], 20)

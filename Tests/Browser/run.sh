@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The dashboard in headless Chromium (Selenium): against the mock web side, and against the real
-# tetherd when it serves the dashboard (otherwise those tests are skipped, with the reason).
+# The dashboard in headless Chromium (Selenium): against the real tetherd, and against the mock
+# web side (support/mock_server.py).
 # Needs the Debian packages chromium, chromium-driver, python3-selenium, python3-websockets, tmux
 # (Scripts/setup.sh installs them) and, for the real-daemon tests, `swift build` (or set TETHERD
 # and TETHER). Screenshots and the load figures land in .build/browser-artifacts/.

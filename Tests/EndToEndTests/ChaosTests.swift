@@ -20,29 +20,6 @@ struct ChaosTests {
         ProcessInfo.processInfo.environment[name].flatMap(Int.init) ?? fallback
     }
 
-    /// One client's view: its mirror and what it saw happen.
-    @MainActor final class Observer {
-        let client: TetherClient
-        let room: RemoteRoom
-        var reconnects = 0
-        var backwards: [String] = []
-        var highest: [String: Int] = [:]  // epoch -> highest version seen
-        var tokens: [Cancellable] = []
-
-        init(client: TetherClient, room: RemoteRoom) {
-            self.client = client
-            self.room = room
-            tokens.append(client.connectionState.observe { [unowned self] state in
-                if case .reconnecting(attempt: 1, _) = state { self.reconnects += 1 }
-            })
-            tokens.append(room.observeChanges { [unowned self] _ in
-                guard let epoch = self.room.epoch, let version = self.room.version else { return }
-                if let seen = self.highest[epoch], version < seen { self.backwards.append("\(epoch): \(seen) -> \(version)") }
-                self.highest[epoch] = max(version, self.highest[epoch] ?? version)
-            })
-        }
-    }
-
     @Test func killNineRepeatedlyLosesNoAcknowledgedAction() async throws {
         let kills = Self.setting("CHAOS_KILLS", 3)
         let clientCount = Self.setting("CHAOS_CLIENTS", 8)
@@ -63,10 +40,10 @@ struct ChaosTests {
             try? client.connect()
             return client
         }
-        var observers: [Observer] = []
+        var observers: [StreamObserver] = []
         for _ in 0..<clientCount {
             let client = makeClient()
-            observers.append(Observer(client: client, room: client.room(room)))
+            observers.append(StreamObserver(client: client, room: client.room(room)))
         }
         try await eventually("all mirrors synced", timeout: .seconds(30)) { observers.allSatisfy { $0.room.isSynced } }
 
@@ -121,6 +98,7 @@ struct ChaosTests {
             #expect(observer.room.state == reference.state)
             #expect(observer.reconnects >= kills, "reconnected after every kill")
             #expect(observer.backwards.isEmpty, "versions went backwards: \(observer.backwards)")
+            #expect(observer.gaps.isEmpty, "gaps: \(observer.gaps)")
             #expect(observer.highest.count == 1, "one epoch throughout: durable rooms keep their history")
         }
         var lost: [String] = []

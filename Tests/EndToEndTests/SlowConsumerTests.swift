@@ -50,7 +50,11 @@ struct SlowConsumerTests {
         let clientCount = ProcessInfo.processInfo.environment["SLOW_CONSUMER_CLIENTS"].flatMap(Int.init) ?? 100
         let rate = 100  // actions per second, each a 2 KB patch to every client
         let queueBound = 256 << 10
-        let daemon = try Daemon(arguments: ["--send-queue-bytes", "\(queueBound)", "--memory-only"])
+        // The stuck-client timeout is far beyond the stall: when the test suite runs many suites at once, the
+        // 30 s stall can stretch past the default 60 s, and a merely slow client must not be closed here; nor
+        // may the keepalive count it dead for pongs it has not read yet.
+        let daemon = try Daemon(arguments: ["--send-queue-bytes", "\(queueBound)", "--memory-only", "--stuck-client-seconds", "600",
+                                          "--ping-seconds", "300", "--peer-timeout-seconds", "600"])
         defer { daemon.stop() }
         let writer = try await connectedClient(daemon)
         var liveClients: [TetherClient] = []

@@ -2,216 +2,297 @@ import Testing
 import TetherDemos
 import TetherJSON
 import TetherState
+import TetherTesting
 
-private func host(_ kind: String, room: String? = nil) throws -> ViewModelHost {
-    let kind = try #require(Demos.kinds.first { $0.name == kind })
-    return kind.instantiate(room: room ?? kind.name)
-}
-
-/// Runs one action and returns the operations of its turn.
-@discardableResult
-private func act(_ host: ViewModelHost, _ name: String, _ args: JSON? = nil) throws -> [PatchOperation] {
-    try host.perform(name, args: args)
-    return host.takeChanges()
-}
-
+/// Every demo ViewModel through `TestRoom`: each turn states the exact operations it sends to
+/// clients, and TestRoom checks the document against the observables after each one.
 @Suite("Demo ViewModels")
 struct DemoTests {
-    @Test func kindsAndScopesMatchTheSpec() {
+    @Test func kindsAndScopesMatchTheProtocolDoc() {
         let scopes = Dictionary(uniqueKeysWithValues: Demos.kinds.map { ($0.name, $0.scope) })
         #expect(scopes == ["counter": .shared, "clock": .shared, "login": .perSession, "exchange": .shared,
                            "calculator": .shared, "gallery": .shared, "todo": .shared, "bench": .shared])
     }
 
+    // MARK: Counter
+
     @Test func counter() throws {
-        let counter = try host("counter")
-        #expect(counter.state == ["count": 0])
-        #expect(try act(counter, "increment") == [.replace(path: "/count", value: 1)])
-        try act(counter, "increment", ["by": 5])
-        try act(counter, "decrement")
-        #expect(counter.state == ["count": 5])
-        try act(counter, "reset")
-        #expect(counter.state == ["count": 0])
-        #expect(throws: ActionError.self) { try counter.perform("increment", args: ["by": "x"]) }
-        try counter.perform("increment", args: ["by": .int(Int.max)])
-        #expect(throws: ActionError.invalidArgs("count would overflow")) { try counter.perform("increment", args: ["by": 1]) }
+        let room = TestRoom(Counter.self)
+        #expect(room.state == ["count": 0])
+        try room.send("increment", produces: [.replace(path: "/count", value: 1)])
+        try room.send("increment", ["by": 5], produces: [.replace(path: "/count", value: 6)])
+        try room.send("decrement", produces: [.replace(path: "/count", value: 5)])
+        try room.send("reset", produces: [.replace(path: "/count", value: 0)])
+        try room.send("reset")  // nothing changes: no operation, no version
+        #expect(room.version == 4)
     }
 
-    @Test func clockShowsTheTimeAndTicks() throws {
-        let clock = try host("clock")
-        let time = try #require(clock.state["time"]?.stringValue)
-        #expect(time.count == 8)
-        #expect(time.split(separator: ":").count == 3)
-        #expect(clock.timers.count == 1)
-        clock.timers[0].tick()  // within the same second: no change, no patch
-        #expect(clock.takeChanges().count <= 1)
+    @Test func counterArgumentsAreStrict() throws {
+        let room = TestRoom(Counter.self)
+        room.send("increment", ["by": "x"], fails: .invalidArgs("expected integer at args.by, got string"))
+        room.send("increment", ["bogus": 1], fails: .invalidArgs("unknown field args.bogus (known: by)"))
+        room.send("decrement", ["by": 5], fails: .invalidArgs("unknown field args.by (decrement takes no arguments)"))
+        room.send("fly", fails: .unknownAction("fly"))
+        #expect(room.state == ["count": 0])
     }
+
+    @Test func counterRefusesToOverflow() throws {
+        let room = TestRoom(Counter.self, restoring: ["count": .int(Int.max - 1)])
+        try room.send("increment", produces: [.replace(path: "/count", value: .int(Int.max))])
+        room.send("increment", fails: .invalidArgs("count would overflow"))
+        let bottom = TestRoom(Counter.self, restoring: ["count": .int(Int.min)])
+        bottom.send("decrement", fails: .invalidArgs("count would overflow"))
+    }
+
+    // MARK: Clock
+
+    @Test func clockTicksReplaceTheTime() throws {
+        // A stored time no clock shows, so the first tick must replace it.
+        let room = TestRoom(Clock.self, restoring: ["time": "--:--:--"])
+        #expect(room.timerIntervals == [.milliseconds(250)])
+        room.tick(timer: 0, produces: { state in [.replace(path: "/time", value: state["time"] ?? nil)] })
+        let time = try #require(room.state["time"]?.stringValue)
+        #expect(time.split(separator: ":").map(\.count) == [2, 2, 2], "HH:mm:ss, got \(time)")
+        // Within the same second a tick changes nothing and sends nothing.
+        room.tick(timer: 0, produces: { state in state["time"] == .string(time) ? [] : [.replace(path: "/time", value: state["time"] ?? nil)] })
+        room.send("tick", fails: .unknownAction("tick"))
+    }
+
+    // MARK: Login
+
+    static let signedOut: JSON = ["email": "", "passwordLength": 0, "signInEnabled": false, "errorMessage": nil, "signedIn": false]
 
     @Test func loginFollowsTheSeedsRules() throws {
-        let login = try host("login")
-        #expect(login.state == ["email": "", "passwordLength": 0, "signInEnabled": false, "errorMessage": nil, "signedIn": false])
-        #expect(try act(login, "setEmail", ["value": "a@b.c"]) == [.replace(path: "/email", value: "a@b.c")])
-        #expect(login.state["signInEnabled"] == false)
-        let ops = try act(login, "setPassword", ["value": "abc"])
-        #expect(ops == [.replace(path: "/passwordLength", value: 3), .replace(path: "/signInEnabled", value: true)])
-        try act(login, "signIn")
-        #expect(login.state["errorMessage"] == "6자리 이상 비밀번호를 입력해주세요.")
-        #expect(login.state["signedIn"] == false)
-        try act(login, "setPassword", ["value": "abcdef"])
-        #expect(login.state["errorMessage"] == .some(.null))
-        try act(login, "signIn")
-        #expect(login.state["signedIn"] == true)
-        #expect(login.state["passwordLength"] == 6)
-        #expect(!String(decoding: login.state.encoded(), as: UTF8.self).contains("abcdef"), "the password never enters the state")
+        let room = TestRoom(Login.self)
+        #expect(room.state == Self.signedOut)
+        try room.send("setEmail", ["value": "a@b.c"], produces: [.replace(path: "/email", value: "a@b.c")])
+        try room.send("setPassword", ["value": "abc"],
+                      produces: [.replace(path: "/passwordLength", value: 3), .replace(path: "/signInEnabled", value: true)])
+        try room.send("signIn", produces: [.replace(path: "/errorMessage", value: .string(Login.shortPasswordMessage))])
+        try room.send("setPassword", ["value": "abcdef"],
+                      produces: [.replace(path: "/passwordLength", value: 6), .replace(path: "/errorMessage", value: nil)])
+        try room.send("signIn", produces: [.replace(path: "/signedIn", value: true)],
+                      state: ["email": "a@b.c", "passwordLength": 6, "signInEnabled": true, "errorMessage": nil, "signedIn": true])
+        #expect(!String(decoding: room.state.encoded(), as: UTF8.self).contains("abcdef"), "the password never enters the state")
     }
 
     @Test func loginRefusesSignInWithAnEmptyField() throws {
-        let login = try host("login")
-        try act(login, "setEmail", ["value": "a@b.c"])
-        #expect(throws: ActionError.self) { try login.perform("signIn", args: nil) }
-    }
-
-    @Test func exchangeResultFollowsTheAmountAndSaysWhyItCannot() throws {
-        let exchange = try host("exchange")
-        #expect(exchange.state == ["amount": "", "from": "USD", "to": "KRW", "rate": 1350.0, "result": "", "error": nil,
-                                   "currencies": ["USD", "KRW", "EUR", "JPY", "GBP"]])
-        try act(exchange, "setAmount", ["value": "2"])
-        #expect(exchange.state["result"] == "2700.00")
-        try act(exchange, "setAmount", ["value": "1.5"])
-        #expect(exchange.state["result"] == "2025.00")
-        for (bad, reason) in [("1,000", "comma"), ("abc", "not a number"), ("1e20", "not a number"), ("1-", "not a number"),
-                              ("99999999999999", "too large")] {
-            try act(exchange, "setAmount", ["value": .string(bad)])
-            #expect(exchange.state["result"] == "", "\(bad)")
-            #expect(exchange.state["error"]?.stringValue?.contains(reason) == true, "\(bad): \(String(describing: exchange.state["error"]))")
-        }
-        try act(exchange, "setAmount", ["value": "3"])
-        #expect(exchange.state["error"] == .some(.null))
-        try act(exchange, "setRate", ["value": 0.5])
-        #expect(exchange.state["result"] == "1.50")
-        try act(exchange, "setPair", ["from": "EUR", "to": "USD"])
-        #expect(exchange.state["from"] == "EUR" && exchange.state["to"] == "USD")
-        #expect(exchange.state["rate"] == 1.087 && exchange.state["result"] == "3.26")
-        #expect(throws: ActionError.self) { try exchange.perform("setPair", args: ["from": "XXX", "to": "USD"]) }
-        #expect(throws: ActionError.self) { try exchange.perform("setRate", args: ["value": -1]) }
-        #expect(throws: ActionError.self) { try exchange.perform("setAmount", args: ["value": 5]) }
+        let room = TestRoom(Login.self)
+        try room.send("setEmail", ["value": "a@b.c"], produces: [.replace(path: "/email", value: "a@b.c")])
+        room.send("signIn", fails: .invalidArgs("sign-in needs an email and a password"))
+        room.send("setEmail", ["value": 1], fails: .invalidArgs("expected string at args.value, got number"))
     }
 
     @Test func loginSignsOut() throws {
-        let login = try host("login")
-        try act(login, "setEmail", ["value": "a@b.c"])
-        try act(login, "setPassword", ["value": "abcdef"])
-        try act(login, "signIn")
-        #expect(login.state["signedIn"] == true)
-        try act(login, "signOut")
-        #expect(login.state == ["email": "", "passwordLength": 0, "signInEnabled": false, "errorMessage": nil, "signedIn": false])
+        let room = TestRoom(Login.self)
+        try room.send("setEmail", ["value": "a@b.c"], produces: [.replace(path: "/email", value: "a@b.c")])
+        try room.send("setPassword", ["value": "abcdef"],
+                      produces: [.replace(path: "/passwordLength", value: 6), .replace(path: "/signInEnabled", value: true)])
+        try room.send("signIn", produces: [.replace(path: "/signedIn", value: true)])
+        try room.send("signOut", produces: [
+            .replace(path: "/signedIn", value: false), .replace(path: "/email", value: ""),
+            .replace(path: "/signInEnabled", value: false), .replace(path: "/passwordLength", value: 0),
+        ], state: Self.signedOut)
     }
 
-    private func press(_ calculator: ViewModelHost, _ keys: String) throws {
-        var tokens: [String] = []
-        for character in keys { tokens.append(String(character)) }
-        for key in tokens { try act(calculator, "press", ["key": .string(key)]) }
+    // MARK: Exchange
+
+    @Test func exchangeResultFollowsTheAmount() throws {
+        let room = TestRoom(Exchange.self)
+        #expect(room.state == ["amount": "", "from": "USD", "to": "KRW", "rate": 1350.0, "result": "", "error": nil,
+                               "currencies": ["USD", "KRW", "EUR", "JPY", "GBP"]])
+        try room.send("setAmount", ["value": "2"], produces: [.replace(path: "/amount", value: "2"), .replace(path: "/result", value: "2700.00")])
+        try room.send("setAmount", ["value": "1.5"], produces: [.replace(path: "/amount", value: "1.5"), .replace(path: "/result", value: "2025.00")])
+        try room.send("setRate", ["value": 0.5], produces: [.replace(path: "/rate", value: 0.5), .replace(path: "/result", value: "0.75")])
+        try room.send("setAmount", ["value": ""], produces: [.replace(path: "/amount", value: ""), .replace(path: "/result", value: "")])
+    }
+
+    @Test func exchangeSaysWhyItCannotReadTheAmount() throws {
+        let room = TestRoom(Exchange.self)
+        try room.send("setAmount", ["value": "1,000"], produces: [
+            .replace(path: "/amount", value: "1,000"),
+            .replace(path: "/error", value: "\"1,000\" has a comma: write 1000 without separators"),
+        ])
+        let notANumber = "is not a number: use digits and at most one decimal point"
+        for bad in ["abc", "1e20", "1-"] {
+            try room.send("setAmount", ["value": .string(bad)], produces: [
+                .replace(path: "/amount", value: .string(bad)), .replace(path: "/error", value: .string("\"\(bad)\" \(notANumber)")),
+            ])
+        }
+        try room.send("setAmount", ["value": "99999999999999"], produces: [
+            .replace(path: "/amount", value: "99999999999999"),
+            .replace(path: "/error", value: "\"99999999999999\" is too large to convert"),
+        ])
+        try room.send("setAmount", ["value": "3"], produces: [
+            .replace(path: "/amount", value: "3"), .replace(path: "/result", value: "4050.00"), .replace(path: "/error", value: nil),
+        ])
+    }
+
+    @Test func exchangeSwitchesThePair() throws {
+        let room = TestRoom(Exchange.self)
+        try room.send("setAmount", ["value": "3"], produces: [.replace(path: "/amount", value: "3"), .replace(path: "/result", value: "4050.00")])
+        try room.send("setPair", ["from": "EUR", "to": "USD"], produces: [
+            .replace(path: "/from", value: "EUR"), .replace(path: "/to", value: "USD"),
+            .replace(path: "/rate", value: 1.087), .replace(path: "/result", value: "3.26"),
+        ])
+        room.send("setPair", ["from": "XXX", "to": "USD"], fails: .invalidArgs("currencies are USD, KRW, EUR, JPY, GBP"))
+        room.send("setPair", ["from": "EUR"], fails: .invalidArgs("missing field args.to"))
+        room.send("setRate", ["value": -1], fails: .invalidArgs("rate must be a positive number"))
+        room.send("setAmount", ["value": 5], fails: .invalidArgs("expected string at args.value, got number"))
+        #expect(room.state["rate"] == 1.087)
+    }
+
+    // MARK: Calculator
+
+    /// Presses each key of `keys` (no `=`): each appends itself to the display.
+    private func type(_ keys: String, into room: TestRoom<Calculator>, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for key in keys {
+            let display = (room.state["display"]?.stringValue ?? "") + String(key)
+            try room.send("press", ["key": .string(String(key))], produces: [.replace(path: "/display", value: .string(display))],
+                          sourceLocation: sourceLocation)
+        }
+    }
+
+    /// `=`: the expression and its result join the history, and the display shows the result
+    /// (no operation when it already does: `2=`).
+    private func equals(_ room: TestRoom<Calculator>, gives result: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let expression = room.state["display"]?.stringValue ?? ""
+        let historyCount = room.state["history"]?.arrayValue?.count ?? 0
+        let entry = PatchOperation.add(path: JSONPointer(tokens: ["history", "\(historyCount)"]), value: .string("\(expression) = \(result)"))
+        try room.send("press", ["key": "="], produces: expression == result ? [entry] : [entry, .replace(path: "/display", value: .string(result))],
+                      sourceLocation: sourceLocation)
+    }
+
+    private func clear(_ room: TestRoom<Calculator>, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try room.send("press", ["key": "clear"], produces: room.state["display"] == "" ? [] : [.replace(path: "/display", value: "")],
+                      sourceLocation: sourceLocation)
     }
 
     @Test func calculatorEvaluatesWithPrecedenceAndDecimals() throws {
-        let calculator = try host("calculator")
-        try press(calculator, "12+3*4=")
-        #expect(calculator.state["display"] == "24")
-        #expect(calculator.state["history"] == ["12+3*4 = 24"])
-        try act(calculator, "press", ["key": "clear"])
-        try press(calculator, "0.1+0.2=")
-        #expect(calculator.state["display"] == "0.3")
-        try act(calculator, "press", ["key": "clear"])
-        try press(calculator, "7%3-10/4=")
-        #expect(calculator.state["display"] == "-1.5")
-        try act(calculator, "press", ["key": "clear"])
-        try press(calculator, "12")
-        try act(calculator, "press", ["key": "back"])
-        #expect(calculator.state["display"] == "1")
+        let room = TestRoom(Calculator.self)
+        #expect(room.state == ["display": "", "history": []])
+        try type("12+3*4", into: room)
+        try equals(room, gives: "24")
+        #expect(room.state["history"] == ["12+3*4 = 24"])
+        for (expression, result) in [("0.1+0.2", "0.3"), ("7%3-10/4", "-1.5"), ("-7%3", "-1")] {
+            try clear(room)
+            try type(expression, into: room)
+            try equals(room, gives: result)
+        }
+        try clear(room)
+        try type("12", into: room)
+        try room.send("press", ["key": "back"], produces: [.replace(path: "/display", value: "1")])
+        room.send("press", ["key": "sqrt"], fails: .invalidArgs("unknown key \"sqrt\"; keys are 0-9 + - * / % . back clear ="))
     }
 
     @Test func calculatorShowsErrorInsteadOfCrashing() throws {
-        let calculator = try host("calculator")
-        for (expression, why) in [("1/0=", "division by zero"), ("5%0=", "division by zero"), ("1++=", "not a complete expression"),
-                                  ("*2=", "not a complete expression"), ("1..2=", "not a complete expression"),
-                                  ("3-=", "not a complete expression"), (".=", "not a complete expression")] {
-            try act(calculator, "press", ["key": "clear"])
-            try press(calculator, expression)
-            #expect(calculator.state["display"] == .string("Error: \(why)"), "\(expression)")
+        let room = TestRoom(Calculator.self)
+        for (expression, why) in [("1/0", "division by zero"), ("5%0", "division by zero"), ("1++", "not a complete expression"),
+                                  ("*2", "not a complete expression"), ("1..2", "not a complete expression"),
+                                  ("3-", "not a complete expression"), (".", "not a complete expression")] {
+            try clear(room)
+            try type(expression, into: room)
+            try room.send("press", ["key": "="], produces: [.replace(path: "/display", value: .string("Error: \(why)"))])
         }
-        try press(calculator, "2=")
-        #expect(calculator.state["display"] == "2", "typing after Error starts over")
-        #expect(throws: ActionError.self) { try calculator.perform("press", args: ["key": "sqrt"]) }
-        let historyOps = try { () throws -> [PatchOperation] in
-            try act(calculator, "press", ["key": "+"])
-            try act(calculator, "press", ["key": "1"])
-            return try act(calculator, "press", ["key": "="])
-        }()
-        #expect(historyOps.contains(.add(path: "/history/1", value: "2+1 = 3")))
+        #expect(room.state["history"] == [], "an error adds nothing to the history")
+        // Typing after an error starts over.
+        try room.send("press", ["key": "2"], produces: [.replace(path: "/display", value: "2")])
+        try equals(room, gives: "2")
+        try type("+1", into: room)
+        try equals(room, gives: "3")
+        #expect(room.state["history"] == ["2 = 2", "2+1 = 3"])
     }
 
     @Test func aDigitAfterEqualsStartsANewNumber() throws {
-        let calculator = try host("calculator")
-        try press(calculator, "1+1=5")
-        #expect(calculator.state["display"] == "5")
-        try press(calculator, "+1=*3=")
-        #expect(calculator.state["display"] == "18", "an operator after = continues from the result")
+        let room = TestRoom(Calculator.self)
+        try type("1+1", into: room)
+        try equals(room, gives: "2")
+        try room.send("press", ["key": "5"], produces: [.replace(path: "/display", value: "5")])
+        try type("+1", into: room)
+        try equals(room, gives: "6")
+        try type("*3", into: room)  // an operator after = continues from the result
+        try equals(room, gives: "18")
     }
 
     @Test func calculatorIsExactPast38Digits() throws {
-        let calculator = try host("calculator")
+        let room = TestRoom(Calculator.self)
         let big = String(repeating: "9", count: 40)
-        try press(calculator, "\(big)+1=")
-        #expect(calculator.state["display"] == .string("1" + String(repeating: "0", count: 40)))
-        try act(calculator, "press", ["key": "clear"])
-        try press(calculator, "123456789012345678901234567890*1000000000000=")
-        #expect(calculator.state["display"] == "123456789012345678901234567890000000000000")
-        try act(calculator, "press", ["key": "clear"])
-        try press(calculator, "1/3=")
-        #expect(calculator.state["display"] == "0.3333333333")
-        try act(calculator, "press", ["key": "clear"])
-        try press(calculator, "2/3=")
-        #expect(calculator.state["display"] == "0.6666666667")
-        try act(calculator, "press", ["key": "clear"])
-        try press(calculator, "-7%3=")
-        #expect(calculator.state["display"] == "-1")
-        try act(calculator, "press", ["key": "clear"])
-        try press(calculator, "\(String(repeating: "9", count: 59))/7=")  // 58 digits and 10 decimals
-        #expect(calculator.state["display"] == "Error: result too long")
+        for (expression, result) in [("\(big)+1", "1" + String(repeating: "0", count: 40)),
+                                     ("123456789012345678901234567890*1000000000000", "123456789012345678901234567890000000000000"),
+                                     ("1/3", "0.3333333333"), ("2/3", "0.6666666667")] {
+            try clear(room)
+            try type(expression, into: room)
+            try equals(room, gives: result)
+        }
+        try clear(room)
+        try type("\(String(repeating: "9", count: 59))/7", into: room)  // 58 digits and 10 decimals
+        try room.send("press", ["key": "="], produces: [.replace(path: "/display", value: "Error: result too long")])
     }
+
+    // MARK: Gallery
 
     @Test func galleryCyclesThreePeople() throws {
-        let gallery = try host("gallery")
-        let first = try #require(gallery.state["name"]?.stringValue)
-        #expect(gallery.state["picture"]?.stringValue?.contains("\n") == true)
-        try act(gallery, "next")
-        try act(gallery, "next")
-        #expect(gallery.state["index"] == 2)
-        try act(gallery, "next")
-        #expect(gallery.state["index"] == 0)
-        #expect(gallery.state["name"]?.stringValue == first)
-        try act(gallery, "previous")
-        #expect(gallery.state["index"] == 2)
+        let room = TestRoom(Gallery.self)
+        #expect(room.state["index"] == 0 && room.state["count"] == 3 && room.state["name"] == "Ada Lovelace")
+        let firstPicture = try #require(room.state["picture"]?.stringValue)
+        #expect(firstPicture.contains("\n"))
+        func step(_ action: String, to index: Int, _ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            try room.send(action, produces: { state in
+                [.replace(path: "/index", value: .int(index)), .replace(path: "/name", value: .string(name)),
+                 .replace(path: "/picture", value: state["picture"] ?? nil)]
+            }, sourceLocation: sourceLocation)
+        }
+        try step("next", to: 1, "Alan Turing")
+        #expect(room.state["picture"]?.stringValue != firstPicture, "each person has a picture of their own")
+        try step("next", to: 2, "Grace Hopper")
+        try step("next", to: 0, "Ada Lovelace")
+        #expect(room.state["picture"]?.stringValue == firstPicture)
+        try step("previous", to: 2, "Grace Hopper")
+        room.send("next", ["by": 2], fails: .invalidArgs("unknown field args.by (next takes no arguments)"))
     }
+
+    // MARK: Todo
 
     @Test func todoPatchesAddressSingleItems() throws {
-        let todo = try host("todo", room: "todo:team-a")
-        #expect(try act(todo, "add", ["title": "milk"]) == [.add(path: "/items/0", value: ["id": "t1", "title": "milk", "done": false])])
-        try act(todo, "add", ["title": "eggs"])
-        try act(todo, "add", ["title": "bread"])
-        #expect(try act(todo, "toggle", ["id": "t2"]) == [.replace(path: "/items/1/done", value: true)])
-        #expect(try act(todo, "rename", ["id": "t3", "title": "rye"]) == [.replace(path: "/items/2/title", value: "rye")])
-        #expect(try act(todo, "remove", ["id": "t1"]) == [.remove(path: "/items/0")])
-        #expect(try act(todo, "clearCompleted") == [.remove(path: "/items/0")])
-        #expect(todo.state == ["items": [["id": "t3", "title": "rye", "done": false]]])
-        #expect(throws: ActionError.invalidArgs("no item with id \"zz\"")) { try todo.perform("toggle", args: ["id": "zz"]) }
-        #expect(throws: ActionError.invalidArgs("title must not be empty")) { try todo.perform("add", args: ["title": "  "]) }
+        let room = TestRoom(Todo.self, room: "todo:team-a")
+        try room.send("add", ["title": "milk"], produces: [.add(path: "/items/0", value: ["id": "t1", "title": "milk", "done": false])])
+        try room.send("add", ["title": " eggs "], produces: [.add(path: "/items/1", value: ["id": "t2", "title": "eggs", "done": false])])
+        try room.send("add", ["title": "bread"], produces: [.add(path: "/items/2", value: ["id": "t3", "title": "bread", "done": false])])
+        try room.send("toggle", ["id": "t2"], produces: [.replace(path: "/items/1/done", value: true)])
+        try room.send("rename", ["id": "t3", "title": "rye"], produces: [.replace(path: "/items/2/title", value: "rye")])
+        try room.send("remove", ["id": "t1"], produces: [.remove(path: "/items/0")])
+        try room.send("clearCompleted", produces: [.remove(path: "/items/0")], state: ["items": [["id": "t3", "title": "rye", "done": false]]])
+        room.send("toggle", ["id": "zz"], fails: .invalidArgs("no item with id \"zz\""))
+        room.send("add", ["title": "  "], fails: .invalidArgs("title must not be empty"))
+        room.send("rename", ["id": "t3"], fails: .invalidArgs("missing field args.title"))
     }
 
+    @Test func todoIDsStayUniqueAfterARestart() throws {
+        let room = TestRoom(Todo.self, restoring: ["items": [["id": "t7", "title": "kept", "done": true]]])
+        try room.send("add", ["title": "new"], produces: [.add(path: "/items/1", value: ["id": "t8", "title": "new", "done": false])])
+    }
+
+    // MARK: Bench and limits
+
     @Test func benchSetsOneFieldPerAction() throws {
-        let bench = try host("bench")
-        #expect(try act(bench, "set", ["key": "a", "value": ["sent": 1]]) == [.add(path: "/fields/a", value: ["sent": 1])])
-        #expect(try act(bench, "set", ["key": "a", "value": nil]) == [.replace(path: "/fields/a", value: nil)])
-        #expect(throws: ActionError.self) { try bench.perform("set", args: ["key": "a"]) }
+        let room = TestRoom(Bench.self)
+        try room.send("set", ["key": "a", "value": ["sent": 1]], produces: [.add(path: "/fields/a", value: ["sent": 1])])
+        try room.send("set", ["key": "a", "value": nil], produces: [.replace(path: "/fields/a", value: nil)])
+        room.send("set", ["key": "a"], fails: .invalidArgs("missing field args.value"))
+    }
+
+    @Test func aTurnPastTheStateLimitIsTakenBack() throws {
+        let room = TestRoom(Bench.self, maxStateBytes: 100)
+        try room.send("set", ["key": "a", "value": "small"], produces: [.add(path: "/fields/a", value: "small")])
+        room.send("set", ["key": "b", "value": .string(String(repeating: "x", count: 200))],
+                  fails: .tooLarge("refused: its patch would exceed the server's limit of 100 bytes (--max-state-bytes); nothing changed"))
+        #expect(room.state == ["fields": ["a": "small"]])
+        #expect(room.version == 1)
+    }
+
+    @Test func faultyFailsOnTheServersSide() throws {
+        let room = TestRoom(Faulty.self)
+        let error = #expect(throws: (any Error).self) { try room.send("fail") }
+        #expect(!(error is ActionError), "a non-ActionError: clients get `internal`")
     }
 }

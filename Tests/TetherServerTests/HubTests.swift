@@ -138,7 +138,7 @@ struct HubTests {
         ])])
         client.send(.describe(id: 2))
         guard case .description(_, let all)? = client.receive() else { Issue.record("no description"); return }
-        #expect(all.map(\.name) == (Demos.kinds + Demos.testKinds).map(\.name).sorted())
+        #expect(all.map(\.name) == ((Demos.kinds + Demos.testKinds).map(\.name) + ["tether.server"]).sorted(), "the server's own room too")
         client.send(.describe(kind: "nope", id: 3))
         #expect(client.receive()?.error?.id == 3)
     }

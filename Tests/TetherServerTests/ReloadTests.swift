@@ -26,11 +26,14 @@ struct ReloadTests {
             "tls-key": ["--tls-cert", "/new/cert.pem", "--tls-key", "/new/key.pem"],
             "auth-secret": ["--auth-secret", "other"], "auth-secret-file": ["--auth-secret-file", secret],
             "auth-secrets-file": ["--auth-secrets-file", secrets], "allow-anonymous": ["--allow-anonymous"],
+            "allowed-origins": ["--allowed-origins", "https://app.example.com"],
             "max-actions-per-second": ["--max-actions-per-second", "3"], "action-burst": ["--action-burst", "4"],
             "max-rooms-per-connection": ["--max-rooms-per-connection", "2"], "max-rooms": ["--max-rooms", "9"],
             "handshake-timeout-seconds": ["--handshake-timeout-seconds", "3"], "ping-seconds": ["--ping-seconds", "7"],
             "peer-timeout-seconds": ["--peer-timeout-seconds", "70"],
             "compression": ["--compression", "on"], "compression-min-bytes": ["--compression-min-bytes", "99"],
+            "nats": ["--nats", "nats://127.0.0.9:4222"], "node": ["--node", "other"], "nats-replicas": ["--nats-replicas", "1"],
+            "nats-streams": ["--nats-streams", "2"], "lease-seconds": ["--lease-seconds", "9"],
         ]
     }
 

@@ -51,6 +51,15 @@ struct SendQueueTests {
         #expect(history.patches(after: 3, newest: 5)?.map(\.from) == [3, 4])
         #expect(history.patches(after: 1, newest: 5) == nil, "trimmed")
         #expect(history.patches(after: 6, newest: 5) == nil, "from the future")
+        // Patches spanning several versions (a cluster's merged appends): only exact starts resume.
+        var merged = PatchHistory(maxPatches: 10, maxBytes: 1 << 20)
+        merged.append(PatchFrame(room: "r", epoch: "e", from: 0, version: 3, operations: []))
+        merged.append(PatchFrame(room: "r", epoch: "e", from: 3, version: 4, operations: []))
+        merged.append(PatchFrame(room: "r", epoch: "e", from: 4, version: 9, operations: []))
+        #expect(merged.patches(after: 3, newest: 9)?.map(\.from) == [3, 4])
+        #expect(merged.patches(after: 0, newest: 9)?.map(\.from) == [0, 3, 4])
+        #expect(merged.patches(after: 5, newest: 9) == nil, "inside a merged patch: a snapshot instead")
+        #expect(merged.patches(after: 8, newest: 9) == nil)
         var bytes = PatchHistory(maxPatches: 100, maxBytes: patch(from: 0).byteCount * 2)
         for from in 0..<5 { bytes.append(patch(from: from)) }
         #expect(bytes.patches.count == 2)

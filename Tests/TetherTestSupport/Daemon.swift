@@ -193,6 +193,52 @@ public enum HTTP {
         let body = response.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
         return (status, body)
     }
+
+    /// One response: its status, headers (names lower-cased) and body.
+    public struct Answer: Sendable {
+        public var status: Int
+        public var headers: [String: String]
+        public var body: [UInt8]
+        public var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// Sends `request` (a whole HTTP/1.1 request, CRLFs included) and reads one response: the
+    /// headers, then `content-length` bytes of body (none for 101). The connection may stay open.
+    public static func exchange(port: Int, _ request: String) throws -> Answer {
+        let socket = try RawSocket(port: port)
+        try socket.write(Array(request.utf8))
+        let terminator = Array("\r\n\r\n".utf8)
+        var buffer: [UInt8] = []
+        let deadline = ContinuousClock.now + .seconds(5)
+        while buffer.firstRange(of: terminator) == nil {
+            let chunk = try socket.read(timeout: deadline - .now)
+            if chunk.isEmpty { break }
+            buffer += chunk
+        }
+        guard let end = buffer.firstRange(of: terminator) else { throw RawSocketError.handshakeRefused(String(decoding: buffer, as: UTF8.self)) }
+        let lines = String(decoding: buffer[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        var answer = Answer(status: lines.first?.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0, headers: [:], body: Array(buffer[end.upperBound...]))
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            answer.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = answer.status == 101 ? 0 : Int(answer.headers["content-length"] ?? "0") ?? 0
+        while answer.body.count < length {
+            let chunk = try socket.read(timeout: deadline - .now)
+            if chunk.isEmpty { break }
+            answer.body += chunk
+        }
+        return answer
+    }
+
+    /// A WebSocket upgrade request for `/` as a browser would send it (Origin, subprotocol).
+    public static func upgradeRequest(host: String, origin: String? = nil, subprotocol: String? = "tether.v1") -> String {
+        var request = "GET / HTTP/1.1\r\nHost: \(host)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        if let origin { request += "Origin: \(origin)\r\n" }
+        if let subprotocol { request += "Sec-WebSocket-Protocol: \(subprotocol)\r\n" }
+        return request + "\r\n"
+    }
 }
 
 /// A TCP port that was free a moment ago (for restarting a daemon in place on a known port).

@@ -75,6 +75,39 @@ public final class RawSocket: @unchecked Sendable {
     }
 }
 
+extension RawSocket {
+    public func write(_ text: String) throws { try write(Array(text.utf8)) }
+
+    /// Reads an HTTP response's status line and headers, up to and including the blank line
+    /// (byte by byte, so nothing after them is consumed).
+    public func readHTTPHeaders(timeout: Duration = .seconds(10)) throws -> String {
+        var header: [UInt8] = []
+        let deadline = ContinuousClock.now + timeout
+        while !header.ends(with: [13, 10, 13, 10]) {
+            guard ContinuousClock.now < deadline else { throw RawSocketError.timedOut }
+            let byte = try read(max: 1, timeout: deadline - .now)
+            if byte.isEmpty { throw RawSocketError.closed }
+            header += byte
+        }
+        return String(decoding: header, as: UTF8.self)
+    }
+
+    /// Sends `GET path` on this connection (kept alive) and reads the response, whose body is
+    /// framed by its Content-Length.
+    public func httpGET(_ path: String, timeout: Duration = .seconds(10)) throws -> (status: Int, headers: String, body: [UInt8]) {
+        try write("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let headers = try readHTTPHeaders(timeout: timeout)
+        let status = headers.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        let length = headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+        return (status, headers, try read(exactly: length, timeout: timeout))
+    }
+}
+
+private extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}
+
 public enum RawSocketError: Error, Equatable, CustomStringConvertible {
     case system(String, Int32)
     case timedOut

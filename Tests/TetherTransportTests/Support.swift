@@ -2,26 +2,11 @@ import Foundation
 import Synchronization
 import Testing
 @testable import TetherTransport
+import TetherTestSupport
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-// MARK: - Waiting
-
-struct TimedOut: Error, CustomStringConvertible {
-    let what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
-/// Polls `condition` every 5 ms until it holds; throws after `timeout`.
-func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        if ContinuousClock.now >= deadline { throw TimedOut(what: what) }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-}
 
 final class Locked<Value>: @unchecked Sendable {
     private let mutex: Mutex<Void> = Mutex(())
@@ -243,176 +228,6 @@ final class RecordingClient: WebSocketClientDelegate, @unchecked Sendable {
     }
 }
 
-// MARK: - Raw sockets
-
-enum RawSocketError: Error { case connect(Int32), io(String) }
-
-/// A blocking TCP socket to 127.0.0.1 with a 10 s receive timeout.
-final class RawSocket {
-    let fd: Int32
-    private var pending: [UInt8] = []
-
-    init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawSocketError.connect(errno) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if rc != 0 {
-            let error = errno
-            Glibc.close(fd)
-            throw RawSocketError.connect(error)
-        }
-    }
-
-    deinit { Glibc.close(fd) }
-
-    func write(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { throw RawSocketError.io("send failed: \(errno)") }
-            offset += n
-        }
-    }
-
-    func write(_ text: String) throws { try write(Array(text.utf8)) }
-
-    /// Reads whatever arrives next (empty at EOF).
-    func readSome() throws -> [UInt8] {
-        if !pending.isEmpty {
-            defer { pending = [] }
-            return pending
-        }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n < 0 { throw RawSocketError.io("recv failed: \(errno)") }
-        return Array(buffer[0..<n])
-    }
-
-    func readExactly(_ count: Int) throws -> [UInt8] {
-        var result: [UInt8] = []
-        while result.count < count {
-            let chunk = try readSome()
-            if chunk.isEmpty { throw RawSocketError.io("EOF after \(result.count) of \(count) bytes") }
-            result.append(contentsOf: chunk)
-        }
-        pending = Array(result[count...]) + pending
-        return Array(result[..<count])
-    }
-
-    /// Reads up to and including "\r\n\r\n".
-    func readHeaders() throws -> String {
-        var result: [UInt8] = []
-        while true {
-            let chunk = try readSome()
-            if chunk.isEmpty { break }
-            result.append(contentsOf: chunk)
-            if let end = findHeaderEnd(result) {
-                pending = Array(result[end...]) + pending
-                return String(decoding: result[..<end], as: UTF8.self)
-            }
-        }
-        return String(decoding: result, as: UTF8.self)
-    }
-
-    func readToEOF() throws -> [UInt8] {
-        var result: [UInt8] = []
-        while true {
-            let chunk = try readSome()
-            if chunk.isEmpty { return result }
-            result.append(contentsOf: chunk)
-        }
-    }
-
-    private func findHeaderEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
-            return i + 4
-        }
-        return nil
-    }
-
-    // MARK: HTTP
-
-    /// Sends one GET and returns (status, body) (Content-Length framed).
-    func httpGET(_ path: String) throws -> (status: Int, headers: String, body: [UInt8]) {
-        try write("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: raw-test\r\n\r\n")
-        let headers = try readHeaders()
-        let statusLine = headers.split(separator: "\r\n").first ?? ""
-        let status = statusLine.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? -1
-        var length = 0
-        for line in headers.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
-            length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
-        }
-        let body = try readExactly(length)
-        return (status, headers, body)
-    }
-
-    // MARK: WebSocket (client side, masked frames)
-
-    func webSocketHandshake(subprotocol: String? = "tether.v1") throws -> String {
-        var request = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-        if let subprotocol { request += "Sec-WebSocket-Protocol: \(subprotocol)\r\n" }
-        request += "\r\n"
-        try write(request)
-        return try readHeaders()
-    }
-
-    func sendFrame(opcode: UInt8, fin: Bool = true, payload: [UInt8]) throws {
-        var frame: [UInt8] = [(fin ? 0x80 : 0) | opcode]
-        let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
-        if payload.count < 126 {
-            frame.append(0x80 | UInt8(payload.count))
-        } else if payload.count < 65_536 {
-            frame.append(0x80 | 126)
-            frame.append(UInt8(payload.count >> 8)); frame.append(UInt8(payload.count & 0xff))
-        } else {
-            frame.append(0x80 | 127)
-            for shift in stride(from: 56, through: 0, by: -8) { frame.append(UInt8((payload.count >> shift) & 0xff)) }
-        }
-        frame.append(contentsOf: mask)
-        for (i, byte) in payload.enumerated() { frame.append(byte ^ mask[i % 4]) }
-        try write(frame)
-    }
-
-    /// Reads one server frame (unmasked). Returns nil at EOF.
-    func readFrame() throws -> (opcode: UInt8, payload: [UInt8])? {
-        let head: [UInt8]
-        do { head = try readExactly(2) } catch RawSocketError.io(let message) where message.hasPrefix("EOF") { return nil }
-        var length = Int(head[1] & 0x7f)
-        if length == 126 {
-            let ext = try readExactly(2)
-            length = Int(ext[0]) << 8 | Int(ext[1])
-        } else if length == 127 {
-            let ext = try readExactly(8)
-            length = ext.reduce(0) { $0 << 8 | Int($1) }
-        }
-        let payload = try readExactly(length)
-        return (head[0] & 0x0f, payload)
-    }
-
-    /// Reads frames until a close frame; returns its code (nil at EOF without one).
-    func readCloseCode() throws -> UInt16? {
-        while let frame = try readFrame() {
-            if frame.opcode == 8 {
-                try? sendFrame(opcode: 8, payload: Array(frame.payload.prefix(2)))  // acknowledge
-                return frame.payload.count >= 2 ? UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]) : 1005
-            }
-        }
-        return nil
-    }
-}
-
 // MARK: - Certificates
 
 /// A throwaway self-signed certificate for localhost / 127.0.0.1 in a temp directory.
@@ -437,13 +252,17 @@ struct TestCertificate {
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw RawSocketError.io("openssl req failed with status \(process.terminationStatus)")
+            throw OpenSSLFailed(status: process.terminationStatus)
         }
     }
 
     func remove() {
         try? FileManager.default.removeItem(at: directory)
     }
+}
+
+struct OpenSSLFailed: Error {
+    let status: Int32
 }
 
 /// A TCP listener on 127.0.0.1 that never accepts: connections complete at TCP level (kernel
@@ -465,7 +284,7 @@ final class SilentListener {
                 return getsockname(fd, pointer, &length)
             }
         }
-        guard rc == 0 else { throw RawSocketError.connect(errno) }
+        guard rc == 0 else { throw RawSocketError.system("listen", errno) }
         port = Int(UInt16(bigEndian: address.sin_port))
     }
 

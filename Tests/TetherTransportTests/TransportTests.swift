@@ -50,7 +50,7 @@ struct TransportTests {
         recorder.initialMessages = messages
         try client.connect(url: "\(secure ? "wss" : "ws")://127.0.0.1:\(port)/", delegate: recorder)
 
-        try await waitUntil("all echoes") { recorder.state.current.texts.count >= messages.count || recorder.finished }
+        try await eventually("all echoes") { recorder.state.current.texts.count >= messages.count || recorder.finished }
         let state = recorder.state.current
         #expect(state.failure == nil)
         #expect(state.texts.count == messages.count)
@@ -65,7 +65,7 @@ struct TransportTests {
         #expect(serverState.callbackThreads.isDisjoint(with: state.callbackThreads))
 
         client.shutdown()
-        try await waitUntil("server saw the close") { echo.state.current.closed.count == 1 }
+        try await eventually("server saw the close") { echo.state.current.closed.count == 1 }
         #expect(recorder.state.current.closeCode == 1000)
         #expect(echo.state.current.closeCodes.values.first == 1000)
     }
@@ -100,7 +100,7 @@ struct TransportTests {
 
         let recorder = RecordingClient()
         try client.connect(url: "wss://127.0.0.1:\(port)/", delegate: recorder)
-        try await waitUntil("connect failure") { recorder.finished }
+        try await eventually("connect failure") { recorder.finished }
         let failure = try #require(recorder.state.current.failure)
         #expect(failure.contains("TLS"))
         #expect(failure.contains("127.0.0.1:\(port)"))
@@ -110,7 +110,7 @@ struct TransportTests {
         // A plain ws:// client against the wss:// port fails too, without hurting the server.
         let plain = RecordingClient()
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: plain)
-        try await waitUntil("plain connect failure") { plain.finished }
+        try await eventually("plain connect failure") { plain.finished }
         #expect(plain.state.current.failure != nil)
     }
 
@@ -140,17 +140,17 @@ struct TransportTests {
         offender.initialMessages = ["small first", String(repeating: "y", count: 1_001)]
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: offender)
 
-        try await waitUntil("offender closed") { offender.finished }
+        try await eventually("offender closed") { offender.finished }
         #expect(offender.state.current.texts == ["small first"])
         #expect(offender.state.current.closeCode == 1009)
-        try await waitUntil("server saw the close") { echo.state.current.closed.count == 1 }
+        try await eventually("server saw the close") { echo.state.current.closed.count == 1 }
         #expect(echo.state.current.closeCodes.values.first == 1009)
 
         // Exactly at the limit is fine, and the other connection still echoes.
         let atLimit = String(repeating: "z", count: 1_000)
-        try await waitUntil("bystander connected") { bystander.connected }
+        try await eventually("bystander connected") { bystander.connected }
         try sendFromLoop(client, bystander: bystander, texts: ["still here", atLimit])
-        try await waitUntil("bystander echoes") { bystander.state.current.texts.count == 2 }
+        try await eventually("bystander echoes") { bystander.state.current.texts.count == 2 }
         #expect(bystander.state.current.texts == ["still here", atLimit])
         #expect(!bystander.finished)
     }
@@ -167,33 +167,31 @@ struct TransportTests {
         let (server, port, echo) = try startServer { $0.maxMessageBytes = 1_000 }
         defer { server.shutdown(deadline: .seconds(2)) }
 
-        let socket = try RawSocket(port: port)
-        #expect(try socket.webSocketHandshake().hasPrefix("HTTP/1.1 101"))
+        let socket = try RawWebSocket(port: port)
         let part1 = [UInt8](repeating: 0x61, count: 300), part2 = [UInt8](repeating: 0x62, count: 300)
-        try socket.sendFrame(opcode: 1, fin: false, payload: part1)
-        try socket.sendFrame(opcode: 0, fin: false, payload: part2)
-        try socket.sendFrame(opcode: 0, fin: true, payload: Array("end".utf8))
-        let echoed = try #require(try socket.readFrame())
-        #expect(echoed.opcode == 1)
-        #expect(echoed.payload == part1 + part2 + Array("end".utf8))
+        try socket.sendFrame(opcode: 1, payload: part1, fin: false)
+        try socket.sendFrame(opcode: 0, payload: part2, fin: false)
+        try socket.sendFrame(opcode: 0, payload: Array("end".utf8), fin: true)
+        #expect(try socket.receiveFrame() == .text(part1 + part2 + Array("end".utf8)))
 
         // Fragments that add up to more than the limit: 1009.
-        try socket.sendFrame(opcode: 1, fin: false, payload: part1)
-        try socket.sendFrame(opcode: 0, fin: false, payload: part1)
-        try socket.sendFrame(opcode: 0, fin: false, payload: part1)
-        try socket.sendFrame(opcode: 0, fin: true, payload: part1)
-        #expect(try socket.readCloseCode() == 1009)
-        try await waitUntil("server closed it") { echo.state.current.closed.count == 1 }
+        try socket.sendFrame(opcode: 1, payload: part1, fin: false)
+        try socket.sendFrame(opcode: 0, payload: part1, fin: false)
+        try socket.sendFrame(opcode: 0, payload: part1, fin: false)
+        try socket.sendFrame(opcode: 0, payload: part1, fin: true)
+        #expect(try socket.receiveClose() == 1009)
+        try? socket.sendClose(code: 1009)
+        try await eventually("server closed it") { echo.state.current.closed.count == 1 }
     }
 
     @Test func invalidUTF8ClosesWith1007() async throws {
         let (server, port, echo) = try startServer()
         defer { server.shutdown(deadline: .seconds(2)) }
-        let socket = try RawSocket(port: port)
-        _ = try socket.webSocketHandshake()
+        let socket = try RawWebSocket(port: port)
         try socket.sendFrame(opcode: 1, payload: [0x61, 0xff, 0xfe, 0x62])
-        #expect(try socket.readCloseCode() == 1007)
-        try await waitUntil("server closed it") { echo.state.current.closed.count == 1 }
+        #expect(try socket.receiveClose() == 1007)
+        try? socket.sendClose(code: 1007)
+        try await eventually("server closed it") { echo.state.current.closed.count == 1 }
         #expect(echo.state.current.textCount == 0)
     }
 
@@ -204,10 +202,10 @@ struct TransportTests {
         defer { client.shutdown() }
         let recorder = RecordingClient()
         let connection = try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: recorder)
-        try await waitUntil("connected") { recorder.connected }
+        try await eventually("connected") { recorder.connected }
         let payload: [UInt8] = (0..<5_000).map { UInt8($0 % 256) }
         client.execute { Outbox.enqueue(connection, payload, binary: true) }
-        try await waitUntil("binary echo") { !recorder.state.current.binaries.isEmpty }
+        try await eventually("binary echo") { !recorder.state.current.binaries.isEmpty }
         #expect(echo.state.current.binaries == [payload])
         #expect(echo.state.current.textCount == 0)
         #expect(recorder.state.current.binaries == [payload])
@@ -237,7 +235,7 @@ struct TransportTests {
 
         let post = try RawSocket(port: port)
         try post.write("POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nhi")
-        #expect(try post.readHeaders().hasPrefix("HTTP/1.1 405"))
+        #expect(try post.readHTTPHeaders().hasPrefix("HTTP/1.1 405"))
     }
 
     @Test func clientsOfferingNoSubprotocolAreAccepted() async throws {
@@ -248,14 +246,17 @@ struct TransportTests {
         let recorder = RecordingClient()
         recorder.initialMessages = ["plain"]
         try client.connect(url: "ws://127.0.0.1:\(port)", subprotocol: nil, delegate: recorder)
-        try await waitUntil("echo") { recorder.state.current.texts == ["plain"] }
+        try await eventually("echo") { recorder.state.current.texts == ["plain"] }
         #expect(echo.state.current.subprotocols == [nil])
         #expect(recorder.state.current.subprotocol == nil)
 
-        // A raw client offering only an unknown subprotocol is refused.
-        let socket = try RawSocket(port: port)
-        let answer = (try? socket.webSocketHandshake(subprotocol: "other.v9")) ?? ""
-        #expect(!answer.hasPrefix("HTTP/1.1 101"))
+        // A raw client offering only an unknown subprotocol is refused with 400, not dropped.
+        do {
+            _ = try RawWebSocket(port: port, subprotocol: "other.v9")
+            Issue.record("a handshake offering only other.v9 was accepted")
+        } catch RawSocketError.handshakeRefused(let answer) {
+            #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+        }
         #expect(echo.state.current.opened.count == 1)
     }
 
@@ -270,7 +271,7 @@ struct TransportTests {
                 ? (0..<2_000).map { _ in UInt8.random(in: 0...255, using: &random) }
                 : Array("GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 99\r\n\r\n".utf8)
             try? socket.write(garbage)
-            _ = try? socket.readToEOF()
+            _ = try? socket.readAll(timeout: .seconds(10))
         }
         // Half a request, then hang up.
         do {
@@ -286,7 +287,7 @@ struct TransportTests {
         let recorder = RecordingClient()
         recorder.initialMessages = ["after garbage"]
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: recorder)
-        try await waitUntil("echo") { recorder.state.current.texts == ["after garbage"] }
+        try await eventually("echo") { recorder.state.current.texts == ["after garbage"] }
     }
 
     // MARK: Threads
@@ -298,7 +299,7 @@ struct TransportTests {
         // Learn the loop thread through a closure.
         let loopKey = Locked<UInt?>(nil)
         server.execute { loopKey.withLock { $0 = currentThreadKey() } }
-        try await waitUntil("first closure") { loopKey.current != nil }
+        try await eventually("first closure") { loopKey.current != nil }
 
         let posters = 8, perPoster = 2_000
         let log = Locked<[(poster: Int, sequence: Int, thread: UInt)]>([])
@@ -316,7 +317,7 @@ struct TransportTests {
                 }
             }
         }
-        try await waitUntil("all closures ran") { log.current.count == posters * perPoster }
+        try await eventually("all closures ran") { log.current.count == posters * perPoster }
         let entries = log.current
         let loop = try #require(loopKey.current)
         #expect(entries.allSatisfy { $0.thread == loop })
@@ -344,7 +345,7 @@ struct TransportTests {
             try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: recorder)
             recorders.append(recorder)
         }
-        try await waitUntil("all echoed") { recorders.allSatisfy { $0.state.current.texts == ["hello"] } }
+        try await eventually("all echoed") { recorders.allSatisfy { $0.state.current.texts == ["hello"] } }
         // Learn the server loop's Linux thread id (recorded by the delegate).
         let loopTID = try #require(echo.state.current.loopTID)
         #expect(threadExists(loopTID))
@@ -357,7 +358,7 @@ struct TransportTests {
         #expect(echo.state.current.closed.count == 5)
         #expect(!threadExists(loopTID))
 
-        try await waitUntil("clients saw the close") { recorders.allSatisfy(\.finished) }
+        try await eventually("clients saw the close") { recorders.allSatisfy(\.finished) }
         for recorder in recorders {
             let state = recorder.state.current
             #expect(state.texts == ["hello", "bye"])
@@ -367,7 +368,7 @@ struct TransportTests {
         #expect(server.execute {} == false)
         let late = RecordingClient()
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: late)
-        try await waitUntil("late connect fails") { late.finished }
+        try await eventually("late connect fails") { late.finished }
         #expect(late.state.current.failure != nil)
     }
 
@@ -376,7 +377,7 @@ struct TransportTests {
             let (server, _, _) = try startServer()
             let tid = Locked<Int?>(nil)
             server.execute { tid.withLock { $0 = linuxThreadID() } }
-            try await waitUntil("loop thread id") { tid.current != nil }
+            try await eventually("loop thread id") { tid.current != nil }
             let loopTID = try #require(tid.current)
             server.shutdown(deadline: .seconds(1))
             #expect(!threadExists(loopTID))
@@ -384,7 +385,7 @@ struct TransportTests {
             let client = try startClient()
             let clientTID = Locked<Int?>(nil)
             client.execute { clientTID.withLock { $0 = linuxThreadID() } }
-            try await waitUntil("client loop thread id") { clientTID.current != nil }
+            try await eventually("client loop thread id") { clientTID.current != nil }
             client.shutdown()
             #expect(!threadExists(try #require(clientTID.current)))
         }
@@ -396,10 +397,10 @@ struct TransportTests {
         let client = try startClient()
         let recorder = RecordingClient()
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: recorder)
-        try await waitUntil("connected") { recorder.connected }
+        try await eventually("connected") { recorder.connected }
         client.shutdown()
         #expect(recorder.state.current.closed)
-        try await waitUntil("server saw the close") { echo.state.current.closed.count == 1 }
+        try await eventually("server saw the close") { echo.state.current.closed.count == 1 }
         #expect(echo.state.current.closeCodes.values.first == 1000)
         #expect(throws: TransportError.notRunning) {
             try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: RecordingClient())
@@ -414,7 +415,7 @@ struct TransportTests {
         let recorder = RecordingClient()
         recorder.initialMessages = ["echo me", "close:1008"]
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: recorder)
-        try await waitUntil("closed") { recorder.finished }
+        try await eventually("closed") { recorder.finished }
         #expect(recorder.state.current.texts == ["echo me"])
         #expect(recorder.state.current.closeCode == 1008)
     }
@@ -427,7 +428,7 @@ struct TransportTests {
         let port = try freePort()
         let recorder = RecordingClient()
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: recorder)
-        try await waitUntil("failure") { recorder.finished }
+        try await eventually("failure") { recorder.finished }
         let failure = try #require(recorder.state.current.failure)
         #expect(failure.contains("127.0.0.1:\(port)"))
         #expect(failure.lowercased().contains("refused") || failure.lowercased().contains("connect"))
@@ -443,7 +444,7 @@ struct TransportTests {
         let slow = RecordingClient()
         let started = ContinuousClock.now
         try client.connect(url: "ws://127.0.0.1:\(listener.port)/", delegate: slow)
-        try await waitUntil("timeout", timeout: .seconds(8)) { slow.finished }
+        try await eventually("timeout", timeout: .seconds(8)) { slow.finished }
         #expect(ContinuousClock.now - started < .seconds(6))
         let failure = try #require(slow.state.current.failure)
         #expect(failure.contains("127.0.0.1:\(listener.port)"))
@@ -452,7 +453,7 @@ struct TransportTests {
         let cancelled = RecordingClient()
         let connection = try client.connect(url: "ws://127.0.0.1:\(listener.port)/", delegate: cancelled)
         client.execute { connection.close() }
-        try await waitUntil("cancelled") { cancelled.finished }
+        try await eventually("cancelled") { cancelled.finished }
         #expect(cancelled.state.current.failure?.contains("cancelled") == true)
         #expect(!cancelled.state.current.connected)
     }
@@ -462,7 +463,7 @@ struct TransportTests {
         defer { server.shutdown(deadline: .seconds(2)) }
         let socket = try RawSocket(port: port)
         let started = ContinuousClock.now
-        #expect(try socket.readToEOF().isEmpty)  // the server hangs up without a word
+        #expect(try socket.readAll(timeout: .seconds(10)).isEmpty)  // the server hangs up without a word
         #expect(ContinuousClock.now - started < .seconds(5))
         #expect(echo.state.current.opened.isEmpty)
     }
@@ -504,15 +505,15 @@ struct TransportTests {
         let first = RecordingClient(), second = RecordingClient()
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: first)
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: second)
-        try await waitUntil("two connected") { first.connected && second.connected }
+        try await eventually("two connected") { first.connected && second.connected }
         let third = RecordingClient()
         try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: third)
-        try await waitUntil("third refused") { third.finished }
+        try await eventually("third refused") { third.finished }
         #expect(third.state.current.failure != nil)
         #expect(echo.state.current.opened.count == 2)
         // The first two are unaffected.
         try sendFromLoop(client, bystander: first, texts: ["ping"])
-        try await waitUntil("echo") { first.state.current.texts == ["ping"] }
+        try await eventually("echo") { first.state.current.texts == ["ping"] }
     }
 
     @Test func silentPeersAreHungUpByTheIdlePolicy() async throws {
@@ -521,17 +522,19 @@ struct TransportTests {
             $0.idleTimeout = .seconds(2)
         }
         defer { server.shutdown(deadline: .seconds(2)) }
-        let socket = try RawSocket(port: port)
-        _ = try socket.webSocketHandshake()
-        try await waitUntil("opened") { echo.state.current.opened.count == 1 }
+        let socket = try RawWebSocket(port: port)
+        try await eventually("opened") { echo.state.current.opened.count == 1 }
         // Never answer the pings: the server must drop us.
         var sawPing = false
-        while let frame = try socket.readFrame() {
-            if frame.opcode == 9 { sawPing = true }
-            if frame.opcode == 8 { break }
+        reading: while true {
+            switch try? socket.receiveFrame(timeout: .seconds(10), returnPings: true) {
+            case .ping?: sawPing = true
+            case .close?, nil: break reading
+            default: continue
+            }
         }
         #expect(sawPing)
-        try await waitUntil("server closed the idle connection", timeout: .seconds(8)) {
+        try await eventually("server closed the idle connection", timeout: .seconds(8)) {
             echo.state.current.closed.count == 1
         }
     }
@@ -552,7 +555,7 @@ struct TransportTests {
             try client.connect(url: "ws://127.0.0.1:\(port)/", delegate: recorder)
             recorders.append(recorder)
         }
-        try await waitUntil("all echoes", timeout: .seconds(30)) {
+        try await eventually("all echoes", timeout: .seconds(30)) {
             recorders.allSatisfy { $0.state.current.texts.count == perClient || $0.finished }
         }
         for (index, recorder) in recorders.enumerated() {

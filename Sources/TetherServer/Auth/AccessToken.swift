@@ -3,16 +3,19 @@ import Foundation
 import TetherJSON
 
 /// The claims of a Tether access token: who (`sub`), until when (`exp`, seconds since 1970),
-/// and which rooms (`rooms`: patterns such as `counter`, `todo:*` or `*`).
+/// which rooms (`rooms`: patterns such as `counter`, `todo:*` or `*`), and whether it opens the
+/// server's own overview room, `tether.server` (`admin`: true; absent means false).
 public struct AccessClaims: Equatable, Sendable {
     public var subject: String
     public var expires: Int
     public var rooms: [String]
+    public var admin: Bool
 
-    public init(subject: String, expires: Int, rooms: [String]) {
+    public init(subject: String, expires: Int, rooms: [String], admin: Bool = false) {
         self.subject = subject
         self.expires = expires
         self.rooms = rooms
+        self.admin = admin
     }
 
     /// A pattern is a room name, or a prefix ending in `*`: `todo:*` covers `todo:a` (not the
@@ -88,9 +91,11 @@ public struct TokenAuthority: Sendable, Equatable {
         var header: [String: JSON] = ["alg": "HS256", "typ": "JWT"]
         if let kid { header["kid"] = .string(kid) }
         let headerText = Base64URL.encode(JSON.object(header).encoded())
-        let payload = Base64URL.encode(JSON.object([
+        var payloadClaims: [String: JSON] = [
             "sub": .string(claims.subject), "exp": .int(claims.expires), "rooms": .array(claims.rooms.map(JSON.string)),
-        ]).encoded())
+        ]
+        if claims.admin { payloadClaims["admin"] = true }
+        let payload = Base64URL.encode(JSON.object(payloadClaims).encoded())
         let signingInput = headerText + "." + payload
         return signingInput + "." + Base64URL.encode(Self.signature(of: Array(signingInput.utf8), secret: secret))
     }
@@ -126,8 +131,14 @@ public struct TokenAuthority: Sendable, Equatable {
         guard case .array(let patterns)? = payload["rooms"] else { throw .malformed("no \"rooms\" claim (a list of room patterns)") }
         let rooms = patterns.compactMap(\.stringValue)
         guard rooms.count == patterns.count else { throw .malformed("\"rooms\" must hold strings") }
+        let admin: Bool
+        switch payload["admin"] {
+        case nil, .null?: admin = false
+        case .bool(let value)?: admin = value
+        default: throw .malformed("\"admin\" must be true or false")
+        }
         guard now < expires else { throw .expired(at: expires) }
-        return AccessClaims(subject: payload["sub"]?.stringValue ?? "", expires: expires, rooms: rooms)
+        return AccessClaims(subject: payload["sub"]?.stringValue ?? "", expires: expires, rooms: rooms, admin: admin)
     }
 
     private static func signature(of input: [UInt8], secret: [UInt8]) -> [UInt8] {

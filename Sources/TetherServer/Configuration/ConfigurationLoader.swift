@@ -59,16 +59,22 @@ public struct ConfigurationLoader: Sendable {
 
         let secrets = Set(options.filter(\.isSecret).map(\.key))
         let flagKeys = Set(options.filter(\.isFlag).map(\.key))
+        // A flag's value as a boolean when it reads as one (else the check below names it).
+        func content(_ key: String, _ value: String) -> ConfigContent {
+            flagKeys.contains(key) ? Bool(value.lowercased()).map(ConfigContent.bool) ?? .string(value) : .string(value)
+        }
         let reader = ConfigReader(providers: [
-            // Given the checked flags, one value each: a repeated flag's last value wins.
-            CommandLineArgumentsProvider(arguments: ["tetherd"] + flags.sorted { $0.key < $1.key }.flatMap { ["--\($0.key)", $0.value] },
-                                         secretsSpecifier: .dynamic { key, _ in secrets.contains(String(key.dropFirst(2))) }),
+            // The flags as checked above (one value each: a repeated flag's last wins). The CLI
+            // provider of swift-configuration neither refuses unknown flags nor keeps commas in a
+            // value, so tetherd reads its own command line and hands swift-configuration the result.
+            InMemoryProvider(name: "command line", values: Dictionary(uniqueKeysWithValues: flags.map { key, value in
+                (AbsoluteConfigKey([key]), ConfigValue(content(key, value), isSecret: secrets.contains(key)))
+            })),
             EnvironmentVariablesProvider(environmentVariables: environment,
                                          secretsSpecifier: .dynamic { name, _ in name.hasSuffix("SECRET") })
                 .prefixKeys(with: ["tetherd"]),
             InMemoryProvider(name: configFile, values: Dictionary(uniqueKeysWithValues: fileValues.map { key, value in
-                let content: ConfigContent = flagKeys.contains(key) ? Bool(value).map(ConfigContent.bool) ?? .string(value) : .string(value)
-                return (AbsoluteConfigKey([key]), ConfigValue(content, isSecret: secrets.contains(key)))
+                (AbsoluteConfigKey([key]), ConfigValue(content(key, value), isSecret: secrets.contains(key)))
             })),
         ])
 
@@ -77,7 +83,8 @@ public struct ConfigurationLoader: Sendable {
         let program = Set(options.map(\.key)).subtracting(ServerConfiguration.options.map(\.key))
         for option in options {
             let key = ConfigKey([option.key])
-            let value = option.isFlag ? reader.bool(forKey: key).map { $0 ? "true" : "false" } : reader.string(forKey: key, isSecret: option.isSecret)
+            let value = option.isFlag ? reader.bool(forKey: key).map { $0 ? "true" : "false" }
+                : reader.string(forKey: key, isSecret: option.isSecret)
             guard let text = value else {
                 // Present somewhere yet unreadable as its type (a flag's value that is no boolean).
                 if let given = flags[option.key] ?? environment[option.environmentName] ?? fileValues[option.key] {

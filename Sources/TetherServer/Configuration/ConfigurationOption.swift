@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TetherTransport
 
 /// One setting as the outside world names it: the flag `--KEY`, the environment variable
 /// `TETHERD_KEY` (upper case, `-` as `_`) and the config file's `KEY`, all applied to one
@@ -153,6 +154,13 @@ extension ServerConfiguration {
             config.authSecretsFile = path
         }, current: { $0.authSecretsFile }),
         .flag("allow-anonymous", \.allowAnonymous, "Allow listening on a non-loopback address without a token secret."),
+        ConfigurationOption("allowed-origins", value: "origins", "Web pages that may open WebSockets besides the daemon's own (the dashboard): comma-separated origins such as https://app.example.com,http://localhost:3000, or * for any page of any site. Browsers' upgrades from other origins get 403; programs, which send no Origin, are unaffected.", apply: { config, text throws(ConfigurationError) in
+            do throws(OriginPolicyError) {
+                config.allowedOrigins = try OriginPolicy(allowing: text.split(separator: ",").map(String.init))
+            } catch {
+                throw .invalid("allowed-origins: \(error.description)")
+            }
+        }, current: { $0.allowedOrigins.entries.isEmpty ? nil : $0.allowedOrigins.entries.joined(separator: ",") }),
         .number("max-actions-per-second", \.maxActionsPerSecond, "Per connection: actions per second (token bucket; excess gets rate_limited).", reloadable: true),
         .integer("action-burst", \.actionBurst, "Per connection: the token bucket's burst size.", reloadable: true),
         .integer("max-rooms-per-connection", \.maxRoomsPerConnection, "Rooms one connection may join at once.", reloadable: true),
@@ -160,6 +168,13 @@ extension ServerConfiguration {
         .choice("compression", \.compression, "permessage-deflate for clients that offer it: each frame of at least --compression-min-bytes is compressed once and sent as is to every client that negotiated it."),
         .integer("compression-min-bytes", \.compressionMinBytes, "Smallest frame compressed when --compression is on (smaller ones gain too little for the work).", value: "bytes", range: 0...Int.max),
         .seconds("handshake-timeout-seconds", \.handshakeTimeout, "Time to complete the WebSocket handshake."),
+        ConfigurationOption("nats", value: "urls", "Join a cluster: comma-separated NATS server URLs (JetStream on). Rooms then live in the cluster, not in --data.", apply: { config, text in
+            config.natsURLs = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }, current: { $0.natsURLs.isEmpty ? nil : $0.natsURLs.joined(separator: ",") }),
+        .optionalString("node", \.nodeName, "This node's name in the cluster (unique; default: host name and a random suffix).", value: "name"),
+        .integer("nats-replicas", \.clusterReplicas, "Replicas of the cluster's streams and buckets (at most the number of NATS servers).", range: 1...5),
+        .integer("nats-streams", \.clusterStreams, "JetStream streams the rooms' logs are spread over.", range: 1...64),
+        .seconds("lease-seconds", \.ownershipLease, "How long a room's owner keeps it without renewing: the failover time after a node dies."),
         .seconds("ping-seconds", \.pingInterval, "Silence after which the server pings a peer."),
         .seconds("peer-timeout-seconds", \.peerTimeout, "Silence after which a peer counts as dead and is dropped."),
     ]

@@ -49,6 +49,9 @@ public struct ServerConfiguration: Sendable {
     public var authSecretsFile: String?
     /// Listen beyond loopback without `auth` (refused otherwise: anyone could join every room).
     public var allowAnonymous = false
+    /// Web pages that may open a WebSocket besides the daemon's own (checked on the upgrade's
+    /// `Origin`; clients that send none, i.e. programs, are unaffected).
+    public var allowedOrigins: OriginPolicy = .ownOriginOnly
     /// Per connection: a token bucket of actions (answered `rate_limited` when empty).
     public var maxActionsPerSecond = 1_000.0
     public var actionBurst = 1_000
@@ -66,6 +69,16 @@ public struct ServerConfiguration: Sendable {
     /// subscriber that negotiated compression; others get the plain frame.
     public var compression: Compression = .off
     public var compressionMinBytes = 1_024
+    /// NATS servers of a cluster (`nats://host:port`); empty runs a single node on `dataDirectory`.
+    public var natsURLs: [String] = []
+    /// This node's name in the cluster; nil makes one from the host name and a random suffix.
+    public var nodeName: String?
+    /// Replicas of every cluster stream and bucket (3 for a three-server NATS cluster).
+    public var clusterReplicas = 3
+    /// How many JetStream streams hold the rooms' logs (rooms are spread over them by name).
+    public var clusterStreams = 4
+    /// How long a room's ownership lasts without being renewed: the failover time after a node dies.
+    public var ownershipLease: Duration = .seconds(3)
     public var logLevel: Logger.Level = .info
     public var logFormat: LogFormat = .text
 
@@ -110,12 +123,14 @@ extension ServerConfiguration {
         transport.idleTimeout = peerTimeout
         transport.handshakeTimeout = handshakeTimeout
         transport.compression = compression == .on
+        transport.allowedOrigins = allowedOrigins
         return transport
     }
 
     /// One line for the start-up log: what an operator wants to confirm.
     public func summary(port: Int) -> String {
-        let storage = dataDirectory.map { "data in \($0) (durability \(durability.rawValue))" } ?? "memory only"
+        let storage = !natsURLs.isEmpty ? "cluster node \(nodeName ?? "?") on NATS \(natsURLs.joined(separator: ","))"
+            : dataDirectory.map { "data in \($0) (durability \(durability.rawValue))" } ?? "memory only"
         return "\(scheme)://\(host):\(port), \(storage), auth \(auth == nil ? "off" : "on"), "
             + "max \(maxConnections) connections, \(maxRooms) rooms, state \(maxStateBytes) bytes, log \(logLevel) \(logFormat.rawValue)"
     }

@@ -142,15 +142,10 @@ struct SendQueue {
                     if run == 1 {
                         frames.appendText(first.frame)
                     } else {
-                        let runs = queue[taken..<(taken + run)]
-                        ServerMessage.writePatch(room: first.room, epoch: first.epoch, from: first.from, version: last.version, to: &scratch) { bytes in
-                            var needsComma = false
-                            for case .patch(let patch) in runs where !patch.operations.isEmpty {
-                                if needsComma { bytes.append(UInt8(ascii: ",")) }
-                                bytes.append(contentsOf: patch.encodedOperations)
-                                needsComma = true
-                            }
+                        let patches = queue[taken..<(taken + run)].lazy.compactMap { message -> PatchFrame? in
+                            if case .patch(let patch) = message { patch } else { nil }
                         }
+                        PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &scratch)
                         frames.appendText(scratch)
                         batch.mergedFrames += 1
                     }

@@ -4,9 +4,9 @@ final class Session {
     let connection: any ClientConnection
     var sendQueue: SendQueue
     /// Rooms this connection joined, by name.
-    var joined: [String: Room] = [:]
+    var joined: [String: any RoomEndpoint] = [:]
     /// This connection's private instances of per-session kinds, joined or not.
-    var privateRooms: [String: Room] = [:]
+    var privateRooms: [String: any RoomEndpoint] = [:]
     var consecutiveErrors = 0
     /// Whether a limit refused one of its requests yet (logged once per connection).
     var hitLimit = false

@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 import TetherJSON
 import TetherProtocol
 import TetherState
@@ -16,7 +17,10 @@ public final class SessionHub: @unchecked Sendable {
     /// Changed only by `reconfigure` (a reload), on the queue like everything else.
     private(set) var configuration: ServerConfiguration
     let runtime: ServerRuntime
-    private let environment: RoomEnvironment
+    /// Makes shared rooms: local ones, or a cluster's.
+    private let sharedRooms: any RoomFactory
+    /// Makes per-session rooms, which always stay in this process.
+    private let localRooms: LocalRoomFactory
     private let metrics: ServerMetrics
     private let logger: Logger
     private let registry: RoomRegistry
@@ -30,6 +34,9 @@ public final class SessionHub: @unchecked Sendable {
     private var packedFrames = PackedFrames(capacity: SendQueue.packedWriteBytes + (64 << 10))
     private var housekeeping: (any ServerTimer)?
     private var activity = ActivityCounts()
+    private let openConnectionCount = Atomic(0)
+    /// What the system room `tether.server` shows; recorded during housekeeping.
+    let statusBoard: ServerStatusBoard
 
     /// The queue every method runs on.
     public var queue: any WorkQueue { runtime.hubQueue }
@@ -41,13 +48,17 @@ public final class SessionHub: @unchecked Sendable {
     }
 
     init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, store: RoomStore?,
-         metrics: ServerMetrics, logger: Logger) {
+         metrics: ServerMetrics, logger: Logger, makeSharedRooms: ((RoomEnvironment) -> any RoomFactory)? = nil) {
         self.configuration = configuration
         self.runtime = runtime
         self.metrics = metrics
         self.logger = logger
-        self.registry = RoomRegistry(kinds: kinds)
-        self.environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
+        precondition(!kinds.contains { SystemRoom.isSystemKind($0.name) }, "kind names starting with \(SystemRoom.prefix) are the server's own")
+        statusBoard = ServerStatusBoard(configuration: configuration, clock: runtime.clock, metrics: metrics)
+        self.registry = RoomRegistry(kinds: kinds + SystemRoom.kinds(board: statusBoard))
+        let environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
+        localRooms = LocalRoomFactory(environment: environment)
+        sharedRooms = makeSharedRooms?(environment) ?? localRooms
         scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
     }
 
@@ -62,6 +73,7 @@ public final class SessionHub: @unchecked Sendable {
             actions: TokenBucket(rate: configuration.maxActionsPerSecond, capacity: configuration.actionBurst, now: now))
         connection.context = session
         sessions[ObjectIdentifier(connection)] = session
+        openConnectionCount.add(1, ordering: .relaxed)
         metrics.connectionsOpened.increment()
         metrics.connections.increment()
         activity.opened += 1
@@ -83,6 +95,7 @@ public final class SessionHub: @unchecked Sendable {
         connection.context = nil
         session.isClosed = true
         sessions[ObjectIdentifier(connection)] = nil
+        openConnectionCount.subtract(1, ordering: .relaxed)
         metrics.connections.decrement()
         activity.closed += 1
         logger.debug("connection \(session.id) from \(connection.remoteAddress) closed (\(closeCode.map { "code \($0)" } ?? "no close code"))")
@@ -90,11 +103,11 @@ public final class SessionHub: @unchecked Sendable {
         connectionsPerAddress[connection.remoteAddress] = remaining > 0 ? remaining : nil
         let handle = SessionHandle(session: session)
         for (name, room) in session.joined {
-            room.execute { $0.leave(handle) }
+            room.leave(handle)
             if room.kind.scope == .shared { registry.removeMember(name, now: now) }
         }
         session.joined.removeAll()
-        for room in session.privateRooms.values { room.execute { $0.stop() } }
+        for room in session.privateRooms.values { room.stop() }
         registry.releasePrivateRooms(session.privateRooms.count)
         session.privateRooms.removeAll()
     }
@@ -153,7 +166,13 @@ public final class SessionHub: @unchecked Sendable {
             }
             do {
                 let claims = try auth.verify(token, now: runtime.clock.secondsSince1970)
-                guard claims.covers(room: name) else {
+                // The server's own rooms show every room's name and the server's figures: only
+                // for admin tokens, whatever rooms they cover.
+                if SystemRoom.isSystemKind(kind.name), !claims.admin {
+                    refuse(ProtocolError(.unauthorized, "\(name) (the server's overview) needs a token with the admin claim (tetherd token --admin); the token of \"\(claims.subject)\" has none", id: id, room: name), session: session)
+                    return
+                }
+                guard SystemRoom.isSystemKind(kind.name) || claims.covers(room: name) else {
                     refuse(ProtocolError(.unauthorized, "the token of \"\(claims.subject)\" does not cover room \(name)", id: id, room: name), session: session)
                     return
                 }
@@ -180,7 +199,7 @@ public final class SessionHub: @unchecked Sendable {
             session.sendQueue.forget(room: name)  // a second join restarts the room's stream
         }
         let handle = SessionHandle(session: session)
-        room.execute { $0.join(handle, since: since, id: id) }
+        room.join(handle, since: since, id: id)
     }
 
     /// Leaving a room not joined is not an error: the client's wish already holds.
@@ -190,7 +209,7 @@ public final class SessionHub: @unchecked Sendable {
         if let room = session.joined.removeValue(forKey: name) {
             session.sendQueue.forget(room: name)
             let handle = SessionHandle(session: session)
-            room.execute { $0.leave(handle) }
+            room.leave(handle)
             if room.kind.scope == .shared { registry.removeMember(name, now: now) }
         }
         if let id { enqueue(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), for: session) }
@@ -224,7 +243,7 @@ public final class SessionHub: @unchecked Sendable {
         session.consecutiveErrors = 0
         let room = session.joined[name] ?? self.room(named: name, kind: kind, for: session)
         let handle = SessionHandle(session: session)
-        room.execute { $0.perform(action, args: args, id: id, from: handle) }
+        room.perform(action, args: args, id: id, from: handle)
     }
 
     private func describe(_ kind: String?, id: Int?, session: Session) {
@@ -264,22 +283,22 @@ public final class SessionHub: @unchecked Sendable {
         return registry.roomCount < configuration.maxRooms
     }
 
-    private func room(named name: String, kind: ViewModelKind, for session: Session) -> Room {
+    private func room(named name: String, kind: ViewModelKind, for session: Session) -> any RoomEndpoint {
+        let output = HubOutput(hub: self)
         switch kind.scope {
         case .shared:
-            return registry.sharedRoom(named: name, now: now) { predecessor in makeRoom(name, kind, after: predecessor) }
+            // The server's own rooms describe this process: they stay local on a cluster node too.
+            let factory: any RoomFactory = SystemRoom.isSystemKind(kind.name) ? localRooms : sharedRooms
+            return registry.sharedRoom(named: name, now: now) { predecessor in
+                factory.makeRoom(named: name, kind: kind, after: predecessor, output: output)
+            }
         case .perSession:
+            // Per-session rooms stay on the connection's node, in this process.
             if let room = session.privateRooms[name] { return room }
-            let room = registry.privateRoom { makeRoom(name, kind, after: nil) }
+            let room = registry.privateRoom { localRooms.makeRoom(named: name, kind: kind, after: nil, output: output) }
             session.privateRooms[name] = room
             return room
         }
-    }
-
-    private func makeRoom(_ name: String, _ kind: ViewModelKind, after predecessor: Room?) -> Room {
-        let room = Room(name: name, kind: kind, environment: environment, output: HubOutput(hub: self))
-        room.execute { $0.start(after: predecessor) }
-        return room
     }
 
     // MARK: Refusals
@@ -327,6 +346,11 @@ public final class SessionHub: @unchecked Sendable {
                 metrics.fanOutLatency.record(.now - patch.createdAt)
             case .message(let message, let handle):
                 send(message, to: handle)
+            case .reply(let outcome, .session(let handle, let id, let room)):
+                guard !handle.session.isClosed else { continue }
+                enqueue(.control(outcome.frame(id: id, room: room)), for: handle.session, fromRoom: true)
+            case .reply(let outcome, .remote(let respond)):
+                respond(outcome)
             }
         }
     }
@@ -366,7 +390,7 @@ public final class SessionHub: @unchecked Sendable {
             activity.resnapshots += 1
             logger.debug("connection \(session.id): send queue full, room \(name) will resend a snapshot")
             let handle = SessionHandle(session: session)
-            session.joined[name]?.execute { $0.resync(handle) }
+            session.joined[name]?.resync(handle)
         }
     }
 
@@ -405,7 +429,7 @@ public final class SessionHub: @unchecked Sendable {
         let now = self.now
         for room in registry.removeIdleRooms(olderThan: configuration.idleRoomTimeout, now: now) {
             logger.debug("room \(room.name) dropped after \(configuration.idleRoomTimeout) without subscribers")
-            room.execute { $0.stop() }
+            room.stop()
         }
         for session in sessions.values {
             guard !session.sendQueue.isEmpty, let since = session.sendQueue.waitingSince,
@@ -415,6 +439,8 @@ public final class SessionHub: @unchecked Sendable {
             session.connection.close(code: 1008, reason: "not reading")
         }
         metrics.rooms.set(Double(registry.roomCount))
+        statusBoard.record(connections: sessions.count, rooms: registry.roomCount, auth: configuration.auth != nil,
+                           roomList: registry.hasSharedRoom(named: SystemRoom.serverStatus) ? statusRoomList() : nil)
         if activity.isDue(now: now) {
             logger.info("\(sessions.count) connections (\(activity.opened) opened, \(activity.closed) closed), \(registry.roomCount) rooms, \(activity.resnapshots) slow-client snapshots, \(activity.limitsHit) requests over a limit in the last \(ActivityCounts.interval)")
             activity.reset(now: now)
@@ -431,7 +457,7 @@ public final class SessionHub: @unchecked Sendable {
     /// Stops every room, shared and per-session. Only once nothing else runs on the hub's queue.
     func stopAllRooms() async {
         let rooms = registry.sharedRooms.map(\.room) + sessions.values.flatMap { $0.privateRooms.values }
-        for room in rooms { await room.stop() }
+        for room in rooms { await room.stopAndWait() }
     }
 
     // MARK: Reload
@@ -451,7 +477,28 @@ public final class SessionHub: @unchecked Sendable {
 
     /// Open connections and live rooms (on the hub's queue).
     public var connectionCount: Int { sessions.count }
+    /// Open connections, readable from any thread.
+    public var openConnections: Int { openConnectionCount.load(ordering: .relaxed) }
     public var roomCount: Int { registry.roomCount }
+
+    /// Every shared room, and one entry per per-session kind for all its instances, sorted by
+    /// name: the system room's list. Only while that room exists, once a second.
+    private func statusRoomList() -> [ServerStatusBoard.RoomEntry] {
+        var entries = registry.sharedRooms.map { room, members in
+            ServerStatusBoard.RoomEntry(name: room.name, kind: room.kind.name, scope: room.kind.scope.rawValue, subscribers: members,
+                                        version: room.published.version, epoch: room.published.epoch)
+        }
+        var perSession: [String: (instances: Int, subscribers: Int)] = [:]
+        for session in sessions.values {
+            for room in session.privateRooms.values { perSession[room.kind.name, default: (0, 0)].instances += 1 }
+            for room in session.joined.values where room.kind.scope == .perSession { perSession[room.kind.name, default: (0, 0)].subscribers += 1 }
+        }
+        for (kind, counts) in perSession {
+            entries.append(ServerStatusBoard.RoomEntry(name: kind, kind: kind, scope: RoomScope.perSession.rawValue,
+                                                       subscribers: counts.subscribers, instances: counts.instances))
+        }
+        return entries.sorted { $0.name < $1.name }
+    }
 }
 
 /// What happened since the last summary line; one line a minute at most, only when something did.

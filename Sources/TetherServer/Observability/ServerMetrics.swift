@@ -1,5 +1,6 @@
 import Foundation
 import Prometheus
+import Synchronization
 import TetherProtocol
 
 /// The daemon's Prometheus metrics. Counters are atomic, so rooms and the socket thread update
@@ -13,14 +14,20 @@ final class ServerMetrics: Sendable {
     let messagesReceived: Counter
     let bytesReceived: Counter
     let framesSent: Counter
-    let bytesSent: Counter
+    let bytesSent: ReadableCounter
     let patchesProduced: Counter
-    let patchDeliveries: Counter
+    let patchDeliveries: ReadableCounter
     let mergedFrames: Counter
     let sendQueueOverflows: Counter
     let stuckClientsClosed: Counter
     let fanOutLatency: DurationHistogram
+    let forwardedActions: Counter
+    let appendLatency: DurationHistogram
+    let ownershipChanges: Counter
+    let catchUps: Counter
     private let actionsByOutcome: [String: Counter]
+    /// Every action, whatever its outcome (the system room's actions per second).
+    private let actionsTotal = Atomic<Int64>(0)
     private let errorsByCode: [ErrorCode: Counter]
     private let resumesFromHistory: Counter
     private let resumesWithSnapshot: Counter
@@ -38,9 +45,9 @@ final class ServerMetrics: Sendable {
         messagesReceived = registry.makeCounter(descriptor: metric("tether_messages_received_total", "Messages received from clients"))
         bytesReceived = registry.makeCounter(descriptor: metric("tether_bytes_received_total", "Message bytes received from clients"))
         framesSent = registry.makeCounter(descriptor: metric("tether_frames_sent_total", "Frames written to clients (a merged patch is one frame)"))
-        bytesSent = registry.makeCounter(descriptor: metric("tether_bytes_sent_total", "Frame bytes written to clients"))
+        bytesSent = ReadableCounter(registry.makeCounter(descriptor: metric("tether_bytes_sent_total", "Frame bytes written to clients")))
         patchesProduced = registry.makeCounter(descriptor: metric("tether_patches_total", "Version steps produced by rooms (one per changing turn)"))
-        patchDeliveries = registry.makeCounter(descriptor: metric("tether_patch_deliveries_total", "Version steps written to subscribers, merged or not"))
+        patchDeliveries = ReadableCounter(registry.makeCounter(descriptor: metric("tether_patch_deliveries_total", "Version steps written to subscribers, merged or not")))
         mergedFrames = registry.makeCounter(descriptor: metric("tether_merged_patch_frames_total", "Patch frames that carried several versions"))
         sendQueueOverflows = registry.makeCounter(descriptor: metric("tether_send_queue_overflows_total", "Times a slow client's queue overflowed and was replaced by a snapshot"))
         stuckClientsClosed = registry.makeCounter(descriptor: metric("tether_stuck_clients_closed_total", "Clients closed with 1008 after their queue made no progress for too long"))
@@ -49,6 +56,13 @@ final class ServerMetrics: Sendable {
             buckets: [.microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1),
                       .milliseconds(2.5), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
                       .milliseconds(100), .milliseconds(250), .seconds(1)])
+        forwardedActions = registry.makeCounter(descriptor: metric("tether_cluster_forwarded_actions_total", "Actions forwarded to the node owning their room"))
+        appendLatency = registry.makeDurationHistogram(
+            descriptor: metric("tether_cluster_append_latency_seconds", "From sending a version step to the cluster log to its acknowledgement"),
+            buckets: [.microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+                      .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5)])
+        ownershipChanges = registry.makeCounter(descriptor: metric("tether_cluster_ownership_changes_total", "Rooms this node took ownership of"))
+        catchUps = registry.makeCounter(descriptor: metric("tether_cluster_catch_ups_total", "Reads of a room's log to catch up (load, or a gap)"))
         var outcomes: [String: Counter] = [:]
         for outcome in ["ok"] + ErrorCode.allCases.map(\.rawValue) {
             outcomes[outcome] = registry.makeCounter(descriptor: metric("tether_actions_total", "Actions by outcome"), labels: [("outcome", outcome)])
@@ -66,7 +80,13 @@ final class ServerMetrics: Sendable {
         peakResidentBytes = registry.makeGauge(descriptor: metric("process_peak_resident_memory_bytes", "Peak resident memory of the daemon"))
     }
 
-    func action(outcome: String) { actionsByOutcome[outcome]?.increment() }
+    func action(outcome: String) {
+        actionsByOutcome[outcome]?.increment()
+        actionsTotal.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// Actions so far, whatever their outcome.
+    var actions: Int64 { actionsTotal.load(ordering: .relaxed) }
     func errorSent(_ code: ErrorCode) { errorsByCode[code]?.increment() }
     func patchProduced() { patchesProduced.increment() }
     func resumes(fromHistory: Bool) { (fromHistory ? resumesFromHistory : resumesWithSnapshot).increment() }
@@ -79,6 +99,24 @@ final class ServerMetrics: Sendable {
         peakResidentBytes.set(Double(usage.peakResidentBytes))
         return registry.emitToBuffer()
     }
+}
+
+/// A Prometheus counter whose total can be read back (swift-prometheus' can't): the system
+/// room differences these totals into rates once a second.
+final class ReadableCounter: Sendable {
+    private let counter: Counter
+    private let total = Atomic<Int64>(0)
+
+    init(_ counter: Counter) {
+        self.counter = counter
+    }
+
+    func increment(by amount: Int64 = 1) {
+        counter.increment(by: amount)
+        total.wrappingAdd(amount, ordering: .relaxed)
+    }
+
+    var value: Int64 { total.load(ordering: .relaxed) }
 }
 
 /// CPU time and memory of this process, from getrusage and /proc/self/status.

@@ -39,6 +39,42 @@ public final class PatchFrame: Sendable {
         self.createdAt = .now
     }
 
+    /// A patch frame received whole (from a cluster's log): its bytes are shared as they came.
+    /// nil when `frame` is not a patch frame as `ServerMessage.writePatch` writes them.
+    init?(room: String, epoch: String, from: Int, version: Int, encodedFrame frame: [UInt8], compressAbove: Int? = nil) {
+        let marker = Array(#","ops":["#.utf8)
+        guard frame.count >= marker.count + 2, frame.suffix(2).elementsEqual("]}".utf8),
+              let start = frame.firstRange(of: marker)?.upperBound else { return nil }
+        self.room = room
+        self.epoch = epoch
+        self.from = from
+        self.version = version
+        self.frame = frame
+        self.compressedFrame = compressAbove.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
+        self.operations = start..<(frame.count - 2)
+        self.createdAt = .now
+    }
+
     public var byteCount: Int { frame.count }
+
+    /// Writes one patch frame for consecutive patches of one room and epoch, each continuing the
+    /// previous: `from` of the first, `version` of the last, the operations concatenated as they
+    /// were encoded. `buffer` is replaced, its storage reused.
+    static func writeMerged(_ patches: some Sequence<PatchFrame>, from: Int, to version: Int, into buffer: inout [UInt8]) {
+        var iterator = patches.makeIterator()
+        guard let first = iterator.next() else { return }
+        ServerMessage.writePatch(room: first.room, epoch: first.epoch, from: from, version: version, to: &buffer) { bytes in
+            var needsComma = false
+            var next: PatchFrame? = first
+            while let patch = next {
+                if !patch.operations.isEmpty {
+                    if needsComma { bytes.append(UInt8(ascii: ",")) }
+                    bytes.append(contentsOf: patch.encodedOperations)
+                    needsComma = true
+                }
+                next = iterator.next()
+            }
+        }
+    }
     var encodedOperations: ArraySlice<UInt8> { frame[operations] }
 }

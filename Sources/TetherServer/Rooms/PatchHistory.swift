@@ -29,10 +29,19 @@ struct PatchHistory {
     }
 
     /// Every patch after `version` up to the newest, when all of them are held; nil otherwise.
-    /// Empty when `version` is the newest.
+    /// Empty when `version` is the newest. A patch may span several versions (a cluster's log
+    /// merges them): resuming needs one that starts exactly at `version`.
     func patches(after version: Int, newest: Int) -> [PatchFrame]? {
         if version == newest { return [] }
         guard let first = patches.first, version >= first.from, version < newest else { return nil }
-        return Array(patches[(version - first.from)...])
+        // `from` grows along the history: find the patch starting at `version`.
+        var low = 0, high = patches.count - 1
+        while low <= high {
+            let middle = (low + high) / 2
+            let from = patches[middle].from
+            if from == version { return Array(patches[middle...]) }
+            if from < version { low = middle + 1 } else { high = middle - 1 }
+        }
+        return nil
     }
 }

@@ -11,7 +11,7 @@ import TetherTransport
 /// encoding and the subscriber list all live there. Everything it produces leaves through its
 /// `RoomOutput`, in order, so rooms never block each other or the sockets. Work for a room is
 /// given to `execute`, which keeps each client's requests in order.
-actor Room {
+actor Room: RoomEndpoint {
     nonisolated let name: String
     nonisolated let kind: ViewModelKind
     private nonisolated let executor: any RoomExecutor
@@ -24,6 +24,8 @@ actor Room {
     private let environment: RoomEnvironment
     private(set) var epoch: String
     private(set) var version = 0
+    /// `epoch` and `version` for the system room's list, readable from any thread.
+    nonisolated let published: RoomVersionCell
     private var history: PatchHistory
     /// Each subscriber's position in `subscriberList`.
     private var subscribers: [SessionHandle: Int] = [:]
@@ -41,20 +43,28 @@ actor Room {
     nonisolated let stopped = DispatchGroup()
     private var isStopped = false
 
-    init(name: String, kind: ViewModelKind, environment: RoomEnvironment, output: any RoomOutput) {
+    /// Where a restored room starts (a cluster node taking a room over); nil loads from the store.
+    private let restoring: RestoredRoom?
+
+    init(name: String, kind: ViewModelKind, environment: RoomEnvironment, output: any RoomOutput, restoring: RestoredRoom? = nil) {
+        self.restoring = restoring
         self.name = name
         self.kind = kind
         self.executor = environment.runtime.makeRoomExecutor(name)
         self.host = kind.instantiate(room: name)
         self.environment = environment
-        let store = kind.scope == .shared ? environment.store : nil
+        // The server's own rooms describe the running daemon, and a cluster keeps its rooms in
+        // its log: nothing of theirs goes to the store.
+        let store = kind.scope == .shared && restoring == nil && !SystemRoom.isSystemKind(kind.name) ? environment.store : nil
         self.store = store
         if let store, store.durability != .none {
             self.output = CommittedOutput(store: store, next: output)
         } else {
             self.output = output
         }
-        self.epoch = RandomID.make(length: 10)
+        let epoch = RandomID.make(length: 10)
+        self.epoch = epoch
+        self.published = RoomVersionCell(epoch: epoch)
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)
         stopped.enter()
@@ -68,20 +78,77 @@ actor Room {
     private var logger: Logger { environment.logger }
     private var metrics: ServerMetrics { environment.metrics }
 
+    // MARK: Endpoint (any thread)
+
+    nonisolated func start(after predecessor: (any RoomEndpoint)?) {
+        execute { $0.begin(after: predecessor) }
+    }
+
+    nonisolated func join(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
+        execute { $0.subscribe(session, since: since, id: id) }
+    }
+
+    nonisolated func leave(_ session: SessionHandle) {
+        execute { $0.unsubscribe(session) }
+    }
+
+    nonisolated func resync(_ session: SessionHandle) {
+        execute { $0.resend(to: session) }
+    }
+
+    nonisolated func perform(_ action: String, args: JSON?, id: Int, from session: SessionHandle) {
+        perform(action, args: args, replyTo: .session(session, id: id, room: name))
+    }
+
+    nonisolated func perform(_ action: String, args: JSON?, replyTo target: ActionReplyTarget) {
+        execute { $0.act(action, args: args, replyTo: target) }
+    }
+
+    nonisolated func stop() {
+        execute { $0.finish() }
+    }
+
+    nonisolated func waitUntilStopped() {
+        stopped.wait()
+    }
+
+    func stopAndWait() async {
+        finish()
+    }
+
+    /// Hands `receive` the room's epoch, version and snapshot frame, on the room's executor,
+    /// after everything given to it before.
+    nonisolated func readSnapshot(_ receive: @escaping @Sendable (_ epoch: String, _ version: Int, _ frame: [UInt8]) -> Void) {
+        execute { room in
+            receive(room.epoch, room.version, ServerMessage.snapshot(room: room.name, epoch: room.epoch, version: room.version, state: room.host.state).encoded())
+        }
+    }
+
     // MARK: Lifecycle
 
-    func start(after predecessor: Room?) {
-        predecessor?.stopped.wait()
-        if let store { restore(from: store) }
+    private func begin(after predecessor: (any RoomEndpoint)?) {
+        predecessor?.waitUntilStopped()
+        if let restoring {
+            epoch = restoring.epoch
+            version = restoring.version
+            published.epoch = epoch
+            published.version = version
+            do { try host.restore(from: restoring.state) } catch {
+                logger.error("room \(name): the state to continue from does not restore (\(error))")
+            }
+            for patch in restoring.patches { history.append(patch) }
+        } else if let store {
+            restore(from: store)
+        }
         for (index, timer) in host.timers.enumerated() {
-            // The timer keeps the room alive until `stop()` cancels it.
+            // The timer keeps the room alive until `finish()` cancels it.
             timers.append(environment.runtime.clock.startTimer(every: timer.interval) {
                 self.execute { room in room.tick(index) }
             })
         }
     }
 
-    func stop() {
+    private func finish() {
         guard !isStopped else { return }
         isStopped = true
         for timer in timers { timer.cancel() }
@@ -97,6 +164,8 @@ actor Room {
                 try host.restore(from: stored.state)
                 epoch = stored.epoch
                 version = stored.version
+                published.epoch = epoch
+                published.version = version
                 for patch in stored.patches { history.append(patch) }
                 logger.debug("room \(name) restored at version \(version) of epoch \(epoch)")
                 return
@@ -129,7 +198,7 @@ actor Room {
     /// Subscribes `session`: first a snapshot, or, when `since` names a version of this epoch
     /// still in the history, the patches after it (an empty patch when nothing changed). With an
     /// `id`, an ack at that version follows.
-    func join(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
+    private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
         if subscribers[session] == nil {
             subscribers[session] = subscriberList.count
             subscriberList.append(session)
@@ -147,7 +216,7 @@ actor Room {
         output.deliver(deliveries)
     }
 
-    func leave(_ session: SessionHandle) {
+    private func unsubscribe(_ session: SessionHandle) {
         guard let index = subscribers.removeValue(forKey: session) else { return }
         let last = subscriberList.removeLast()
         if index < subscriberList.count {
@@ -158,8 +227,7 @@ actor Room {
 
     var subscriberCount: Int { subscribers.count }
 
-    /// After the session's queue overflowed: a fresh snapshot restarts its stream.
-    func resync(_ session: SessionHandle) {
+    private func resend(to session: SessionHandle) {
         guard subscribers[session] != nil else { return }
         output.deliver([snapshot(for: session)])
     }
@@ -177,34 +245,37 @@ actor Room {
     // MARK: Actions
 
     /// Runs an action: its changes become one patch for every subscriber, then the sender gets
-    /// an ack with that version (or an error, after any changes made before it failed).
-    func perform(_ action: String, args: JSON?, id: Int, from sender: SessionHandle) {
+    /// its outcome with that version (or an error, after any changes made before it failed).
+    private func act(_ action: String, args: JSON?, replyTo target: ActionReplyTarget) {
+        guard !isStopped else {
+            output.deliver([.reply(.failed(ProtocolError(.unavailable, "room \(name) is moving; try again")), to: target)])
+            return
+        }
         var failure: ProtocolError?
         do {
             try host.perform(action, args: args)
         } catch let error as ActionError {
             switch error {
-            case .unknownAction: failure = ProtocolError(.unknownAction, error.description, id: id, room: name)
-            case .invalidArgs: failure = ProtocolError(.invalidArgs, error.description, id: id, room: name)
-            case .tooLarge: failure = ProtocolError(.tooLarge, error.description, id: id, room: name)
+            case .unknownAction: failure = ProtocolError(.unknownAction, error.description)
+            case .invalidArgs: failure = ProtocolError(.invalidArgs, error.description)
+            case .tooLarge: failure = ProtocolError(.tooLarge, error.description)
             }
         } catch {
             logger.error("action \(action) in room \(name) failed: \(error)")
-            failure = ProtocolError(.internal, "the action failed on the server", id: id, room: name)
+            failure = ProtocolError(.internal, "the action failed on the server")
         }
         let patch: PatchFrame?
         do {
             patch = commitTurn(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
         } catch {
             patch = nil
-            failure = ProtocolError(.tooLarge, error.description, id: id, room: name)
+            failure = ProtocolError(.tooLarge, error.description)
             logger.notice("room \(name): action \(action) refused: \(error.description)")
         }
         metrics.action(outcome: failure?.code.rawValue ?? "ok")
-        let reply = failure.map { ServerMessage.error($0) } ?? .ack(id: id, room: name, version: version)
         var deliveries: [RoomDelivery] = []
         if let patch { deliveries.append(.patch(patch, to: subscriberList)) }
-        deliveries.append(.message(.control(reply.encoded()), to: sender))
+        deliveries.append(.reply(failure.map(ActionOutcome.failed) ?? .applied(version: version), to: target))
         output.deliver(deliveries)
     }
 
@@ -214,6 +285,7 @@ actor Room {
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
                                compressAbove: environment.configuration.compressionThreshold)
         version += 1
+        published.version = version
         history.append(patch)
         metrics.patchProduced()
         if let store {
@@ -228,11 +300,19 @@ actor Room {
     var state: JSON { host.state }
 }
 
+/// A room's history to continue from: its epoch, version, state and recent patches.
+struct RestoredRoom: Sendable {
+    var epoch: String
+    var version: Int
+    var state: JSON
+    var patches: [PatchFrame] = []
+}
+
 /// What every room shares: settings, runtime, storage and observability.
 struct RoomEnvironment: Sendable {
     let configuration: ServerConfiguration
     let runtime: ServerRuntime
-    let store: RoomStore?
+    var store: RoomStore?
     let metrics: ServerMetrics
     let logger: Logger
 }

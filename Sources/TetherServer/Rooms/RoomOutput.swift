@@ -1,9 +1,40 @@
+import TetherProtocol
+
 /// What a room produced, and for whom.
 public enum RoomDelivery: Sendable {
     /// A version step for these subscribers (the room's list when it was produced).
     case patch(PatchFrame, to: [SessionHandle])
-    /// A message for one session: a snapshot, a resumed patch, an ack or an error.
+    /// A message for one session: a snapshot, a resumed patch, a join's ack.
     case message(OutboundMessage, to: SessionHandle)
+    /// How an action went, for whoever sent it.
+    case reply(ActionOutcome, to: ActionReplyTarget)
+}
+
+/// How an action went: applied (its effects are in `version` or earlier), or refused.
+public enum ActionOutcome: Sendable, Equatable {
+    case applied(version: Int)
+    case failed(ProtocolError)
+}
+
+/// Who is waiting for an action's outcome.
+public enum ActionReplyTarget: Sendable {
+    /// A session of this server; the reply carries the client's `id` and the room's name.
+    case session(SessionHandle, id: Int, room: String)
+    /// Another cluster node that forwarded the action.
+    case remote(@Sendable (ActionOutcome) -> Void)
+}
+
+extension ActionOutcome {
+    /// The `ack` or `error` frame for a client's request `id` in `room`.
+    func frame(id: Int, room: String) -> [UInt8] {
+        switch self {
+        case .applied(let version): return ServerMessage.ack(id: id, room: room, version: version).encoded()
+        case .failed(var error):
+            error.id = id
+            error.room = room
+            return ServerMessage.error(error).encoded()
+        }
+    }
 }
 
 /// Where a room's output goes: the one narrow way out of a room. Called on the room's executor,

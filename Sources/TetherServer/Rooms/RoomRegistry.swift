@@ -8,17 +8,17 @@ final class RoomRegistry {
     static let maxRoomNameBytes = 128
 
     private final class Entry {
-        let room: Room
+        let room: any RoomEndpoint
         var members = 0
         var idleSince: ContinuousClock.Instant?
-        init(room: Room, idleSince: ContinuousClock.Instant) {
+        init(room: any RoomEndpoint, idleSince: ContinuousClock.Instant) {
             self.room = room
             self.idleSince = idleSince
         }
     }
 
     private struct Retiring {
-        weak var room: Room?
+        weak var room: (any RoomEndpoint)?
     }
 
     private let kinds: [String: ViewModelKind]
@@ -55,12 +55,16 @@ final class RoomRegistry {
         guard let kind = kinds[String(parts[0])] else {
             return .failure(ProtocolError(.unknownRoom, "no room kind \"\(parts[0])\"; kinds are \(kindNames.joined(separator: ", "))", room: name))
         }
+        if parts.count == 2, SystemRoom.isSystemKind(kind.name) {
+            return .failure(ProtocolError(.unknownRoom, "\(kind.name) is the server's own room: it has no instances", room: name))
+        }
         return .success(kind)
     }
 
     /// The shared room with this name; `make` creates it (given the same-named room still
     /// stopping, if any) on first use. A new room counts as idle until someone joins.
-    func sharedRoom(named name: String, now: ContinuousClock.Instant, make: (_ predecessor: Room?) -> Room) -> Room {
+    func sharedRoom(named name: String, now: ContinuousClock.Instant,
+                    make: (_ predecessor: (any RoomEndpoint)?) -> any RoomEndpoint) -> any RoomEndpoint {
         if let entry = shared[name] { return entry.room }
         let room = make(retiring.removeValue(forKey: name)?.room)
         shared[name] = Entry(room: room, idleSince: now)
@@ -68,7 +72,7 @@ final class RoomRegistry {
     }
 
     /// A new per-session instance, counted until `releasePrivateRooms`.
-    func privateRoom(make: () -> Room) -> Room {
+    func privateRoom(make: () -> any RoomEndpoint) -> any RoomEndpoint {
         privateRoomCount += 1
         return make()
     }
@@ -92,8 +96,8 @@ final class RoomRegistry {
 
     /// Drops shared rooms that have had no members for `timeout`; returns them so they can be
     /// stopped.
-    func removeIdleRooms(olderThan timeout: Duration, now: ContinuousClock.Instant) -> [Room] {
-        var removed: [Room] = []
+    func removeIdleRooms(olderThan timeout: Duration, now: ContinuousClock.Instant) -> [any RoomEndpoint] {
+        var removed: [any RoomEndpoint] = []
         for (name, entry) in shared {
             if let since = entry.idleSince, now - since >= timeout {
                 shared[name] = nil
@@ -106,7 +110,7 @@ final class RoomRegistry {
     }
 
     /// Every live shared room with its member count.
-    var sharedRooms: [(room: Room, members: Int)] { shared.values.map { ($0.room, $0.members) } }
+    var sharedRooms: [(room: any RoomEndpoint, members: Int)] { shared.values.map { ($0.room, $0.members) } }
 }
 
 extension ViewModelKind {

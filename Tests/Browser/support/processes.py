@@ -109,9 +109,6 @@ class Server:
         except OSError:
             pass
 
-    def serves_dashboard(self):
-        return http_get(self.http + "/")[0] == 200
-
 
 def mint_token(secret, rooms="*", admin=False, ttl=600):
     """A token from `tetherd token`."""

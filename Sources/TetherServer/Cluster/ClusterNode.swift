@@ -1,0 +1,224 @@
+import Foundation
+import Logging
+import Synchronization
+import TetherJSON
+import TetherNATS
+import TetherState
+
+/// This process as a node of a Tether cluster on NATS JetStream: the connection, the streams
+/// that hold every room's log, and the KV buckets for room ownership, room snapshots and node
+/// liveness. docs/CLUSTER.md explains the design.
+///
+/// Subjects, for a room whose escaped name is T on stream shard S:
+/// - `tether.log.S.T`: the room's log (every version step, appended by its owner, checked);
+/// - `tether.fan.S.T`: the same messages republished once stored, to every node with interest;
+/// - `tether.act.T`: actions forwarded to the room's owner (request/reply).
+final class ClusterNode: Sendable {
+    let name: String
+    let connection: NATSConnection
+    let jetStream: JetStream
+    /// Room token → owning node; entries expire after the lease unless renewed.
+    let owners: NATSKeyValue
+    /// Room token → the room's latest snapshot (epoch, version, stream sequence, state).
+    let snapshots: NATSKeyValue
+    /// Node name → its heartbeat (rooms, connections), expiring when the node stops beating.
+    let nodes: NATSKeyValue
+    let streamCount: Int
+    let lease: Duration
+    let metrics: ServerMetrics
+    let logger: Logger
+    /// Rooms this node owns now, and the nodes it saw at the last heartbeat.
+    private let state = Mutex(State())
+    private let heartbeat = Mutex<Task<Void, Never>?>(nil)
+    /// Set when closing on purpose, so the connection's last event is not reported as a loss.
+    private let leaving: LeavingFlag
+
+    private struct State {
+        var ownedRooms: Set<String> = []
+        var seenNodes: [String: JSON] = [:]
+        var connectionCount = 0
+    }
+
+    /// Log messages kept per room: enough to rebuild from the latest snapshot (one every
+    /// `snapshotInterval` versions, or every `snapshotInterval` merged appends) with room to spare.
+    static let logMessagesPerRoom: Int64 = 2_000
+    static let snapshotInterval = 100
+
+    private init(name: String, connection: NATSConnection, jetStream: JetStream, owners: NATSKeyValue, snapshots: NATSKeyValue,
+                 nodes: NATSKeyValue, streamCount: Int, lease: Duration, metrics: ServerMetrics, logger: Logger, leaving: LeavingFlag) {
+        self.leaving = leaving
+        self.name = name
+        self.connection = connection
+        self.jetStream = jetStream
+        self.owners = owners
+        self.snapshots = snapshots
+        self.nodes = nodes
+        self.streamCount = streamCount
+        self.lease = lease
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Connects and makes sure the streams and buckets exist; one clear error otherwise.
+    static func join(configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) async throws(StartupError) -> ClusterNode {
+        let name = configuration.nodeName ?? "\(ProcessInfo.processInfo.hostName.split(separator: ".").first ?? "node")-\(RandomID.make(length: 4))"
+        var options = NATSConnection.Options(urls: configuration.natsURLs, name: "tetherd \(name)")
+        let leaving = LeavingFlag()
+        options.pingInterval = .seconds(2)
+        let connection: NATSConnection
+        do {
+            connection = try await NATSConnection.connect(options) { event in
+                switch event {
+                case .disconnected where leaving.value.load(ordering: .relaxed): break
+                case .disconnected: logger.warning("cluster: lost the NATS connection; actions get unavailable until it returns")
+                case .reconnected(let url): logger.notice("cluster: NATS connection back (\(url))")
+                case .error(let message): logger.warning("cluster: NATS: \(message)")
+                case .closed: break
+                }
+            }
+        } catch {
+            throw .clusterUnreachable(error.description)
+        }
+        do {
+            let jetStream = try connection.jetStream(timeout: .seconds(5))
+            for shard in 0..<configuration.clusterStreams {
+                _ = try await whileElecting(logger) {
+                    try await jetStream.addOrUpdateStream(JetStream.StreamConfiguration(
+                        name: "TETHER_LOG_\(shard)", subjects: ["tether.log.\(shard).>"], replicas: configuration.clusterReplicas,
+                        storage: .file, maxMessagesPerSubject: logMessagesPerRoom, duplicateWindow: .seconds(120),
+                        rePublish: .init(source: "tether.log.\(shard).>", destination: "tether.fan.\(shard).>")))
+                }
+            }
+            let replicas = configuration.clusterReplicas
+            let owners = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_OWNERS", ttl: configuration.ownershipLease, replicas: replicas) }
+            let snapshots = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_SNAPSHOTS", replicas: replicas) }
+            let nodes = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_NODES", ttl: .seconds(6), replicas: replicas) }
+            let node = ClusterNode(name: name, connection: connection, jetStream: jetStream, owners: owners, snapshots: snapshots,
+                                   nodes: nodes, streamCount: configuration.clusterStreams, lease: configuration.ownershipLease,
+                                   metrics: metrics, logger: logger, leaving: leaving)
+            logger.info("cluster: joined as node \(name) (\(configuration.clusterStreams) log streams, \(configuration.clusterReplicas) replicas, lease \(configuration.ownershipLease))")
+            return node
+        } catch let error as NATSError {
+            leaving.value.store(true, ordering: .relaxed)
+            connection.close()
+            throw .clusterStorage(error.description)
+        } catch {
+            leaving.value.store(true, ordering: .relaxed)
+            connection.close()
+            throw .clusterStorage("\(error)")
+        }
+    }
+
+    /// Runs `setup`, again while JetStream has no meta leader yet (a cluster starting with its
+    /// NATS servers), for up to 30 seconds.
+    private static func whileElecting<T>(_ logger: Logger, _ setup: () async throws -> T) async throws -> T {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            do {
+                return try await setup()
+            } catch let error as NATSError {
+                guard case .streamNotCreated(_, "jetstream", _) = error, ContinuousClock.now < deadline else { throw error }
+                logger.debug("cluster: JetStream not answering yet; waiting for its leader")
+                try await Task.sleep(for: .milliseconds(500))
+            }
+        }
+    }
+
+    func leave() {
+        leaving.value.store(true, ordering: .relaxed)
+        heartbeat.withLock { $0?.cancel() }
+        nodes.delete(name) { _ in }
+        connection.close()
+    }
+
+    // MARK: Subjects
+
+    func token(_ room: String) -> String { NATSSubject.escape(room) }
+
+    /// The stream shard of a room: a stable hash of its name.
+    func shard(_ room: String) -> Int {
+        var hash: UInt32 = 2_166_136_261  // FNV-1a
+        for byte in room.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return Int(hash % UInt32(streamCount))
+    }
+
+    func stream(_ room: String) -> String { "TETHER_LOG_\(shard(room))" }
+    func logSubject(_ room: String) -> String { "tether.log.\(shard(room)).\(token(room))" }
+    func fanSubject(_ room: String) -> String { "tether.fan.\(shard(room)).\(token(room))" }
+    func actionSubject(_ room: String) -> String { "tether.act.\(token(room))" }
+
+    // MARK: Ownership bookkeeping
+
+    func didTakeOwnership(of room: String) {
+        state.withLock { _ = $0.ownedRooms.insert(room) }
+        metrics.ownershipChanges.increment()
+    }
+
+    func didReleaseOwnership(of room: String) {
+        state.withLock { _ = $0.ownedRooms.remove(room) }
+    }
+
+    var ownedRooms: [String] { state.withLock { $0.ownedRooms.sorted() } }
+
+    // MARK: Heartbeat and status
+
+    /// Writes this node's heartbeat every second and reads the others'. `connections` is read
+    /// from the hub each time.
+    func startHeartbeat(connections: @escaping @Sendable () -> Int) {
+        let task = Task { [self] in
+            while !Task.isCancelled {
+                let count = connections()
+                let beat: JSON = ["name": .string(name), "rooms": .int(ownedRooms.count), "connections": .int(count)]
+                _ = try? await nodes.put(name, beat.encoded())
+                if let keys = try? await nodes.keys() {
+                    var seen: [String: JSON] = [:]
+                    for key in keys {
+                        if let entry = try? await nodes.get(key), let value = try? JSONParser().parse(entry.value) { seen[key] = value }
+                    }
+                    state.withLock { $0.seenNodes = seen }
+                }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+        heartbeat.withLock { $0 = task }
+    }
+
+    /// The nodes whose heartbeats this node sees, as the dashboard lists them.
+    var nodesJSON: [JSON] {
+        state.withLock { state in
+            state.seenNodes.keys.sorted().map { name in
+                let beat = state.seenNodes[name]!
+                return ["name": .string(name), "alive": true, "rooms": beat["rooms"] ?? 0, "connections": beat["connections"] ?? 0]
+            }
+        }
+    }
+
+    /// `GET /cluster`: this node, the nodes it sees, the rooms it owns.
+    var statusJSON: JSON {
+        state.withLock { state in
+            [
+                "node": .string(name),
+                "connected": .bool(connection.isConnected),
+                "nodes": .array(state.seenNodes.keys.sorted().map { state.seenNodes[$0]! }),
+                "ownedRooms": .array(state.ownedRooms.sorted().map(JSON.string)),
+            ]
+        }
+    }
+}
+
+/// Shared rooms as a cluster's: a `ClusteredRoom` per room on this node.
+struct ClusterRoomFactory: RoomFactory {
+    let node: ClusterNode
+    let environment: RoomEnvironment
+
+    func makeRoom(named name: String, kind: ViewModelKind, after predecessor: (any RoomEndpoint)?,
+                  output: any RoomOutput) -> any RoomEndpoint {
+        let room = ClusteredRoom(name: name, kind: kind, node: node, environment: environment, output: output)
+        room.start(after: predecessor)
+        return room
+    }
+}
+
+final class LeavingFlag: Sendable {
+    let value = Atomic(false)
+}

@@ -1,0 +1,750 @@
+import Dispatch
+import Logging
+import TetherJSON
+import TetherNATS
+import TetherProtocol
+import TetherState
+
+/// A shared room on one node of a cluster.
+///
+/// Every node with interest in the room keeps a *replica*: the room's document, epoch, version
+/// and recent history, built from the room's log (its latest snapshot, then the log after it)
+/// and kept current by the log's republished messages, checked for gaps by stream sequence. The
+/// replica serves this node's joins and fans each version out to this node's subscribers,
+/// sharing the frame bytes the owner encoded.
+///
+/// One node at a time *owns* the room: it runs the ViewModel (a local `Room`) and appends each
+/// version step to the log with a checked append (expected last sequence plus a message id per
+/// slot), which is the fence: two nodes that both believe they own the room can never both
+/// extend its history. A lease in a KV bucket keeps owners from fighting; it is not trusted for
+/// safety. Actions arriving on another node are forwarded to the owner; acks return to the
+/// client only once its node's replica has delivered that version, so "patch before ack" holds.
+///
+/// Threading rule: all state is confined to `queue` (a room executor); NATS callbacks, the
+/// hub and the owner's `Room` hand their work to it. Hence `@unchecked Sendable`.
+final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
+    let name: String
+    let kind: ViewModelKind
+    private let node: ClusterNode
+    private let environment: RoomEnvironment
+    private let output: any RoomOutput
+    fileprivate let queue: any RoomExecutor
+    private var logger: Logger { environment.logger }
+
+    // Replica.
+    private enum Phase { case loading, ready, stopped }
+    private var phase = Phase.loading
+    private var epoch: String?
+    private var version = 0
+    private var document: JSON = .null
+    /// Stream sequence of the last log message applied.
+    private var lastSequence: UInt64 = 0
+    private var history: PatchHistory
+    private var subscribers: Set<SessionHandle> = []
+    private var subscriberList: [SessionHandle] = []
+    private var snapshotCache: (version: Int, frame: [UInt8])?
+    private var isCatchingUp = false
+    /// Live messages that arrived while the log was being read.
+    private var liveBuffer: [NATSMessage] = []
+    private var fanSubscription: NATSSubscription?
+    private var waitingJoins: [(SessionHandle, ResumePoint?, Int?)] = []
+    private var waitingActions: [(String, JSON?, ActionReplyTarget)] = []
+    /// Acks and errors to deliver once the replica reached `version` (patch before ack).
+    private var pendingReplies: [(version: Int, delivery: RoomDelivery)] = []
+    private var lastSnapshotVersion = 0
+    private var checkTimer: (any ServerTimer)?
+
+    // Ownership.
+    private struct Ownership {
+        let room: Room
+        var leaseRevision: UInt64
+        let actions: NATSSubscription
+        let renewal: any ServerTimer
+    }
+    private var ownership: Ownership?
+    private var isAcquiring = false
+    private var afterAcquiring: [(Bool) -> Void] = []
+
+    // Appends (owner only).
+    private enum Append {
+        case patch(PatchFrame)
+        case epochStart(epoch: String, version: Int, frame: [UInt8])
+    }
+    private var appendQueue: [Append] = []
+    private var inFlight: (entry: LogEntry, count: Int, firstTried: ContinuousClock.Instant, sent: ContinuousClock.Instant)?
+    private var appendedSequence: UInt64 = 0
+    private var appendedVersion = 0
+    /// The owner's last produced version: replies produced now wait for it.
+    private var producedVersion = 0
+    /// Replies for forwarding nodes, released once their version is stored.
+    private var remoteReplies: [(version: Int, outcome: ActionOutcome, respond: @Sendable (ActionOutcome) -> Void)] = []
+
+    nonisolated let stopped = DispatchGroup()
+    let published = RoomVersionCell(epoch: "")
+    static let appendGiveUp: Duration = .seconds(10)
+    static let maxAppendBytes = 256 << 10
+
+    init(name: String, kind: ViewModelKind, node: ClusterNode, environment: RoomEnvironment, output: any RoomOutput) {
+        self.name = name
+        self.kind = kind
+        self.node = node
+        self.environment = environment
+        self.output = output
+        self.queue = environment.runtime.makeRoomExecutor(name)
+        self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
+                                    maxBytes: environment.configuration.historyMaxBytes)
+        stopped.enter()
+    }
+
+    // MARK: Endpoint
+
+    func start(after predecessor: (any RoomEndpoint)?) {
+        queue.execute { [self] in
+            predecessor?.waitUntilStopped()
+            subscribeToLog()
+            loadSnapshot()
+            let interval = node.lease / 2
+            checkTimer = environment.runtime.clock.startTimer(every: interval) { [self] in queue.execute { self.checkOwner() } }
+        }
+    }
+
+    func join(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
+        queue.execute { [self] in
+            guard phase == .ready, epoch != nil else {
+                waitingJoins.append((session, since, id))
+                if phase == .ready { ensureOwner() }
+                return
+            }
+            subscribe(session, since: since, id: id)
+        }
+    }
+
+    func leave(_ session: SessionHandle) {
+        queue.execute { [self] in
+            if subscribers.remove(session) != nil { subscriberList = Array(subscribers) }
+            waitingJoins.removeAll { $0.0 == session }
+        }
+    }
+
+    func resync(_ session: SessionHandle) {
+        queue.execute { [self] in
+            guard subscribers.contains(session), epoch != nil else { return }
+            output.deliver([snapshot(for: session)])
+        }
+    }
+
+    func perform(_ action: String, args: JSON?, id: Int, from session: SessionHandle) {
+        queue.execute { [self] in act(action, args: args, replyTo: .session(session, id: id, room: name)) }
+    }
+
+    func stop() {
+        queue.execute { [self] in finish() }
+    }
+
+    func waitUntilStopped() { stopped.wait() }
+
+    func stopAndWait() async {
+        stop()
+        await withCheckedContinuation { continuation in
+            stopped.notify(queue: .global()) { continuation.resume() }
+        }
+    }
+
+    // MARK: Replica: loading and following the log
+
+    private func subscribeToLog() {
+        do {
+            fanSubscription = try node.connection.subscribe(node.fanSubject(name)) { [self] message in
+                queue.execute { self.receiveLive(message) }
+            }
+        } catch {
+            logger.error("cluster: room \(name): cannot follow its log: \(error)")
+        }
+    }
+
+    private func loadSnapshot() {
+        isCatchingUp = true
+        node.snapshots.get(node.token(name)) { [self] result in
+            queue.execute { self.snapshotLoaded(result) }
+        }
+    }
+
+    private func snapshotLoaded(_ result: Result<NATSKeyValue.Entry?, NATSError>) {
+        guard phase != .stopped else { return }
+        switch result {
+        case .failure(let error):
+            logger.warning("cluster: room \(name): cannot read its snapshot (\(error)); retrying")
+            retry(after: .milliseconds(500)) { $0.loadSnapshot() }
+        case .success(let entry):
+            if let entry, let snapshot = ClusterSnapshot(entry.value) {
+                epoch = snapshot.epoch
+                version = snapshot.version
+                published.epoch = snapshot.epoch
+                published.version = snapshot.version
+                document = snapshot.state
+                lastSequence = snapshot.sequence
+                lastSnapshotVersion = snapshot.version
+                history.removeAll()
+            }
+            catchUp()
+        }
+    }
+
+    /// Reads the log after `lastSequence` to its end, then applies what arrived live meanwhile.
+    private func catchUp() {
+        isCatchingUp = true
+        node.metrics.catchUps.increment()
+        let start = lastSequence + 1
+        node.jetStream.read(stream: node.stream(name), subject: node.logSubject(name), from: start, handler: { [self] stored in
+            queue.execute { self.apply(stored.headers, stored.data, sequence: stored.sequence) }
+        }, completion: { [self] result in
+            queue.execute { self.caughtUp(result) }
+        })
+    }
+
+    private func caughtUp(_ result: Result<UInt64?, NATSError>) {
+        guard phase != .stopped else { return }
+        if case .failure(let error) = result {
+            logger.warning("cluster: room \(name): reading its log failed (\(error)); retrying")
+            retry(after: .milliseconds(500)) { $0.catchUp() }
+            return
+        }
+        isCatchingUp = false
+        let buffered = liveBuffer
+        liveBuffer.removeAll()
+        for message in buffered { receiveLive(message) }
+        guard !isCatchingUp, phase == .loading else { return }
+        phase = .ready
+        ensureOwner()
+        serveWaiting()
+        drainWaitingActions()
+    }
+
+    private func receiveLive(_ message: NATSMessage) {
+        guard phase != .stopped else { return }
+        if isCatchingUp {
+            liveBuffer.append(message)
+            return
+        }
+        guard let sequence = message.headers["Nats-Sequence"].flatMap({ UInt64($0) }) else { return }
+        if sequence <= lastSequence { return }  // read already while catching up
+        let previous = message.headers["Nats-Last-Sequence"].flatMap { UInt64($0) } ?? 0
+        guard previous == lastSequence else {
+            // A gap: something between was missed. Read it from the log before going on.
+            logger.debug("cluster: room \(name): gap after sequence \(lastSequence) (next says \(previous)); catching up")
+            liveBuffer.append(message)
+            catchUp()
+            return
+        }
+        apply(message.headers, message.data, sequence: sequence)
+    }
+
+    /// Applies one log message: a version step fans out to this node's subscribers.
+    private func apply(_ headers: NATSHeaders, _ data: [UInt8], sequence: UInt64) {
+        guard sequence > lastSequence else { return }
+        guard let entry = LogEntry(headers: headers, data: data) else {
+            logger.error("cluster: room \(name): log message \(sequence) is not a Tether entry; skipped")
+            lastSequence = sequence
+            return
+        }
+        switch entry.kind {
+        case .snapshot:
+            guard case .snapshot(_, let newEpoch, let newVersion, let state)? = try? ServerMessage.decode(entry.frame) else { return }
+            epoch = newEpoch
+            version = newVersion
+            published.epoch = newEpoch
+            published.version = newVersion
+            document = state
+            history.removeAll()
+            snapshotCache = (newVersion, entry.frame)
+            lastSequence = sequence
+            // A new epoch: everyone here starts over from its snapshot.
+            output.deliver(subscriberList.map { .message(.snapshot(room: name, version: newVersion, frame: entry.frame), to: $0) })
+            serveWaiting()
+        case .patch:
+            guard entry.epoch == epoch, entry.from == version,
+                  case .patch(_, _, _, _, let operations)? = try? ServerMessage.decode(entry.frame) else {
+                logger.error("cluster: room \(name): log message \(sequence) (\(entry.epoch) \(entry.from)->\(entry.version)) does not continue version \(version) of \(epoch ?? "no epoch"); reloading")
+                reload()
+                return
+            }
+            do {
+                try document.apply(operations)
+            } catch {
+                logger.error("cluster: room \(name): log message \(sequence) does not apply (\(error)); reloading")
+                reload()
+                return
+            }
+            version = entry.version
+            published.version = version
+            lastSequence = sequence
+            if let patch = PatchFrame(room: name, epoch: entry.epoch, from: entry.from, version: entry.version, encodedFrame: entry.frame,
+                                     compressAbove: environment.configuration.compressionThreshold) {
+                history.append(patch)
+                if !subscriberList.isEmpty { output.deliver([.patch(patch, to: subscriberList)]) }
+            }
+        }
+        releaseReplies()
+        if ownership != nil, version - lastSnapshotVersion >= ClusterNode.snapshotInterval { writeSnapshot() }
+    }
+
+    /// Starts the replica over from the latest snapshot (the log disagreed with it).
+    private func reload() {
+        epoch = nil
+        version = 0
+        document = .null
+        lastSequence = 0
+        history.removeAll()
+        snapshotCache = nil
+        loadSnapshot()
+    }
+
+    private func writeSnapshot() {
+        guard let epoch else { return }
+        lastSnapshotVersion = version
+        let snapshot = ClusterSnapshot(epoch: epoch, version: version, sequence: lastSequence, state: document)
+        node.snapshots.put(node.token(name), snapshot.encoded) { [logger, name] result in
+            if case .failure(let error) = result { logger.warning("cluster: room \(name): snapshot not written: \(error)") }
+        }
+    }
+
+    // MARK: Replica: subscribers and replies
+
+    private func serveWaiting() {
+        guard phase == .ready, epoch != nil else { return }
+        let joins = waitingJoins
+        waitingJoins.removeAll()
+        for (session, since, id) in joins { subscribe(session, since: since, id: id) }
+    }
+
+    private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
+        guard let epoch else { return }
+        if subscribers.insert(session).inserted { subscriberList = Array(subscribers) }
+        var deliveries: [RoomDelivery]
+        if let since, since.epoch == epoch, let missing = history.patches(after: since.version, newest: version) {
+            node.metrics.resumes(fromHistory: true)
+            let patches = missing.isEmpty ? [PatchFrame(room: name, epoch: epoch, from: version, version: version, operations: [])] : missing
+            deliveries = patches.map { .message(.patch($0), to: session) }
+        } else {
+            if since != nil { node.metrics.resumes(fromHistory: false) }
+            deliveries = [snapshot(for: session)]
+        }
+        if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: version).encoded()), to: session)) }
+        output.deliver(deliveries)
+    }
+
+    private func snapshot(for session: SessionHandle) -> RoomDelivery {
+        let frame: [UInt8]
+        if let cached = snapshotCache, cached.version == version {
+            frame = cached.frame
+        } else {
+            frame = ServerMessage.snapshot(room: name, epoch: epoch ?? "", version: version, state: document).encoded()
+            snapshotCache = (version, frame)
+        }
+        return .message(.snapshot(room: name, version: version, frame: frame), to: session)
+    }
+
+    /// Delivers `delivery` once this node's replica has delivered `version`.
+    private func deliver(_ delivery: RoomDelivery, afterVersion version: Int) {
+        if self.version >= version, epoch != nil {
+            output.deliver([delivery])
+        } else {
+            pendingReplies.append((version, delivery))
+        }
+    }
+
+    private func releaseReplies() {
+        guard !pendingReplies.isEmpty else { return }
+        let due = pendingReplies.filter { $0.version <= version }
+        guard !due.isEmpty else { return }
+        pendingReplies.removeAll { $0.version <= version }
+        output.deliver(due.map(\.delivery))
+    }
+
+    // MARK: Actions
+
+    private func act(_ action: String, args: JSON?, replyTo target: ActionReplyTarget, attempt: Int = 0) {
+        guard phase != .stopped else { return reply(.failed(Self.unavailable("room \(name) is closing on this node")), to: target, afterVersion: 0) }
+        if let ownership {
+            ownership.room.perform(action, args: args, replyTo: target)
+            return
+        }
+        guard phase == .ready else {
+            waitingActions.append((action, args, target))
+            return
+        }
+        node.metrics.forwardedActions.increment()
+        node.connection.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args), timeout: .seconds(5)) { [self] result in
+            queue.execute { self.forwarded(result, action: action, args: args, target: target, attempt: attempt) }
+        }
+    }
+
+    private func forwarded(_ result: Result<NATSMessage, NATSError>, action: String, args: JSON?, target: ActionReplyTarget, attempt: Int) {
+        switch result {
+        case .success(let message):
+            let outcome = ForwardedAction.parseReply(message.data)
+            if case .applied(let version) = outcome {
+                reply(outcome, to: target, afterVersion: version)
+            } else {
+                reply(outcome, to: target, afterVersion: 0)
+            }
+        case .failure(.noResponders):
+            // Nobody owns the room (or its owner just died): take it, or wait for its lease to end.
+            let limit = Int((node.lease + .seconds(3)) / .milliseconds(250))
+            guard attempt < limit else {
+                return reply(.failed(Self.unavailable("room \(name) has no owner the cluster can reach")), to: target, afterVersion: 0)
+            }
+            acquireOwnership { [self] acquired in
+                if acquired {
+                    act(action, args: args, replyTo: target, attempt: attempt + 1)
+                } else {
+                    retry(after: .milliseconds(250)) { $0.act(action, args: args, replyTo: target, attempt: attempt + 1) }
+                }
+            }
+        case .failure(let error):
+            reply(.failed(Self.unavailable("the room's owner did not answer (\(error)); the action may or may not have been applied")),
+                  to: target, afterVersion: 0)
+        }
+    }
+
+    private func reply(_ outcome: ActionOutcome, to target: ActionReplyTarget, afterVersion version: Int) {
+        switch target {
+        case .session: deliver(.reply(outcome, to: target), afterVersion: version)
+        case .remote(let respond): respond(outcome)
+        }
+    }
+
+    static func unavailable(_ message: String) -> ProtocolError { ProtocolError(.unavailable, message) }
+
+    /// An action forwarded here by another node.
+    private func receiveForwarded(_ message: NATSMessage) {
+        let respond: @Sendable (ActionOutcome) -> Void = { outcome in try? message.respond(ForwardedAction.reply(outcome)) }
+        guard let ownership else {
+            // Not the owner any more: the sender's node sees this and retries on the new owner.
+            respond(.failed(Self.unavailable("room \(name) is changing owners; try again")))
+            return
+        }
+        guard let (action, args) = ForwardedAction.parseRequest(message.data) else {
+            respond(.failed(ProtocolError(.badMessage, "unreadable forwarded action")))
+            return
+        }
+        ownership.room.perform(action, args: args, replyTo: .remote(respond))
+    }
+
+    // MARK: Ownership
+
+    /// Makes sure somebody owns the room (so its timers run and actions have a home).
+    private func ensureOwner() {
+        guard ownership == nil, !isAcquiring, phase == .ready else { return }
+        node.owners.get(node.token(name)) { [self] result in
+            queue.execute {
+                if case .success(nil) = result { self.acquireOwnership { _ in } }
+            }
+        }
+    }
+
+    /// Every half lease: a room with subscribers here and no owner gets one (failover).
+    private func checkOwner() {
+        guard phase == .ready, ownership == nil, !subscribers.isEmpty || !waitingJoins.isEmpty else { return }
+        ensureOwner()
+    }
+
+    private func acquireOwnership(then done: @escaping (Bool) -> Void) {
+        if ownership != nil { return done(true) }
+        afterAcquiring.append(done)
+        guard !isAcquiring else { return }
+        isAcquiring = true
+        let token = node.token(name)
+        node.owners.create(token, Array(node.name.utf8)) { [self] result in
+            queue.execute {
+                switch result {
+                case .success(let revision):
+                    self.takeOver(leaseRevision: revision)
+                case .failure(.keyExists):
+                    // Ours from before a restart under the same node name? Then take it back.
+                    self.node.owners.get(token) { result in
+                        self.queue.execute {
+                            if case .success(let entry?) = result, entry.value == Array(self.node.name.utf8) {
+                                self.takeOver(leaseRevision: entry.revision)
+                            } else {
+                                self.finishAcquiring(false)
+                            }
+                        }
+                    }
+                case .failure:
+                    self.finishAcquiring(false)
+                }
+            }
+        }
+    }
+
+    private func finishAcquiring(_ acquired: Bool) {
+        isAcquiring = false
+        let waiting = afterAcquiring
+        afterAcquiring.removeAll()
+        for done in waiting { done(acquired) }
+    }
+
+    /// The lease is ours: read the log to its end, then run the ViewModel from its state.
+    private func takeOver(leaseRevision: UInt64) {
+        guard phase != .stopped else { return finishAcquiring(false) }
+        // Catch up first: the previous owner's last versions may not have reached us yet.
+        node.jetStream.read(stream: node.stream(name), subject: node.logSubject(name), from: lastSequence + 1, handler: { [self] stored in
+            queue.execute { self.apply(stored.headers, stored.data, sequence: stored.sequence) }
+        }, completion: { [self] result in
+            queue.execute {
+                if case .failure(let error) = result {
+                    self.logger.warning("cluster: room \(self.name): cannot read its log to take it over (\(error))")
+                    self.node.owners.delete(self.node.token(self.name)) { _ in }
+                    return self.finishAcquiring(false)
+                }
+                self.becomeOwner(leaseRevision: leaseRevision)
+            }
+        })
+    }
+
+    private func becomeOwner(leaseRevision: UInt64) {
+        var restored: RestoredRoom?
+        if let epoch {
+            // The same epoch continues when the ViewModel takes the state; else a new epoch.
+            if (try? kind.instantiate(room: name).restore(from: document)) != nil {
+                restored = RestoredRoom(epoch: epoch, version: version, state: document)
+            } else {
+                logger.error("cluster: room \(name): its state no longer restores into \(kind.name); starting a new epoch")
+            }
+        }
+        var ownerEnvironment = environment
+        ownerEnvironment.store = nil
+        let room = Room(name: name, kind: kind, environment: ownerEnvironment, output: OwnerOutput(room: self), restoring: restored)
+        room.start(after: nil)
+        appendedSequence = lastSequence
+        appendedVersion = version
+        producedVersion = version
+        let subscription: NATSSubscription
+        do {
+            subscription = try node.connection.subscribe(node.actionSubject(name)) { [self] message in
+                queue.execute { self.receiveForwarded(message) }
+            }
+        } catch {
+            logger.warning("cluster: room \(name): cannot take forwarded actions (\(error)); not taking it over")
+            room.stop()
+            node.owners.delete(node.token(name)) { _ in }
+            return finishAcquiring(false)
+        }
+        let renewal = environment.runtime.clock.startTimer(every: node.lease / 3) { [self] in queue.execute { self.renewLease() } }
+        ownership = Ownership(room: room, leaseRevision: leaseRevision, actions: subscription, renewal: renewal)
+        node.didTakeOwnership(of: name)
+        logger.info("cluster: node \(node.name) owns room \(name) from version \(version) of \(restored?.epoch ?? "a new epoch")")
+        if restored == nil {
+            // A new epoch starts with its snapshot in the log, before any version step.
+            isAcquiring = true
+            room.readSnapshot { [self] epoch, version, frame in
+                queue.execute {
+                    self.appendQueue.insert(.epochStart(epoch: epoch, version: version, frame: frame), at: 0)
+                    self.producedVersion = version
+                    self.sendAppend()
+                    self.finishAcquiring(true)
+                    self.drainWaitingActions()
+                }
+            }
+        } else {
+            finishAcquiring(true)
+            drainWaitingActions()
+        }
+    }
+
+    private func drainWaitingActions() {
+        let actions = waitingActions
+        waitingActions.removeAll()
+        for (action, args, target) in actions { act(action, args: args, replyTo: target) }
+    }
+
+    private func renewLease() {
+        guard let revision = ownership?.leaseRevision else { return }
+        node.owners.update(node.token(name), Array(node.name.utf8), lastRevision: revision) { [self] result in
+            queue.execute {
+                switch result {
+                case .success(let newRevision): self.ownership?.leaseRevision = newRevision
+                case .failure(.wrongRevision), .failure(.keyExists):
+                    self.stepDown("another node holds its lease now", releaseLease: false)
+                case .failure(let error):
+                    self.logger.debug("cluster: room \(self.name): lease not renewed (\(error)); the log still fences")
+                }
+            }
+        }
+    }
+
+    /// Stops owning: the ViewModel stops, unstored turns are dropped (their actions get
+    /// `unavailable`), the replica goes on following the log.
+    private func stepDown(_ reason: String, releaseLease: Bool) {
+        guard let ownership else { return }
+        logger.notice("cluster: node \(node.name) stops owning room \(name): \(reason)")
+        self.ownership = nil
+        ownership.room.stop()
+        ownership.actions.unsubscribe()
+        ownership.renewal.cancel()
+        node.didReleaseOwnership(of: name)
+        if releaseLease { node.owners.delete(node.token(name)) { _ in } }
+        appendQueue.removeAll()
+        inFlight = nil
+        let failure = ActionOutcome.failed(Self.unavailable("room \(name) changed owners before this action was stored; try again"))
+        for pending in remoteReplies { pending.respond(failure) }
+        remoteReplies.removeAll()
+        let unreached = pendingReplies.filter { $0.version > version }
+        pendingReplies.removeAll { $0.version > version }
+        for pending in unreached {
+            if case .reply(_, let target) = pending.delivery { output.deliver([.reply(failure, to: target)]) }
+        }
+    }
+
+    // MARK: Appending (owner)
+
+    /// What the owner's ViewModel produced (from its `Room`).
+    fileprivate func ownerProduced(_ deliveries: [RoomDelivery]) {
+        guard ownership != nil else {
+            for case .reply(_, let target) in deliveries {
+                reply(.failed(Self.unavailable("room \(name) changed owners; try again")), to: target, afterVersion: 0)
+            }
+            return
+        }
+        for delivery in deliveries {
+            switch delivery {
+            case .patch(let patch, _):
+                appendQueue.append(.patch(patch))
+                producedVersion = patch.version
+            case .reply(let outcome, .remote(let respond)):
+                remoteReplies.append((producedVersion, outcome, respond))
+            case .reply(let outcome, let target):
+                deliver(.reply(outcome, to: target), afterVersion: producedVersion)
+            case .message:
+                break  // the owner's Room has no subscribers: this node's replica serves them
+            }
+        }
+        releaseRemoteReplies()
+        sendAppend()
+    }
+
+    /// Appends the next batch: one epoch start, or consecutive patches merged into one message.
+    private func sendAppend() {
+        guard inFlight == nil, !appendQueue.isEmpty, ownership != nil else { return }
+        let entry: LogEntry
+        var count = 1
+        switch appendQueue[0] {
+        case .epochStart(let epoch, let version, let frame):
+            entry = LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node.name, frame: frame)
+        case .patch(let first):
+            var last = first
+            var bytes = first.operations.count
+            while count < appendQueue.count, case .patch(let next) = appendQueue[count], next.epoch == first.epoch,
+                  next.from == last.version, bytes + next.operations.count <= Self.maxAppendBytes {
+                last = next
+                bytes += next.operations.count
+                count += 1
+            }
+            var frame = first.frame
+            if count > 1 {
+                let patches = appendQueue[0..<count].compactMap { item -> PatchFrame? in
+                    if case .patch(let patch) = item { patch } else { nil }
+                }
+                PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &frame)
+            }
+            entry = LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node.name, frame: frame)
+        }
+        let now = environment.runtime.clock.now
+        inFlight = (entry, count, now, now)
+        publish(entry)
+    }
+
+    private func publish(_ entry: LogEntry) {
+        node.jetStream.publish(node.logSubject(name), entry.frame, headers: entry.headers, messageID: entry.messageID(room: name),
+                               expectedLastSubjectSequence: appendedSequence, timeout: .seconds(2)) { [self] result in
+            queue.execute { self.appendFinished(result, entry: entry) }
+        }
+    }
+
+    private func appendFinished(_ result: Result<UInt64, NATSError>, entry: LogEntry) {
+        guard let current = inFlight, current.entry.messageID(room: name) == entry.messageID(room: name), ownership != nil else { return }
+        switch result {
+        case .success(let sequence):
+            confirm(sequence)
+        case .failure(.duplicate), .failure(.wrongLastSequence):
+            // Our own earlier try that was stored after all, or another owner's append: the
+            // subject's last message says which.
+            node.jetStream.lastMessage(stream: node.stream(name), subject: node.logSubject(name)) { [self] last in
+                queue.execute {
+                    if case .success(let stored?) = last, let storedEntry = LogEntry(headers: stored.headers, data: stored.data),
+                       storedEntry.node == self.node.name, storedEntry.messageID(room: self.name) == entry.messageID(room: self.name) {
+                        self.confirm(stored.sequence)
+                    } else {
+                        self.stepDown("another node appended to its log (fenced)", releaseLease: false)
+                    }
+                }
+            }
+        case .failure(let error):
+            guard environment.runtime.clock.now - current.firstTried < Self.appendGiveUp else {
+                stepDown("its log did not take a version for \(Self.appendGiveUp) (\(error))", releaseLease: true)
+                return
+            }
+            retry(after: .milliseconds(250)) { room in
+                guard room.inFlight?.entry.messageID(room: room.name) == entry.messageID(room: room.name) else { return }
+                room.publish(entry)
+            }
+        }
+    }
+
+    private func confirm(_ sequence: UInt64) {
+        guard let current = inFlight else { return }
+        node.metrics.appendLatency.record(environment.runtime.clock.now - current.sent)
+        appendedSequence = sequence
+        appendedVersion = current.entry.version
+        appendQueue.removeFirst(current.count)
+        inFlight = nil
+        releaseRemoteReplies()
+        sendAppend()
+    }
+
+    private func releaseRemoteReplies() {
+        guard !remoteReplies.isEmpty else { return }
+        let due = remoteReplies.filter { $0.version <= appendedVersion }
+        remoteReplies.removeAll { $0.version <= appendedVersion }
+        for reply in due { reply.respond(reply.outcome) }
+    }
+
+    // MARK: Stopping
+
+    private func finish() {
+        guard phase != .stopped else { return }
+        stepDown("the room left this node's memory", releaseLease: true)
+        phase = .stopped
+        fanSubscription?.unsubscribe()
+        fanSubscription = nil
+        checkTimer?.cancel()
+        let failure = ActionOutcome.failed(Self.unavailable("room \(name) is closing on this node"))
+        for (_, _, target) in waitingActions { reply(failure, to: target, afterVersion: 0) }
+        waitingActions.removeAll()
+        stopped.leave()
+    }
+
+    private func retry(after delay: Duration, _ work: @escaping @Sendable (ClusteredRoom) -> Void) {
+        let timer = TimerBox()
+        timer.timer = environment.runtime.clock.startTimer(every: delay) { [self] in
+            timer.timer?.cancel()
+            queue.execute { work(self) }
+        }
+    }
+}
+
+/// Holds a one-shot timer so its tick can cancel it.
+private final class TimerBox: @unchecked Sendable {
+    var timer: (any ServerTimer)?
+}
+
+/// The owner's `Room` delivers here: its version steps go to the log, its replies wait for them.
+private struct OwnerOutput: RoomOutput {
+    let room: ClusteredRoom
+
+    func deliver(_ deliveries: [RoomDelivery]) {
+        let room = self.room
+        room.queue.execute { room.ownerProduced(deliveries) }
+    }
+}

@@ -1,0 +1,101 @@
+import TetherJSON
+import TetherNATS
+import TetherProtocol
+
+/// One message of a room's log in the cluster: a version step (a patch frame, possibly
+/// spanning several versions) or the start of an epoch (a snapshot frame). The data is the
+/// frame exactly as clients receive it; the headers say what it is without parsing it.
+struct LogEntry: Sendable {
+    enum Kind: String, Sendable { case patch, snapshot }
+
+    var kind: Kind
+    var epoch: String
+    var from: Int
+    var version: Int
+    /// The node that appended it (to tell one's own retried append from another owner's).
+    var node: String
+    var frame: [UInt8]
+
+    var headers: NATSHeaders {
+        ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
+         "Tether-Version": String(version), "Tether-Node": node]
+    }
+
+    /// Every append of one slot (room, epoch, first version) carries the same id, so of two
+    /// owners continuing the same version only one append is stored (see docs/CLUSTER.md).
+    func messageID(room: String) -> String {
+        "\(room)/\(epoch)/\(kind == .snapshot ? "start-" : "")\(from)"
+    }
+
+    init(kind: Kind, epoch: String, from: Int, version: Int, node: String, frame: [UInt8]) {
+        self.kind = kind
+        self.epoch = epoch
+        self.from = from
+        self.version = version
+        self.node = node
+        self.frame = frame
+    }
+
+    init?(headers: NATSHeaders, data: [UInt8]) {
+        guard let kind = headers["Tether-Kind"].flatMap(Kind.init(rawValue:)), let epoch = headers["Tether-Epoch"],
+              let from = headers["Tether-From"].flatMap({ Int($0) }), let version = headers["Tether-Version"].flatMap({ Int($0) })
+        else { return nil }
+        self.init(kind: kind, epoch: epoch, from: from, version: version, node: headers["Tether-Node"] ?? "", frame: data)
+    }
+}
+
+/// A room's snapshot as the cluster keeps it (KV): the state at `version`, which the log message
+/// at stream sequence `sequence` produced. Rebuilding reads the log after `sequence`.
+struct ClusterSnapshot: Sendable {
+    var epoch: String
+    var version: Int
+    var sequence: UInt64
+    var state: JSON
+
+    var encoded: [UInt8] {
+        JSON.object(["epoch": .string(epoch), "version": .int(version), "sequence": .int(Int(sequence)), "state": state]).encoded()
+    }
+
+    init(epoch: String, version: Int, sequence: UInt64, state: JSON) {
+        self.epoch = epoch
+        self.version = version
+        self.sequence = sequence
+        self.state = state
+    }
+
+    init?(_ bytes: [UInt8]) {
+        guard let json = try? JSONParser().parse(bytes), let epoch = json["epoch"]?.stringValue,
+              let version = json["version"]?.intValue, let sequence = json["sequence"]?.intValue, let state = json["state"]
+        else { return nil }
+        self.init(epoch: epoch, version: version, sequence: UInt64(sequence), state: state)
+    }
+}
+
+/// An action forwarded to a room's owner, and its answer.
+enum ForwardedAction {
+    static func request(name: String, args: JSON?) -> [UInt8] {
+        JSON.object(["name": .string(name), "args": args ?? .null]).encoded()
+    }
+
+    static func parseRequest(_ bytes: [UInt8]) -> (name: String, args: JSON?)? {
+        guard let json = try? JSONParser().parse(bytes), let name = json["name"]?.stringValue else { return nil }
+        let args = json["args"]
+        return (name, args == .null ? nil : args)
+    }
+
+    static func reply(_ outcome: ActionOutcome) -> [UInt8] {
+        switch outcome {
+        case .applied(let version): return JSON.object(["version": .int(version)]).encoded()
+        case .failed(let error): return JSON.object(["code": .string(error.code.rawValue), "message": .string(error.message)]).encoded()
+        }
+    }
+
+    static func parseReply(_ bytes: [UInt8]) -> ActionOutcome {
+        guard let json = try? JSONParser().parse(bytes) else {
+            return .failed(ProtocolError(.internal, "the room's owner answered something unreadable"))
+        }
+        if let version = json["version"]?.intValue { return .applied(version: version) }
+        let code = json["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) ?? .internal
+        return .failed(ProtocolError(code, json["message"]?.stringValue ?? "failed"))
+    }
+}

@@ -1,0 +1,46 @@
+import TetherJSON
+import TetherProtocol
+import TetherState
+
+/// A room as the hub sees it: where the joins, leaves and actions for one room name go. Every
+/// method hands its work to the room's own executor and returns at once. A local `Room` is one;
+/// in a cluster, a `ClusteredRoom` fans out on this node and forwards actions to the room's
+/// owner.
+protocol RoomEndpoint: AnyObject, Sendable {
+    var name: String { get }
+    var kind: ViewModelKind { get }
+    /// The room's epoch and version as last produced, readable from any thread (the system room).
+    var published: RoomVersionCell { get }
+    /// Subscribes: first a snapshot, or the patches after `since`; with an `id`, an ack follows.
+    func join(_ session: SessionHandle, since: ResumePoint?, id: Int?)
+    func leave(_ session: SessionHandle)
+    /// After the session's queue overflowed: a fresh snapshot restarts its stream.
+    func resync(_ session: SessionHandle)
+    func perform(_ action: String, args: JSON?, id: Int, from session: SessionHandle)
+    /// Leaves memory (timers stop, state is kept where it is kept).
+    func stop()
+    /// Blocks until `stop()` has run: a new endpoint of the same name waits for its predecessor,
+    /// so it sees every version the predecessor committed. Called on the successor's executor.
+    func waitUntilStopped()
+    /// `stop()`, awaited (shutdown).
+    func stopAndWait() async
+}
+
+/// Makes the endpoints of new rooms. The local factory makes `Room`s; a cluster's makes
+/// `ClusteredRoom`s for shared kinds. Called on the hub's queue.
+protocol RoomFactory: Sendable {
+    func makeRoom(named name: String, kind: ViewModelKind, after predecessor: (any RoomEndpoint)?,
+                  output: any RoomOutput) -> any RoomEndpoint
+}
+
+/// Rooms in this process: each a `Room` on its own executor.
+struct LocalRoomFactory: RoomFactory {
+    let environment: RoomEnvironment
+
+    func makeRoom(named name: String, kind: ViewModelKind, after predecessor: (any RoomEndpoint)?,
+                  output: any RoomOutput) -> any RoomEndpoint {
+        let room = Room(name: name, kind: kind, environment: environment, output: output)
+        room.start(after: predecessor)
+        return room
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+import TetherJSON
+import TetherTestSupport
+
+/// What only the binary shows about settings: a mistake is one line on stderr and exit 64 (the
+/// loader's cases are in TetherServerTests' ConfigurationTests), and the environment reaches it.
+@Suite("tetherd settings", .timeLimit(.minutes(2)))
+struct SettingsTests {
+    static var tetherd: URL {
+        ProcessInfo.processInfo.environment["TETHERD"].map(URL.init(fileURLWithPath:)) ?? Daemon.executable("tetherd")
+    }
+
+    @Test func everyMistakeIsOneLineOnStderrAndExit64() throws {
+        let file = NSTemporaryDirectory() + "tether-settings-\(UUID().uuidString).yaml"
+        try "port: 0\nmax-room: 5\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { unlink(file) }
+        let environment = ProcessInfo.processInfo.environment
+        let cases: [(arguments: [String], environment: [String: String], says: String)] = [
+            (["--port", "0", "--nope"], [:], "unknown option --nope"),
+            (["--port", "x"], [:], "port: \"x\" is not an integer"),
+            (["--port", "0"], ["TETHERD_PROT": "1"], "unknown environment variable TETHERD_PROT"),
+            (["--port", "0"], ["TETHERD_MAX_ROOMS": "many"], "max-rooms: \"many\" is not an integer"),
+            (["--config", file], [:], "\(file): unknown setting \"max-room\""),
+        ]
+        for mistake in cases {
+            let run = try runProgram(Self.tetherd, ["--memory-only"] + mistake.arguments,
+                                     environment: environment.merging(mistake.environment) { _, new in new }, timeout: .seconds(10))
+            #expect(run.status == 64, "\(mistake.arguments) \(mistake.environment): status \(run.status), stderr \(run.stderr)")
+            let lines = run.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "one line, got: \(run.stderr)")
+            #expect(lines.first?.hasPrefix("tetherd: ") == true && run.stderr.contains(mistake.says), "\(run.stderr)")
+            #expect(run.stdout.isEmpty, "nothing on stdout: \(run.stdout)")
+        }
+    }
+
+    @Test func theEnvironmentAndTheFileReachTheDaemon() throws {
+        let file = NSTemporaryDirectory() + "tether-settings-\(UUID().uuidString).json"
+        try #"{"max-rooms": 2, "max-rooms-per-connection": 9}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { unlink(file) }
+        // max-rooms from the file; max-rooms-per-connection from the environment, over the file's.
+        let daemon = try Daemon(arguments: ["--config", file], environment: ["TETHERD_MAX_ROOMS_PER_CONNECTION": "1"])
+        defer { daemon.stop() }
+        func join(_ socket: RawWebSocket, _ room: String, id: Int) throws -> JSON {
+            try socket.sendText(#"{"type":"join","room":"\#(room)","id":\#(id)}"#)
+            return try socket.receiveJSON { $0["id"] == .int(id) }
+        }
+        let first = try RawWebSocket(port: daemon.port), second = try RawWebSocket(port: daemon.port)
+        #expect(try join(first, "counter", id: 1)["type"] == "ack")
+        let perConnection = try join(first, "todo", id: 2)
+        #expect(perConnection["code"] == "rate_limited" && perConnection["message"]?.stringValue?.contains("at most 1 rooms") == true, "\(perConnection)")
+        #expect(try join(second, "todo", id: 3)["type"] == "ack")
+        let third = try RawWebSocket(port: daemon.port)
+        let serverWide = try join(third, "gallery", id: 4)
+        #expect(serverWide["code"] == "rate_limited" && serverWide["message"]?.stringValue?.contains("maximum of 2 rooms") == true, "\(serverWide)")
+    }
+}

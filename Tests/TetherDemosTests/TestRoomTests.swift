@@ -1,0 +1,118 @@
+import Testing
+import TetherBinding
+import TetherDemos
+import TetherJSON
+import TetherState
+import TetherTesting
+
+/// TestRoom itself: each check must fail a test that breaks it (`withKnownIssue` fails when the
+/// expected issue is not recorded).
+@Suite("TestRoom")
+struct TestRoomTests {
+    @Test func anUnassertedChangeFailsTheTest() throws {
+        let room = TestRoom(Counter.self)
+        try withKnownIssue {
+            try room.send("increment")  // asserts nothing, changes /count
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains(#"Produced, not asserted: [{"op":"replace","path":"/count","value":1}]"#) }
+        }
+        #expect(room.state == ["count": 1])
+    }
+
+    @Test func aWrongValueOrAMissingOperationFailsTheTest() throws {
+        let room = TestRoom(Counter.self)
+        try withKnownIssue {
+            try room.send("increment", produces: [.replace(path: "/count", value: 2)])
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains(#"Asserted, not produced: [{"op":"replace","path":"/count","value":2}]"#) }
+        }
+        try withKnownIssue {
+            try room.send("reset", produces: [.replace(path: "/count", value: 0), .replace(path: "/other", value: 0)])
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("Asserted, not produced") && !$0.rawValue.contains("Produced, not asserted") }
+        }
+    }
+
+    @Test func operationsInAnotherOrderFailTheTest() throws {
+        let room = TestRoom(Login.self)
+        try room.send("setEmail", ["value": "a@b.c"], produces: [.replace(path: "/email", value: "a@b.c")])
+        try withKnownIssue {
+            try room.send("setPassword", ["value": "abc"],
+                          produces: [.replace(path: "/signInEnabled", value: true), .replace(path: "/passwordLength", value: 3)])
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("The same operations in another order.") }
+        }
+    }
+
+    @Test func aWrongWholeStateFailsTheTest() throws {
+        let room = TestRoom(Counter.self)
+        try withKnownIssue {
+            try room.send("increment", produces: [.replace(path: "/count", value: 1)], state: ["count": 2])
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains(#"the state is {"count":1}; expected {"count":2}"#) }
+        }
+    }
+
+    @Test func anExpectedFailureThatDoesNotHappenFailsTheTest() {
+        let room = TestRoom(Counter.self)
+        withKnownIssue {
+            room.send("increment", fails: .invalidArgs("no"), produces: [.replace(path: "/count", value: 1)])
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("succeeded; expected it to fail with .invalidArgs(\"no\")") }
+        }
+        withKnownIssue {
+            room.send("increment", ["by": "x"], fails: .invalidArgs("another reason"))
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("failed with .invalidArgs(\"expected integer at args.by, got string\")") }
+        }
+    }
+
+    @Test func anUnexpectedFailureIsThrown() {
+        let room = TestRoom(Counter.self)
+        #expect(throws: ActionError.invalidArgs("unknown field args.bogus (known: by)")) {
+            try room.send("increment", ["bogus": 1], produces: [.replace(path: "/count", value: 1)])
+        }
+    }
+
+    @Test func aDocumentThatDriftsFromItsObservablesFailsTheTest() throws {
+        let room = TestRoom(Drifting.self)
+        try withKnownIssue {
+            try room.send("bump")
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("differs from a fresh encoding of the observables at /box") }
+        }
+    }
+
+    @Test func aMissingTimerFailsTheTest() {
+        let room = TestRoom(Counter.self)
+        withKnownIssue {
+            room.tick(timer: 0)
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("has 0 timer(s); there is no timer 0") }
+        }
+    }
+
+    @Test func restoringAndNamingTheRoom() throws {
+        let room = TestRoom(Counter.self, room: "counter:a", restoring: ["count": 41])
+        #expect(room.name == "counter:a")
+        #expect(room.host.context.instance == "a")
+        try room.send("increment", produces: [.replace(path: "/count", value: 42)])
+        #expect(room.model.count.value == 42)
+        #expect(room.version == 1)
+    }
+}
+
+/// A ViewModel with a bug TestRoom must catch: it mutates a published reference in place, so
+/// no operation is recorded and clients never hear of it.
+final class Drifting: ViewModel {
+    final class Box: Codable, @unchecked Sendable { var n = 0 }
+
+    let box: Observable<Box>
+
+    init(context: ViewModelContext) {
+        box = context.property("box", Box())
+    }
+
+    static let actions = ActionTable<Drifting>()
+        .on("bump") { model in model.box.value.n += 1 }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import TetherServer
+import TetherTransport
+
+/// The browser files compiled into the daemon (Sources/TetherServer/Web/WebAssets.swift, written
+/// by Scripts/embed-web.sh) against their sources in Clients/web, and the headers they go out with.
+@Suite("Web assets")
+struct WebAssetsTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Every file under Clients/web, by path relative to the repository.
+    static func sourceFiles() throws -> [String] {
+        let web = repository.appendingPathComponent("Clients/web")
+        let enumerator = try #require(FileManager.default.enumerator(at: web, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles]))
+        var files: [String] = []
+        for case let url as URL in enumerator where try url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true {
+            files.append(String(url.standardizedFileURL.path.dropFirst(repository.standardizedFileURL.path.count + 1)))
+        }
+        return files.sorted()
+    }
+
+    @Test func theEmbeddedFilesAreClientsWebAsItIs() throws {
+        let sources = try Self.sourceFiles()
+        #expect(sources.contains("Clients/web/dashboard/index.html") && sources.contains("Clients/web/tether.js"))
+        let stale = "out of date with Clients/web: run Scripts/embed-web.sh and commit Sources/TetherServer/Web/WebAssets.swift"
+        #expect(WebAssets.files.values.map(\.source).sorted() == sources, "a file was added or removed: \(stale)")
+        for asset in WebAssets.files.values {
+            let onDisk = try Data(contentsOf: Self.repository.appendingPathComponent(asset.source))
+            let same = Array(asset.text.utf8) == Array(onDisk)  // a Bool: a mismatch reports the file, not its bytes
+            #expect(same, "\(asset.source) changed: \(stale)")
+        }
+    }
+
+    @Test func pathsAndContentTypes() throws {
+        let expected = [
+            "/": ("Clients/web/dashboard/index.html", "text/html; charset=utf-8"),
+            "/dashboard.js": ("Clients/web/dashboard/dashboard.js", "text/javascript; charset=utf-8"),
+            "/dashboard.css": ("Clients/web/dashboard/dashboard.css", "text/css; charset=utf-8"),
+            "/tether.js": ("Clients/web/tether.js", "text/javascript; charset=utf-8"),
+            "/examples/counter.html": ("Clients/web/examples/counter.html", "text/html; charset=utf-8"),
+        ]
+        for (path, (source, type)) in expected {
+            let asset = try #require(WebAssets.files[path], "\(path)")
+            #expect(asset.source == source && asset.contentType == type)
+        }
+        #expect(WebAssets.files["/index.html"] == nil, "the dashboard's page is served at / only")
+    }
+
+    @Test func everyFileCarriesThePolicyAndNosniff() throws {
+        for path in WebAssets.files.keys {
+            let response = try #require(WebAssets.response(for: path))
+            #expect(response.status == 200)
+            #expect(response.headers["X-Content-Type-Options"] == "nosniff")
+            let policy = try #require(response.headers["Content-Security-Policy"])
+            #expect(policy.contains("script-src 'self'") && policy.contains("style-src 'self'") && policy.contains("frame-ancestors 'none'"))
+            #expect(!policy.contains("unsafe-inline") && !policy.contains("unsafe-eval"))
+        }
+        #expect(WebAssets.response(for: "/no-such-file.js") == nil)
+        #expect(WebAssets.response(for: "/../Package.swift") == nil)
+    }
+
+    @Test func allowedOriginsIsReadAndChecked() throws {
+        let loader = ConfigurationLoader()
+        let configuration = try loader.load(arguments: ["--allowed-origins", "https://App.example.com, http://localhost:3000/"], environment: [:]).configuration
+        #expect(configuration.allowedOrigins.entries == ["http://localhost:3000", "https://app.example.com"])
+        #expect(configuration.transportConfiguration.allowedOrigins == configuration.allowedOrigins)
+        #expect(try loader.load(arguments: [], environment: [:]).configuration.allowedOrigins == .ownOriginOnly)
+        #expect(throws: ConfigurationError.self) {
+            try loader.load(arguments: ["--allowed-origins", "app.example.com"], environment: [:])
+        }
+        #expect(ServerConfiguration.options.first { $0.key == "allowed-origins" }?.isReloadable == false,
+                "the transport reads it when it starts")
+    }
+}
