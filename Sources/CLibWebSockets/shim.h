@@ -16,6 +16,10 @@
 /// Headroom lws_write needs in front of every payload (frame header, masking key).
 enum { TETHER_LWS_PRE = LWS_PRE };
 
+/// lws_write's "bytes as they are" mode (a macro Swift cannot see): on a WebSocket connection it
+/// skips framing and extensions and goes straight to the socket or TLS.
+static const enum lws_write_protocol TETHER_LWS_WRITE_RAW = LWS_WRITE_RAW;
+
 // Context / vhost options, typed like `lws_context_creation_info.options`.
 static const uint64_t TETHER_OPT_DO_SSL_GLOBAL_INIT = (uint64_t)LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 static const uint64_t TETHER_OPT_EXPLICIT_VHOSTS = (uint64_t)LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
@@ -35,12 +39,16 @@ static inline void tether_ev_loop_destroy(struct ev_loop *loop) { ev_loop_destro
 // libev ignores: a timeout scheduled while a later one is armed (a 10 s handshake timeout behind
 // a 20 s ping) would fire late. A heartbeat scheduled every 250 ms through the public scheduler
 // keeps the armed deadline at most 250 ms away, so every timeout fires within 250 ms of its time.
+// It also counts its beats: the service thread reads `beats` after each round to run its own
+// once-a-second work without reading the clock every round.
 struct tether_heartbeat {
     lws_sorted_usec_list_t sul;
     struct lws_context *context;
+    unsigned long beats;
 };
 static void tether_heartbeat_beat(lws_sorted_usec_list_t *sul) {
     struct tether_heartbeat *beat = lws_container_of(sul, struct tether_heartbeat, sul);
+    beat->beats++;
     lws_sul_schedule(beat->context, 0, &beat->sul, tether_heartbeat_beat, 250 * LWS_US_PER_MS);
 }
 /// Starts the heartbeat; call on the context's service thread.
@@ -138,6 +146,16 @@ static inline void tether_tls_serial(SSL_CTX *ctx, char *out, size_t length) {
     if (hex) snprintf(out, length, "%s", hex);
     OPENSSL_free(hex);
     BN_free(number);
+}
+
+// zlib for permessage-deflate (RFC 7692): raw deflate streams (no zlib header), 32 KiB window.
+// deflateInit2/inflateInit2 are macros Swift cannot call.
+#include <zlib.h>
+static inline int tether_deflate_init(z_stream *stream, int level) {
+    return deflateInit2(stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
+}
+static inline int tether_inflate_init(z_stream *stream) {
+    return inflateInit2(stream, -15);
 }
 
 // Names the calling thread (visible in top/gdb). Declared here because glibc only exposes it

@@ -104,7 +104,9 @@ public final class StateDocument {
     /// inverse), and about how long the operation itself encodes. Observables produce only add,
     /// remove and replace.
     private func sizes(_ operation: PatchOperation, inverse: PatchOperation?) -> (document: Int, operation: Int) {
-        let envelope = 32 + 2 * operation.path.tokens.reduce(0) { $0 + $1.utf8.count + 1 }
+        // `{"op":"replace","path":"","value":}` and a comma are 36 bytes; a token's `~` and `/`
+        // double in the pointer, so twice its escaped length bounds it.
+        let envelope = 36 + 2 * operation.path.tokens.reduce(0) { $0 + escapedSize($1) + 1 }
         switch (operation, inverse) {
         case (.add(let path, let value), .remove?):
             let size = encodedSize(value)
@@ -122,7 +124,21 @@ public final class StateDocument {
     /// A member's punctuation: quotes, colon and comma around an object key (an array element
     /// needs only the comma; counting it as a key errs high).
     private func memberOverhead(_ path: JSONPointer) -> Int {
-        (path.tokens.last?.utf8.count ?? 0) + 4
+        (path.tokens.last.map(escapedSize) ?? 0) + 4
+    }
+
+    /// A string's length inside JSON quotes: control characters, quotes and backslashes need
+    /// escapes (a key of 300 control characters encodes as 1,800 bytes, not 300).
+    private func escapedSize(_ text: String) -> Int {
+        var size = 0
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x08, 0x09, 0x0A, 0x0C, 0x0D: size += 2
+            case ..<0x20: size += 6
+            default: size += 1
+            }
+        }
+        return size
     }
 
     private func encodedSize(_ value: JSON) -> Int {

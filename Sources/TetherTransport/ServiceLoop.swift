@@ -55,6 +55,9 @@ class ServiceLoop: @unchecked Sendable {
     let connectionIDs = Atomic<UInt64>(1)
     /// Opened (handshake done) and not yet destroyed connections.
     var openConnections = 0
+    /// Seconds counted by the keepalive sweep (server); connections note when they last heard
+    /// from their peer in these units.
+    var keepaliveTick = 0
 
     enum Phase { case running, draining, closing }
     private(set) var phase = Phase.running
@@ -74,6 +77,7 @@ class ServiceLoop: @unchecked Sendable {
     private(set) var protocols: UnsafeMutablePointer<lws_protocols>?
     private var retryTable: UnsafeMutablePointer<UInt32>?
     private(set) var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
+    private var extensions: UnsafeMutablePointer<lws_extension>?
 
     init(logger: Logger, threadName: String, maxMessageBytes: Int) {
         self.logger = logger
@@ -104,6 +108,12 @@ class ServiceLoop: @unchecked Sendable {
     /// Called on the loop thread after the context is destroyed.
     func loopDidFinish() {}
 
+    /// Called on the loop thread about once a second (every fourth heartbeat).
+    func everySecond() {}
+
+    /// A connection is gone (called once, from `WebSocketConnection.finish`).
+    func connectionFinished(_ connection: WebSocketConnection) {}
+
     // MARK: C storage
 
     /// A C copy of `string` that lives until the context is destroyed.
@@ -115,16 +125,45 @@ class ServiceLoop: @unchecked Sendable {
 
     /// Builds the protocol list: one WebSocket protocol at index 0 (so clients offering no
     /// subprotocol, plain HTTP and WSI_DESTROY all land on it), then the terminator.
-    func makeProtocols(name: String) -> UnsafeMutablePointer<lws_protocols> {
+    ///
+    /// `wholeWrites`: lws hands at most `tx_packet_size` bytes (0: `rx_buffer_size`, 4 KiB) to
+    /// one send() and copies the rest aside for later writable callbacks, 4 KiB at a time. The
+    /// server lifts that bound so a packed write (`PackedFrames`) or a large snapshot goes to
+    /// the socket in one call; it must also exceed any single write, because OpenSSL requires a
+    /// write it could not finish to be retried with the same length.
+    func makeProtocols(name: String, wholeWrites: Bool = false) -> UnsafeMutablePointer<lws_protocols> {
         let list = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
         list.initialize(repeating: lws_protocols(), count: 2)
         list[0].name = keepCString(name)
         list[0].callback = lwsCallback
         list[0].per_session_data_size = 0
         list[0].rx_buffer_size = 4096
-        list[0].tx_packet_size = 0
+        list[0].tx_packet_size = wholeWrites ? 1 << 30 : 0
         protocols = list
         return list
+    }
+
+    /// The extension list with lws's permessage-deflate (RFC 7692), for `info.extensions`. A
+    /// client offers it without context takeover either way, so every message stands alone:
+    /// what the server compressed once can go to every client as it is.
+    func makeDeflateExtension() -> UnsafePointer<lws_extension> {
+        let list = UnsafeMutablePointer<lws_extension>.allocate(capacity: 2)
+        list.initialize(repeating: lws_extension(), count: 2)
+        list[0].name = keepCString(Self.deflateExtensionName)
+        list[0].callback = lws_extension_callback_pm_deflate
+        list[0].client_offer = keepCString("\(Self.deflateExtensionName); server_no_context_takeover; client_no_context_takeover")
+        extensions = list
+        return UnsafePointer(list)
+    }
+
+    static let deflateExtensionName = "permessage-deflate"
+
+    /// Whether lws activated permessage-deflate on `wsi` (asked once the handshake is done).
+    /// lws 4.1 has no direct query: setting an extension option fails exactly when that extension
+    /// is not active on the connection, and this option (the size of the chunks lws inflates
+    /// into, capped by the protocol's receive buffer) is harmless to set.
+    static func deflateIsActive(on wsi: OpaquePointer) -> Bool {
+        lws_set_extension_option(wsi, deflateExtensionName, "rx_buf_size", "12") == 0
     }
 
     /// Keepalive policy: ping after `ping` seconds without rx, hang up after `idle`.
@@ -189,6 +228,8 @@ class ServiceLoop: @unchecked Sendable {
         if let protocols { protocols.deinitialize(count: 2); protocols.deallocate() }
         protocols = nil
         retryTable?.deallocate(); retryTable = nil
+        if let extensions { extensions.deinitialize(count: 2); extensions.deallocate() }
+        extensions = nil
         if let retryPolicy { retryPolicy.deinitialize(count: 1); retryPolicy.deallocate() }
         retryPolicy = nil
     }
@@ -276,13 +317,18 @@ class ServiceLoop: @unchecked Sendable {
             shared.withLock { $0.finished = true }
             return
         }
-        if libevLoop != nil { heartbeat = tether_heartbeat_start(context) }
+        heartbeat = tether_heartbeat_start(context)
+        var secondsAt: UInt = 0
         while true {
             // One round: wait for something (a socket, a timer, a wake-up), handle what is ready.
             let n = libevLoop.map { tether_ev_run_once($0) } ?? lws_service(context, 0)
             if n < 0 {
                 logger.error("lws_service failed (\(n)); stopping the transport loop")
                 break
+            }
+            if let beats = heartbeat?.pointee.beats, beats >= secondsAt + 4 {
+                secondsAt = beats
+                everySecond()
             }
             if phase != .running {
                 let now = ContinuousClock.now
@@ -441,6 +487,9 @@ class ServiceLoop: @unchecked Sendable {
                 return lws_callback_http_dummy(wsi, reason, user, input, len)
             }
             return connection.didBecomeWritable()
+        case LWS_CALLBACK_RECEIVE_PONG:
+            WebSocketConnection.from(wsi)?.heardFromPeer()
+            return 0
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             WebSocketConnection.from(wsi)?.peerSentClose(input, len)
             return 0

@@ -101,6 +101,10 @@ public struct WebSocketServerConfiguration: Sendable {
     public var handshakeTimeout: Duration = .seconds(10)
     /// Invalid UTF-8 in a text message closes the connection with 1007.
     public var validateUTF8: Bool = true
+    /// Accept permessage-deflate from clients that offer it (`WebSocketConnection.usesCompression`).
+    /// The server never compresses per connection: it sends frames compressed once
+    /// (`MessageDeflater`) as they are; lws inflates what such clients send.
+    public var compression: Bool = false
 
     public init() {}
 
@@ -138,6 +142,9 @@ public struct WebSocketClientConfiguration: Sendable {
     public var maxConnections: Int = 10_000
     /// Invalid UTF-8 in a text message from the server closes the connection with 1007.
     public var validateUTF8: Bool = true
+    /// Offer permessage-deflate on new connections (lws inflates what the server compressed).
+    /// `connect(url:subprotocol:compression:delegate:)` can choose per connection.
+    public var compression: Bool = false
 
     public init() {}
 

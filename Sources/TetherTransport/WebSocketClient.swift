@@ -33,12 +33,13 @@ public final class WebSocketClient: Sendable {
     }
 
     /// Starts connecting to `url` (`ws://host[:port][/path]` or `wss://...`), offering
-    /// `subprotocol` (nil: offer none). Returns at once; the outcome arrives on `delegate`
-    /// (exactly one of `clientConnectFailed` / `clientConnected`, see `WebSocketClientDelegate`).
+    /// `subprotocol` (nil: offer none) and, with `compression` (default: the configuration's),
+    /// permessage-deflate. Returns at once; the outcome arrives on `delegate` (exactly one of
+    /// `clientConnectFailed` / `clientConnected`, see `WebSocketClientDelegate`).
     /// The client keeps `delegate` alive until the connection's last callback.
     /// Throws `TransportError.invalidURL` for a URL it cannot use, `.notRunning` if not started.
     @discardableResult
-    public func connect(url: String, subprotocol: String? = "tether.v1",
+    public func connect(url: String, subprotocol: String? = "tether.v1", compression: Bool? = nil,
                         delegate: any WebSocketClientDelegate) throws -> WebSocketConnection {
         let target = try WebSocketURL(parsing: url)
         if let subprotocol, subprotocol.isEmpty || !subprotocol.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) {
@@ -51,6 +52,7 @@ public final class WebSocketClient: Sendable {
             loop: loop,
             owner: .client(delegate))
         connection.pendingConnect = PendingConnect(endpoint: target.description, timeout: configuration.connectTimeout)
+        connection.usesCompression = compression ?? configuration.compression
         let loop = self.loop
         guard loop.execute({ loop.startConnecting(connection, to: target) }) else {
             throw TransportError.notRunning
@@ -118,6 +120,8 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
         info.timeout_secs = timeout
         info.connect_timeout_secs = timeout
         info.alpn = keepCString("http/1.1")
+        // Offered per connection (LWS_CALLBACK_CLIENT_CONFIRM_EXTENSION_SUPPORTED).
+        info.extensions = makeDeflateExtension()
         if case .caFile(let path) = config.trust {
             info.client_ssl_ca_filepath = keepCString(path)
         }
@@ -201,12 +205,16 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
         case LWS_CALLBACK_CLIENT_ESTABLISHED:
             guard let connection = WebSocketConnection.from(wsi), !connection.isFinished else { return -1 }
             connection.attach(wsi)
+            connection.usesCompression = connection.usesCompression && Self.deflateIsActive(on: wsi)
             connection.markOpened()
             if phase != .running { lws_callback_on_writable(wsi) }  // shutdown: close at once
             if case .client(let delegate) = connection.owner {
                 delegate.clientConnected(connection)
             }
             return connection.statusAfterUserCode()
+        case LWS_CALLBACK_CLIENT_CONFIRM_EXTENSION_SUPPORTED:
+            // 0 offers the extension (permessage-deflate, the only one configured) on this connection.
+            return WebSocketConnection.from(wsi)?.usesCompression == true ? 0 : 1
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             if let pending = WebSocketConnection.from(wsi)?.pendingConnect, pending.failureReason == nil {
                 var reason = ""

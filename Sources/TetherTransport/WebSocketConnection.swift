@@ -22,6 +22,10 @@ public final class WebSocketConnection: @unchecked Sendable {
     public var context: AnyObject?
     /// The close code sent to or received from the peer, once there is one.
     public private(set) var closeCode: UInt16?
+    /// Server side: the client negotiated permessage-deflate, so frames compressed once for
+    /// every such subscriber (`PackedFrames.appendText(_:compressed:)`) may be sent to it.
+    /// Client side: whether to offer the extension (set by `WebSocketClient.connect`).
+    public internal(set) var usesCompression = false
 
     enum Owner {
         case server(any WebSocketServerDelegate)
@@ -40,6 +44,12 @@ public final class WebSocketConnection: @unchecked Sendable {
     private(set) var isFinished = false
     private var isRetained = false
     private var wantsWritable = false
+    /// Keepalive (server side, `KeepaliveSweep`): the sweep tick at which the peer was last
+    /// heard from, whether a ping is due at the next writable callback, and where the sweep
+    /// keeps this connection.
+    var lastHeardTick = 0
+    var pingDue = false
+    var keepaliveIndex = -1
     private var writeFailed = false
     private var closeSent = false
 
@@ -96,6 +106,35 @@ public final class WebSocketConnection: @unchecked Sendable {
         write(payload, LWS_WRITE_BINARY)
     }
 
+    /// Sends every frame of `frames` with one write: one `send()` (or one `SSL_write`) however
+    /// many frames it holds. Server connections only (a client's frames must be masked).
+    ///
+    /// The bytes go out through `lws_write(LWS_WRITE_RAW)`, which skips lws's framing and
+    /// extensions and hands them to the socket (or TLS) as they are. lws's framing state stays
+    /// consistent because every frame in the buffer is complete: lws only tracks a frame it
+    /// wrote itself and sent in part. What the socket does not take, lws keeps and sends before
+    /// anything else (`isChoked` is then true), so frames stay whole and in order, and the
+    /// control frames lws writes itself (pong, close) queue behind them. Returns false once the
+    /// close frame is out or the connection is gone, or if the write failed.
+    @discardableResult
+    public func send(_ frames: PackedFrames) -> Bool {
+        assertLoopThread()
+        assert(isServerSide, "PackedFrames are unmasked: server connections only")
+        guard let wsi, isOpened, !isFinished, !closeSent, !writeFailed else { return false }
+        guard !frames.isEmpty else { return true }
+        let count = frames.byteCount
+        let written = frames.bytes.withUnsafeBufferPointer { buffer in
+            // LWS_WRITE_RAW neither writes into nor masks the buffer: it is only read.
+            lws_write(wsi, UnsafeMutablePointer(mutating: buffer.baseAddress!), count, TETHER_LWS_WRITE_RAW)
+        }
+        if written < 0 || Int(written) < count {
+            writeFailed = true
+            lws_callback_on_writable(wsi)
+            return false
+        }
+        return true
+    }
+
     /// Convenience: sends `text` as one text frame.
     @discardableResult
     public func sendText(_ text: String) -> Bool {
@@ -131,6 +170,11 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     static let closeSendTimeout: Int32 = 5
+
+    var isServerSide: Bool {
+        if case .server = owner { return true }
+        return false
+    }
 
     // MARK: Loop plumbing
 
@@ -206,8 +250,27 @@ public final class WebSocketConnection: @unchecked Sendable {
         writeFailed ? -1 : 0
     }
 
+    /// The peer sent something (a message, a pong): it is alive.
+    func heardFromPeer() {
+        lastHeardTick = loop.keepaliveTick
+    }
+
+    /// Asks for the writable callback that sends a ping (keepalive).
+    func schedulePing() {
+        guard let wsi, !isFinished, !pingDue else { return }
+        pingDue = true
+        lws_callback_on_writable(wsi)
+    }
+
+    /// Drops the connection without a close handshake (a dead peer would not answer it).
+    func hangUp() {
+        guard let wsi, !isFinished else { return }
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, -1 /* LWS_TO_KILL_ASYNC */)
+    }
+
     func didReceive(_ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
         guard let wsi, isOpened, !isFinished else { return -1 }
+        lastHeardTick = loop.keepaliveTick
         if closeSent || pendingClose != nil { return 0 }  // closing: drop what still arrives
         let chunk = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : max(0, len))
         let isFinal = lws_is_final_fragment(wsi) != 0
@@ -265,6 +328,10 @@ public final class WebSocketConnection: @unchecked Sendable {
             return -1
         }
         wantsWritable = false
+        if pingDue, let wsi {
+            pingDue = false
+            if lws_write(wsi, loop.scratchPayload(capacity: 0), 0, LWS_WRITE_PING) < 0 { return -1 }
+        }
         switch owner {
         case .server(let delegate): delegate.connectionWritable(self)
         case .client(let delegate): delegate.connectionWritable(self)
@@ -304,6 +371,7 @@ public final class WebSocketConnection: @unchecked Sendable {
             rx = nil
             pendingClose = nil
             if isOpened { loop.openConnections -= 1 }
+            loop.connectionFinished(self)
             switch owner {
             case .server(let delegate):
                 if isOpened { delegate.connectionClosed(self) }

@@ -83,9 +83,12 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     /// The vhost's OpenSSL context (lws hands it over while creating a TLS vhost); certificates
     /// are swapped on it. Loop-thread confined once started.
     private var sslContext: OpaquePointer?
+    /// Pings silent peers, drops dead ones (loop thread).
+    private var keepalive: KeepaliveSweep
 
     init(configuration: WebSocketServerConfiguration, logger: Logger) {
         self.configuration = configuration
+        self.keepalive = KeepaliveSweep(ping: configuration.pingInterval, idle: configuration.idleTimeout)
         super.init(logger: logger, threadName: "tether-ws-srv", maxMessageBytes: configuration.maxMessageBytes)
     }
 
@@ -116,7 +119,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         }
         self.delegate = delegate
 
-        let protocols = makeProtocols(name: config.subprotocol)
+        let protocols = makeProtocols(name: config.subprotocol, wholeWrites: true)
         var options = TETHER_OPT_EXPLICIT_VHOSTS
         if config.tls != nil { options |= TETHER_OPT_DO_SSL_GLOBAL_INIT }
         if config.validateUTF8 { options |= TETHER_OPT_VALIDATE_UTF8 }
@@ -143,7 +146,10 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         vhost.alpn = keepCString("http/1.1")
         vhost.keepalive_timeout = 5
         vhost.options = options | TETHER_OPT_FAIL_UPON_UNABLE_TO_BIND | (ipv4Only ? TETHER_OPT_DISABLE_IPV6 : 0)
-        vhost.retry_and_idle_policy = UnsafePointer(makeRetryPolicy(ping: config.pingInterval, idle: config.idleTimeout))
+        // No retry_and_idle_policy: keepalive is the loop's own sweep (KeepaliveSweep says why).
+        if config.compression {
+            vhost.extensions = makeDeflateExtension()
+        }
         if let tls = config.tls {
             vhost.ssl_cert_filepath = keepCString(tls.certificatePath)
             vhost.ssl_private_key_filepath = keepCString(tls.privateKeyPath)
@@ -184,6 +190,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS:
             sslContext = user.map(OpaquePointer.init)
             return 0
+        case LWS_CALLBACK_CONFIRM_EXTENSION_OKAY:
+            return acceptsExtensionOffer(wsi, input)
         case LWS_CALLBACK_ESTABLISHED:
             return opened(wsi)
         case LWS_CALLBACK_HTTP:
@@ -205,8 +213,28 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
             loop: self,
             owner: .server(delegate))
         connection.attach(wsi)
+        connection.usesCompression = configuration.compression && Self.deflateIsActive(on: wsi)
         connection.markOpened()
+        keepalive.add(connection)
         delegate.connectionOpened(connection)
+        return 0
+    }
+
+    /// A client offers an extension (only permessage-deflate is configured, when compression is
+    /// on): accept unless the offer limits the window the server may compress with below the
+    /// 32 KiB `MessageDeflater` uses (`server_max_window_bits` under 15). lws reads only the
+    /// first offer and answers only its options without values, so that is all there is to check.
+    private func acceptsExtensionOffer(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?) -> Int32 {
+        guard let input, String(cString: input.assumingMemoryBound(to: CChar.self)) == Self.deflateExtensionName else { return 1 }
+        let length = Int(lws_hdr_total_length(wsi, WSI_TOKEN_EXTENSIONS))
+        guard length > 0 else { return 0 }
+        var header = [CChar](repeating: 0, count: length + 1)
+        guard lws_hdr_copy(wsi, &header, Int32(header.count), WSI_TOKEN_EXTENSIONS) >= 0 else { return 1 }
+        let offer = String(cString: header).lowercased().split(separator: ",").first ?? ""
+        for parameter in offer.split(separator: ";") {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.filter { $0 != " " && $0 != "\t" && $0 != "\"" } }
+            if pair.count == 2, pair[0] == "server_max_window_bits", Int(pair[1]) ?? 0 < 15 { return 1 }
+        }
         return 0
     }
 
@@ -312,6 +340,15 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
 
     override func loopDidFinish() {
         delegate = nil
+    }
+
+    override func everySecond() {
+        keepaliveTick += 1
+        keepalive.sweep(tick: keepaliveTick)
+    }
+
+    override func connectionFinished(_ connection: WebSocketConnection) {
+        keepalive.remove(connection)
     }
 
     /// On the loop thread: loads and installs the certificate and key on the vhost.

@@ -31,6 +31,7 @@ struct ReloadTests {
             "max-rooms-per-connection": ["--max-rooms-per-connection", "2"], "max-rooms": ["--max-rooms", "9"],
             "handshake-timeout-seconds": ["--handshake-timeout-seconds", "3"], "ping-seconds": ["--ping-seconds", "7"],
             "peer-timeout-seconds": ["--peer-timeout-seconds", "70"],
+            "compression": ["--compression", "on"], "compression-min-bytes": ["--compression-min-bytes", "99"],
             "nats": ["--nats", "nats://127.0.0.9:4222"], "node": ["--node", "other"], "nats-replicas": ["--nats-replicas", "1"],
             "nats-streams": ["--nats-streams", "2"], "lease-seconds": ["--lease-seconds", "9"],
         ]

@@ -187,6 +187,23 @@ struct ViewModelTests {
         #expect(try host.finishTurn(maxEncodedSize: 120).count == 2)
     }
 
+    /// Keys that need escapes count as they encode: a patch and a state that are small in
+    /// characters but large in bytes are refused, and the estimate stays high.
+    @Test func escapedKeysCountAsTheyEncode() throws {
+        let host = kind.instantiate(room: "sample")
+        let model = try #require(host.model(as: Sample.self))
+        let before = host.state
+        model.fields[String(repeating: "\u{1}", count: 300)] = 1
+        #expect(throws: ActionError.self) { _ = try host.finishTurn(maxEncodedSize: 1_000) }
+        #expect(host.state == before)
+        for (index, key) in ["\"quoted\"", "back\\slash", "tab\t", "~/~1", String(repeating: "\u{1f}", count: 40)].enumerated() {
+            model.fields[key] = .int(index)
+            _ = try host.finishTurn(maxEncodedSize: 1 << 30)
+            let exact = host.state.encoded().count
+            #expect(host.context.documentSizeEstimate >= exact, "after \(key.debugDescription): estimate \(host.context.documentSizeEstimate), exact \(exact)")
+        }
+    }
+
     @Test func argumentsAreDecodedStrictlyAndDescribed() throws {
         let host = kind.instantiate(room: "sample")
         #expect(throws: ActionError.invalidArgs("unknown field args.bogus (known: by)")) { try host.perform("increment", args: ["bogus": 1]) }

@@ -278,7 +278,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             version = entry.version
             published.version = version
             lastSequence = sequence
-            if let patch = PatchFrame(room: name, epoch: entry.epoch, from: entry.from, version: entry.version, encodedFrame: entry.frame) {
+            if let patch = PatchFrame(room: name, epoch: entry.epoch, from: entry.from, version: entry.version, encodedFrame: entry.frame,
+                                     compressAbove: environment.configuration.compressionThreshold) {
                 history.append(patch)
                 if !subscriberList.isEmpty { output.deliver([.patch(patch, to: subscriberList)]) }
             }

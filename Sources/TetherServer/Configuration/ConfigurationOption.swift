@@ -128,7 +128,10 @@ extension ServerConfiguration {
         .integer("history-max-bytes", \.historyMaxBytes, "Per room: bytes of recent patches kept for resuming clients.", value: "bytes", range: 0...Int.max),
         .integer("max-frame-bytes", \.maxFrameBytes, "Largest frame accepted from a client; larger ones close the connection with 1009.", value: "bytes", range: 64...Int.max),
         .integer("max-connections", \.maxConnections, "Simultaneous connections."),
-        .integer("max-connections-per-ip", \.maxConnectionsPerIP, "Simultaneous connections from one IP address.", reloadable: true),
+        ConfigurationOption("max-connections-per-ip", value: "n", "Simultaneous connections from one IP address; 0 (the default): no bound but --max-connections, since a load balancer or NAT puts many clients behind one address.", reloadable: true, apply: { config, text throws(ConfigurationError) in
+            guard let number = Int(text.replacingOccurrences(of: "_", with: "")), number >= 0 else { throw .badValue("max-connections-per-ip", text, "0 or more") }
+            config.maxConnectionsPerIP = number == 0 ? nil : number
+        }, current: { "\($0.maxConnectionsPerIP ?? 0)" }),
         .integer("send-queue-bytes", \.sendQueueBytes, "Per connection: queued bytes before a slow client's patches are replaced by a snapshot.", value: "bytes", range: 1024...Int.max),
         .seconds("idle-room-seconds", \.idleRoomTimeout, "A shared room with no subscribers leaves memory after this (its history stays on disk)."),
         .seconds("stuck-client-seconds", \.stuckClientTimeout, "A client whose queue makes no progress this long is closed with 1008.", reloadable: true),
@@ -162,6 +165,8 @@ extension ServerConfiguration {
         .integer("action-burst", \.actionBurst, "Per connection: the token bucket's burst size.", reloadable: true),
         .integer("max-rooms-per-connection", \.maxRoomsPerConnection, "Rooms one connection may join at once.", reloadable: true),
         .integer("max-rooms", \.maxRooms, "Live rooms in the whole server (shared and per-session).", reloadable: true),
+        .choice("compression", \.compression, "permessage-deflate for clients that offer it: each frame of at least --compression-min-bytes is compressed once and sent as is to every client that negotiated it."),
+        .integer("compression-min-bytes", \.compressionMinBytes, "Smallest frame compressed when --compression is on (smaller ones gain too little for the work).", value: "bytes", range: 0...Int.max),
         .seconds("handshake-timeout-seconds", \.handshakeTimeout, "Time to complete the WebSocket handshake."),
         ConfigurationOption("nats", value: "urls", "Join a cluster: comma-separated NATS server URLs (JetStream on). Rooms then live in the cluster, not in --data.", apply: { config, text in
             config.natsURLs = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

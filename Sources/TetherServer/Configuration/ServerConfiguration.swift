@@ -58,7 +58,17 @@ public struct ServerConfiguration: Sendable {
     /// Rooms one connection may have joined at once, and live rooms in the whole server.
     public var maxRoomsPerConnection = 100
     public var maxRooms = 10_000
-    public var maxConnectionsPerIP = 10_000
+    /// Connections from one address. Off by default (nil: only `maxConnections` applies): a load
+    /// balancer, a reverse proxy or a NAT puts every client behind one address, and a per-address
+    /// bound would refuse them once that address reaches it. Set it on a daemon that faces
+    /// clients directly, where one address holding thousands of connections is a misbehaving
+    /// client.
+    public var maxConnectionsPerIP: Int?
+    /// permessage-deflate for clients that offer it (browsers do): a frame of at least
+    /// `compressionMinBytes` is compressed once, by its room, and the same bytes go to every
+    /// subscriber that negotiated compression; others get the plain frame.
+    public var compression: Compression = .off
+    public var compressionMinBytes = 1_024
     /// NATS servers of a cluster (`nats://host:port`); empty runs a single node on `dataDirectory`.
     public var natsURLs: [String] = []
     /// This node's name in the cluster; nil makes one from the host name and a random suffix.
@@ -80,8 +90,17 @@ public struct ServerConfiguration: Sendable {
         return TLSFiles(certificatePath: tlsCertificatePath, privateKeyPath: tlsKeyPath)
     }
 
+    /// Frames this large or larger are compressed (when compression is on).
+    var compressionThreshold: Int? { compression == .on ? compressionMinBytes : nil }
+
     /// The URL scheme clients use.
     public var scheme: String { tls == nil ? "ws" : "wss" }
+}
+
+/// Whether the server offers permessage-deflate.
+public enum Compression: String, Sendable, CaseIterable {
+    case off
+    case on
 }
 
 /// How log lines are written: for people, or one JSON object per line for log collectors.
@@ -103,6 +122,7 @@ extension ServerConfiguration {
         transport.pingInterval = pingInterval
         transport.idleTimeout = peerTimeout
         transport.handshakeTimeout = handshakeTimeout
+        transport.compression = compression == .on
         transport.allowedOrigins = allowedOrigins
         return transport
     }

@@ -14,10 +14,30 @@ public protocol ClientConnection: AnyObject {
     /// Sends one text frame; false once the connection is closing or gone.
     @discardableResult
     func sendText(_ payload: UnsafeRawBufferPointer) -> Bool
+    /// Sends several frames with one write where the connection can (libwebsockets: one
+    /// `send()`); false once the connection is closing or gone.
+    @discardableResult
+    func send(_ frames: PackedFrames) -> Bool
+    /// Whether the peer negotiated permessage-deflate: frames rooms compressed once may go to it.
+    var usesCompression: Bool { get }
     /// Asks for one `SessionHub.connectionWritable` call when the connection can take data.
     func requestWritable()
     /// Sends what is queued as far as it goes, then the close frame with `code`.
     func close(code: UInt16, reason: String)
+}
+
+extension ClientConnection {
+    /// Frame by frame, for connections without a socket (in-memory test connections).
+    @discardableResult
+    public func send(_ frames: PackedFrames) -> Bool {
+        var ok = true
+        frames.forEachFrame { payload, _ in
+            if ok { ok = sendText(payload) }
+        }
+        return ok
+    }
+
+    public var usesCompression: Bool { false }
 }
 
 extension WebSocketConnection: ClientConnection {}

@@ -1,13 +1,15 @@
 import DequeModule
 import TetherProtocol
+import TetherTransport
 
 /// One connection's send queue, on the hub's queue. Bounded in bytes: when a room's patches
 /// would overflow it, they are dropped and the room is asked for a fresh snapshot, so a slow
 /// client costs a bounded amount of memory and never slows the room.
 ///
 /// When the socket is writable, consecutive patches of one room go out as one merged patch
-/// (`from` of the first, `version` of the last, operations concatenated): one write carries
-/// many versions when the client is behind, while at low load each patch still goes out alone.
+/// (`from` of the first, `version` of the last, operations concatenated), and everything queued
+/// goes out packed into one write: when the client is behind, one write carries many versions,
+/// while at low load each patch still goes out alone, at once.
 struct SendQueue {
     private var queue: Deque<OutboundMessage> = []
     private(set) var queuedBytes = 0
@@ -41,7 +43,7 @@ struct SendQueue {
         switch message {
         case .control:
             break
-        case .snapshot(let room, _, _):
+        case .snapshot(let room, _, _, _):
             // A snapshot supersedes whatever of its room is still queued.
             removeMessages(of: room)
             awaitingSnapshot.remove(room)
@@ -79,49 +81,86 @@ struct SendQueue {
         /// Version steps delivered (a merged patch of versions 3...7 delivers 4).
         var patchVersions = 0
         var mergedFrames = 0
+        /// Writes issued (each carries one or more frames).
+        var writes = 0
+        var compressedFrames = 0
     }
 
-    /// Writes queued messages while the socket takes them; asks for another writable callback
-    /// when some remain. `scratch` is the socket thread's buffer for building merged patches.
-    mutating func flush(to connection: any ClientConnection, scratch: inout [UInt8], now: ContinuousClock.Instant) -> WriteStats {
+    /// Bytes packed into one write: past this a write goes out and the next batch starts (if
+    /// the socket took everything). Big enough that a flush of a client that fell behind is a
+    /// handful of writes, small enough that a batch costs little to copy.
+    static let packedWriteBytes = 64 << 10
+
+    /// Writes queued messages while the socket takes them, packing them into one write per
+    /// batch (`PackedFrames`): one `send()` for everything a flush finds queued, instead of one
+    /// per frame. Asks for another writable callback when some remain. `frames` and `scratch`
+    /// are the hub's reused buffers (the packed write, and merged patches being built).
+    ///
+    /// On a connection that negotiated compression, a message compressed once by its room goes
+    /// out compressed (the same bytes for every such subscriber), and such a patch is not merged
+    /// with its neighbours: merging would mean compressing per connection.
+    mutating func flush(to connection: any ClientConnection, frames: inout PackedFrames, scratch: inout [UInt8],
+                        now: ContinuousClock.Instant) -> WriteStats {
         var stats = WriteStats()
-        while let head = queue.first, !connection.isChoked {
-            let taken: Int
-            let ok: Bool
-            switch head {
-            case .control(let bytes), .snapshot(_, _, let bytes):
-                ok = bytes.withUnsafeBytes { connection.sendText($0) }
-                taken = 1
-                stats.bytes += bytes.count
-            case .patch(let first):
-                var last = first
-                var run = 1
-                var size = first.operations.count
-                while run < queue.count, case .patch(let next) = queue[run], next.room == first.room,
-                      next.epoch == first.epoch, next.from == last.version,
-                      size + next.operations.count <= maxMergedBytes {
-                    last = next
-                    size += next.operations.count
-                    run += 1
-                }
-                if run == 1 {
-                    ok = first.frame.withUnsafeBytes { connection.sendText($0) }
-                    stats.bytes += first.frame.count
-                } else {
-                    let patches = queue.prefix(run).lazy.compactMap { message -> PatchFrame? in
-                        if case .patch(let patch) = message { patch } else { nil }
+        let compressing = connection.usesCompression
+        while !queue.isEmpty, !connection.isChoked {
+            frames.removeAll()
+            var taken = 0
+            var batch = WriteStats()
+            while taken < queue.count, frames.byteCount < Self.packedWriteBytes {
+                switch queue[taken] {
+                case .control(let bytes):
+                    frames.appendText(bytes)
+                    taken += 1
+                case .snapshot(_, _, let bytes, let compressed):
+                    if compressing, let compressed {
+                        frames.appendText(compressed, compressed: true)
+                        batch.compressedFrames += 1
+                    } else {
+                        frames.appendText(bytes)
                     }
-                    PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &scratch)
-                    ok = scratch.withUnsafeBytes { connection.sendText($0) }
-                    stats.bytes += scratch.count
-                    stats.mergedFrames += 1
+                    taken += 1
+                case .patch(let first):
+                    if compressing, let compressed = first.compressedFrame {
+                        frames.appendText(compressed, compressed: true)
+                        batch.compressedFrames += 1
+                        batch.patchVersions += first.version - first.from
+                        taken += 1
+                        continue
+                    }
+                    var last = first
+                    var run = 1
+                    var size = first.operations.count
+                    while taken + run < queue.count, case .patch(let next) = queue[taken + run], next.room == first.room,
+                          next.epoch == first.epoch, next.from == last.version,
+                          size + next.operations.count <= maxMergedBytes,
+                          !(compressing && next.compressedFrame != nil) {
+                        last = next
+                        size += next.operations.count
+                        run += 1
+                    }
+                    if run == 1 {
+                        frames.appendText(first.frame)
+                    } else {
+                        let patches = queue[taken..<(taken + run)].lazy.compactMap { message -> PatchFrame? in
+                            if case .patch(let patch) = message { patch } else { nil }
+                        }
+                        PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &scratch)
+                        frames.appendText(scratch)
+                        batch.mergedFrames += 1
+                    }
+                    batch.patchVersions += last.version - first.from
+                    taken += run
                 }
-                stats.patchVersions += last.version - first.from
-                taken = run
             }
-            guard ok else { break }  // closing: the transport drops the rest
+            guard connection.send(frames) else { break }  // closing: the transport drops the rest
             for _ in 0..<taken { queuedBytes -= queue.removeFirst().byteCount }
-            stats.frames += 1
+            stats.frames += frames.frameCount
+            stats.bytes += frames.byteCount
+            stats.patchVersions += batch.patchVersions
+            stats.mergedFrames += batch.mergedFrames
+            stats.compressedFrames += batch.compressedFrames
+            stats.writes += 1
             waitingSince = now
         }
         if queue.isEmpty { waitingSince = nil } else { connection.requestWritable() }

@@ -3,6 +3,7 @@ import Synchronization
 import TetherJSON
 import TetherProtocol
 import TetherState
+import TetherTransport
 
 /// The server side of every connection: decodes what clients send, routes it to rooms, and
 /// feeds each connection's send queue from what rooms deliver. It knows connections only as
@@ -27,8 +28,10 @@ public final class SessionHub: @unchecked Sendable {
     private var connectionsPerAddress: [String: Int] = [:]
     /// Sessions that got messages during the current batch of queued work.
     private var flushAfterBatch: [Session] = []
-    /// Where merged patches are built; one per hub.
+    /// Where merged patches are built, and where a flush packs frames for one write; one each
+    /// per hub.
     private var scratch: [UInt8] = []
+    private var packedFrames = PackedFrames(capacity: SendQueue.packedWriteBytes + (64 << 10))
     private var housekeeping: (any ServerTimer)?
     private var activity = ActivityCounts()
     private let openConnectionCount = Atomic(0)
@@ -77,7 +80,7 @@ public final class SessionHub: @unchecked Sendable {
         let fromAddress = connectionsPerAddress[connection.remoteAddress, default: 0] + 1
         connectionsPerAddress[connection.remoteAddress] = fromAddress
         logger.debug("connection \(session.id) opened from \(connection.remoteAddress)")
-        if fromAddress > configuration.maxConnectionsPerIP {
+        if let limit = configuration.maxConnectionsPerIP, fromAddress > limit {
             logger.notice("refusing a connection from \(connection.remoteAddress): \(fromAddress) open from that address (--max-connections-per-ip)")
             connection.close(code: 1008, reason: "too many connections from your address")
             return
@@ -115,7 +118,7 @@ public final class SessionHub: @unchecked Sendable {
     }
 
     private func flush(_ session: Session) {
-        let stats = session.sendQueue.flush(to: session.connection, scratch: &scratch, now: now)
+        let stats = session.sendQueue.flush(to: session.connection, frames: &packedFrames, scratch: &scratch, now: now)
         guard stats.frames > 0 else { return }
         metrics.framesSent.increment(by: Int64(stats.frames))
         metrics.bytesSent.increment(by: Int64(stats.bytes))

@@ -1,5 +1,6 @@
 import TetherProtocol
 import TetherJSON
+import TetherTransport
 
 /// One version step of a room, encoded once and shared by every subscriber's queue and by the
 /// room's history. `frame` is the complete `patch` message; `operations` is the range of its
@@ -10,11 +11,16 @@ public final class PatchFrame: Sendable {
     public let from: Int
     public let version: Int
     public let frame: [UInt8]
+    /// The frame as a permessage-deflate message, compressed once here for every subscriber that
+    /// negotiated compression; nil when compression is off, the frame is under the threshold,
+    /// or compressing did not make it smaller.
+    public let compressedFrame: [UInt8]?
     let operations: Range<Int>
     /// When the room produced it (for the fan-out latency histogram).
     let createdAt: ContinuousClock.Instant
 
-    public init(room: String, epoch: String, from: Int, version: Int, operations: [PatchOperation]) {
+    /// `compressAbove`: compress the frame when it has at least this many bytes (nil: never).
+    public init(room: String, epoch: String, from: Int, version: Int, operations: [PatchOperation], compressAbove: Int? = nil) {
         self.room = room
         self.epoch = epoch
         self.from = from
@@ -28,13 +34,14 @@ public final class PatchFrame: Sendable {
             bytes.append(contentsOf: encoded)
         }
         self.frame = frame
+        self.compressedFrame = compressAbove.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
         self.operations = start..<(start + encoded.count)
         self.createdAt = .now
     }
 
     /// A patch frame received whole (from a cluster's log): its bytes are shared as they came.
     /// nil when `frame` is not a patch frame as `ServerMessage.writePatch` writes them.
-    init?(room: String, epoch: String, from: Int, version: Int, encodedFrame frame: [UInt8]) {
+    init?(room: String, epoch: String, from: Int, version: Int, encodedFrame frame: [UInt8], compressAbove: Int? = nil) {
         let marker = Array(#","ops":["#.utf8)
         guard frame.count >= marker.count + 2, frame.suffix(2).elementsEqual("]}".utf8),
               let start = frame.firstRange(of: marker)?.upperBound else { return nil }
@@ -43,6 +50,7 @@ public final class PatchFrame: Sendable {
         self.from = from
         self.version = version
         self.frame = frame
+        self.compressedFrame = compressAbove.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
         self.operations = start..<(frame.count - 2)
         self.createdAt = .now
     }

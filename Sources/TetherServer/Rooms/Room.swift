@@ -3,6 +3,7 @@ import Logging
 import TetherJSON
 import TetherProtocol
 import TetherState
+import TetherTransport
 
 /// One live ViewModel instance, its version history and its subscribers.
 ///
@@ -26,11 +27,15 @@ actor Room: RoomEndpoint {
     /// `epoch` and `version` for the system room's list, readable from any thread.
     nonisolated let published: RoomVersionCell
     private var history: PatchHistory
-    private var subscribers: Set<SessionHandle> = []
-    /// The subscribers as an array, rebuilt only when they change, so a broadcast shares it.
+    /// Each subscriber's position in `subscriberList`.
+    private var subscribers: [SessionHandle: Int] = [:]
+    /// The subscribers as an array, so a broadcast shares it. Kept in step one join or leave at a
+    /// time (append, swap-remove): rebuilding it per join made n joins cost O(n²), seconds for a
+    /// reconnect storm of 15,000 clients into one room.
     private var subscriberList: [SessionHandle] = []
-    /// The last snapshot frame and its version: many joins at one version encode it once.
-    private var snapshotCache: (version: Int, frame: [UInt8])?
+    /// The last snapshot frame (and its compressed form) and its version: many joins at one
+    /// version encode (and compress) it once.
+    private var snapshotCache: (version: Int, frame: [UInt8], compressed: [UInt8]?)?
     private var timers: [any ServerTimer] = []
     private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
@@ -194,7 +199,10 @@ actor Room: RoomEndpoint {
     /// still in the history, the patches after it (an empty patch when nothing changed). With an
     /// `id`, an ack at that version follows.
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
-        if subscribers.insert(session).inserted { subscriberList = Array(subscribers) }
+        if subscribers[session] == nil {
+            subscribers[session] = subscriberList.count
+            subscriberList.append(session)
+        }
         var deliveries: [RoomDelivery]
         if let since, since.epoch == epoch, let missing = history.patches(after: since.version, newest: version) {
             metrics.resumes(fromHistory: true)
@@ -209,25 +217,29 @@ actor Room: RoomEndpoint {
     }
 
     private func unsubscribe(_ session: SessionHandle) {
-        if subscribers.remove(session) != nil { subscriberList = Array(subscribers) }
+        guard let index = subscribers.removeValue(forKey: session) else { return }
+        let last = subscriberList.removeLast()
+        if index < subscriberList.count {
+            subscriberList[index] = last
+            subscribers[last] = index
+        }
     }
 
     var subscriberCount: Int { subscribers.count }
 
     private func resend(to session: SessionHandle) {
-        guard subscribers.contains(session) else { return }
+        guard subscribers[session] != nil else { return }
         output.deliver([snapshot(for: session)])
     }
 
     private func snapshot(for session: SessionHandle) -> RoomDelivery {
-        let frame: [UInt8]
-        if let cached = snapshotCache, cached.version == version {
-            frame = cached.frame
-        } else {
-            frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: host.state).encoded()
-            snapshotCache = (version, frame)
+        if snapshotCache?.version != version {
+            let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: host.state).encoded()
+            let compressed = environment.configuration.compressionThreshold.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
+            snapshotCache = (version, frame, compressed)
         }
-        return .message(.snapshot(room: name, version: version, frame: frame), to: session)
+        let cached = snapshotCache!
+        return .message(.snapshot(room: name, version: version, frame: cached.frame, compressed: cached.compressed), to: session)
     }
 
     // MARK: Actions
@@ -270,7 +282,8 @@ actor Room: RoomEndpoint {
     /// Makes the turn's operations one version step.
     private func commitTurn(_ operations: [PatchOperation]) -> PatchFrame? {
         guard !operations.isEmpty else { return nil }
-        let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations)
+        let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
+                               compressAbove: environment.configuration.compressionThreshold)
         version += 1
         published.version = version
         history.append(patch)

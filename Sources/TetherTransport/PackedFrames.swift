@@ -1,0 +1,76 @@
+/// Server-to-client WebSocket text frames, headers included, one after the other in one buffer,
+/// so that a connection sends everything it has queued with one write: one `send()` (or one
+/// `SSL_write`) for many frames instead of one per frame. `WebSocketConnection.send(_:)` writes
+/// the buffer as raw bytes; lws's own framing state is untouched, because every frame in it is
+/// complete (see `WebSocketConnection.send(_:)`).
+///
+/// Frames are unmasked (server to client only). A frame appended with `compressed: true` carries
+/// RSV1: its payload must be a permessage-deflate message (`MessageDeflater`), and the connection
+/// must have negotiated the extension.
+public struct PackedFrames: Sendable {
+    public private(set) var bytes: [UInt8] = []
+    public private(set) var frameCount = 0
+
+    public init(capacity: Int = 0) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    public var isEmpty: Bool { frameCount == 0 }
+    public var byteCount: Int { bytes.count }
+
+    /// Empties the buffer, keeping its storage for the next batch.
+    public mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        frameCount = 0
+    }
+
+    /// Appends one complete text frame (FIN) carrying `payload`.
+    public mutating func appendText(_ payload: UnsafeRawBufferPointer, compressed: Bool = false) {
+        appendHeader(length: payload.count, compressed: compressed)
+        bytes.append(contentsOf: payload)
+        frameCount += 1
+    }
+
+    public mutating func appendText(_ payload: [UInt8], compressed: Bool = false) {
+        payload.withUnsafeBytes { appendText($0, compressed: compressed) }
+    }
+
+    private mutating func appendHeader(length: Int, compressed: Bool) {
+        bytes.append(0x80 | (compressed ? 0x40 : 0) | 0x1)  // FIN, RSV1 when compressed, text
+        if length < 126 {
+            bytes.append(UInt8(length))
+        } else if length < 65_536 {
+            bytes.append(126)
+            bytes.append(UInt8(truncatingIfNeeded: length >> 8))
+            bytes.append(UInt8(truncatingIfNeeded: length))
+        } else {
+            bytes.append(127)
+            for shift in stride(from: 56, through: 0, by: -8) {
+                bytes.append(UInt8(truncatingIfNeeded: length >> shift))
+            }
+        }
+    }
+
+    /// Calls `body` with each frame's payload and whether it is compressed, in order (for
+    /// connections that are not sockets, e.g. in-memory test connections).
+    public func forEachFrame(_ body: (_ payload: UnsafeRawBufferPointer, _ compressed: Bool) -> Void) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset + 2 <= buffer.count {
+                let first = buffer[offset]
+                var length = Int(buffer[offset + 1] & 0x7f)
+                offset += 2
+                if length == 126 {
+                    length = Int(buffer[offset]) << 8 | Int(buffer[offset + 1])
+                    offset += 2
+                } else if length == 127 {
+                    length = 0
+                    for i in 0..<8 { length = length << 8 | Int(buffer[offset + i]) }
+                    offset += 8
+                }
+                body(UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + length)]), first & 0x40 != 0)
+                offset += length
+            }
+        }
+    }
+}
