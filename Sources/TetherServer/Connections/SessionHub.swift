@@ -367,7 +367,7 @@ public final class SessionHub: @unchecked Sendable {
     /// run (`didRunQueuedWork`), written at once on a connection with nothing buffered: at low
     /// load that is one frame per patch without waiting for a writable callback, and when the
     /// hub is behind, a batch holds many patches per connection and they leave merged. (Asking
-    /// lws for a writable callback costs two epoll_ctl calls per frame; docs/ARCHITECTURE.md
+    /// lws for a writable callback costs two epoll_ctl calls per frame; docs/PERFORMANCE.md
     /// has the figures.) Answers to a connection's own requests (hello, errors) wait for its
     /// writable callback, as lws expects.
     private func enqueue(_ message: OutboundMessage, for session: Session, fromRoom: Bool = false) {
