@@ -179,7 +179,7 @@ let package = Package(
         .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherProtocol", "TetherJSON", "TetherState", "TetherTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTestSupport"]
+            dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTransport", "TetherTestSupport"]
         ),
         .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI", "TetherTestSupport"]),
         // Against real nats-server processes (1 or 3) started by TetherTestSupport's NATSCluster.

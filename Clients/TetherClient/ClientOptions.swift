@@ -18,6 +18,9 @@ public struct ClientOptions: Sendable {
     /// An action without an ack by then fails with `TetherClientError.timedOut`.
     public var actionTimeout: Duration = .seconds(10)
     public var maxMessageBytes = 16 << 20
+    /// Offer permessage-deflate: a server started with `--compression on` then sends its large
+    /// frames (snapshots, big patches) compressed. Costs the client an inflate per such frame.
+    public var compression = false
 
     /// The URLs in `url`, in order.
     public var urls: [String] {

@@ -29,8 +29,8 @@ final class Link: WebSocketClientDelegate, @unchecked Sendable {
         self.onEvent = onEvent
     }
 
-    func start(url: String) throws {
-        connection = try transport.connect(url: url, subprotocol: TetherProtocol.subprotocol, delegate: self)
+    func start(url: String, compression: Bool) throws {
+        connection = try transport.connect(url: url, subprotocol: TetherProtocol.subprotocol, compression: compression, delegate: self)
     }
 
     func send(_ frame: [UInt8]) {

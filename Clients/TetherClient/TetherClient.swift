@@ -154,7 +154,7 @@ public final class TetherClient {
             }
         }
         self.link = link
-        try link.start(url: currentURL)
+        try link.start(url: currentURL, compression: options.compression)
     }
 
     /// The URL connected to now; after a lost connection the next one of `options.urls` is tried.

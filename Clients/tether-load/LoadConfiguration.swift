@@ -6,6 +6,8 @@ struct LoadConfiguration: Sendable {
     var urls: [String]
     /// Whom to trust for wss:// (--ca, --insecure).
     var trust: TLSTrust = .system
+    /// Offer permessage-deflate on every connection (--compression).
+    var compression = false
     /// The servers' processes, paired with `urls` (--server-pid), else found for local URLs.
     var serverPids: [Int32]?
     /// Subscribers: connections that join a room and check its stream.

@@ -54,6 +54,7 @@ final class PublisherShard: @unchecked Sendable {
         transport.maxConnections = configuration.publishers + 16
         transport.validateUTF8 = false
         transport.trust = configuration.trust
+        transport.compression = configuration.compression
         client = WebSocketClient(configuration: transport, logger: logger)
     }
 

@@ -63,6 +63,7 @@ final class SubscriberShard: @unchecked Sendable {
         // The server is ours: skipping UTF-8 validation saves a pass over every byte.
         transport.validateUTF8 = false
         transport.trust = configuration.trust
+        transport.compression = configuration.compression
         client = WebSocketClient(configuration: transport, logger: logger)
     }
 

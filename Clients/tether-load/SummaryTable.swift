@@ -20,6 +20,7 @@ extension RunOutcome {
         lines.append("tether-load \(label.map { "[\($0)] " } ?? "")\(c.urls.joined(separator: ",")): \(c.clients) subscribers in \(c.rooms) room\(c.rooms == 1 ? "" : "s") (\(c.roomPrefix)*), "
             + "\(c.publishers) publisher\(c.publishers == 1 ? "" : "s") at \(number(c.rate)) actions/s, "
             + "\(number(c.duration)) s measured after \(number(c.warmup)) s warm-up, payload \(c.payloadBytes) B"
+            + (c.compression ? ", compression offered" : "")
             + (c.churn > 0 ? ", churn \(number(c.churn))/s" : ""))
         row("connected", "\(connected)/\(c.clients) in \(String(format: "%.2f", connectSeconds)) s"
             + (connectTimes.totalCount > 0 ? " (each: p50 \(formatMicros(connectTimes.valueAtPercentile(50))), p99 \(formatMicros(connectTimes.valueAtPercentile(99))))" : ""))
@@ -59,6 +60,7 @@ extension RunOutcome {
         if let frames = serverMetricDelta("tether_frames_sent_total"), let deliveries = serverMetricDelta("tether_patch_deliveries_total") {
             row("server says", "\(number(deliveries / serverWindowSeconds)) deliveries/s in \(number(frames / serverWindowSeconds)) frames/s, "
                 + "merged frames \(number(serverMetricDelta("tether_merged_patch_frames_total") ?? 0)), "
+                + (serverMetricDelta("tether_bytes_sent_total").map { "\(number($0 / serverWindowSeconds / 1024)) KiB/s sent, " } ?? "")
                 + "queue overflows \(number(serverMetricDelta("tether_send_queue_overflows_total") ?? 0))")
         }
         if let own = ownCPUSeconds {

@@ -46,6 +46,9 @@ struct TetherLoad: ParsableCommand {
     @Flag(help: "Accept any wss:// certificate (tests only: encrypted, not authenticated).")
     var insecure = false
 
+    @Flag(help: "Every connection offers permessage-deflate (a server with --compression on then sends large frames compressed).")
+    var compression = false
+
     @Option(help: "Subscriber connections.")
     var clients = 100
 
@@ -205,7 +208,7 @@ struct TetherLoad: ParsableCommand {
             return handler
         }
         let configuration = LoadConfiguration(
-            urls: urls, trust: trust, serverPids: try? serverPids, clients: clients, rooms: rooms, publishers: rate > 0 ? publishers : 0, rate: rate,
+            urls: urls, trust: trust, compression: compression, serverPids: try? serverPids, clients: clients, rooms: rooms, publishers: rate > 0 ? publishers : 0, rate: rate,
             duration: duration, warmup: warmup, ramp: ramp, payloadBytes: payloadBytes, churn: churn,
             token: token, threads: max(1, min(threads, max(1, clients))), drainTimeout: drainTimeout,
             connectTimeout: connectTimeout, batchNanos: (batchMicros ?? Self.automaticBatchMicros(connectionsPerThread: clients / max(1, threads))) * 1000, verifyScanner: verifyScanner,

@@ -4,7 +4,7 @@ import Logging
 import TetherClient
 
 /// How to reach the server. Every subcommand takes these; options that change how a connection
-/// is made (a token, TLS trust) belong here and are turned into `ClientOptions` in one place.
+/// is made (a token, TLS trust, compression) belong here and are turned into `ClientOptions` in one place.
 /// A flag beats its environment variable, which beats the default.
 struct ConnectionOptions: ParsableArguments {
     static let defaultURL = "ws://127.0.0.1:8080"
@@ -29,6 +29,9 @@ struct ConnectionOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Accept any wss:// certificate (tests only: encrypted, not authenticated).")
     var insecure = false
+
+    @Flag(name: .long, help: "Offer permessage-deflate: a server started with --compression on sends large frames (snapshots) compressed.")
+    var compression = false
 
     /// The URL from --url, else $TETHER_URL, else the default.
     var resolvedURL: String {
@@ -66,6 +69,7 @@ struct ConnectionOptions: ParsableArguments {
         options.reconnect.isEnabled = reconnect
         options.actionTimeout = timeoutDuration
         if let ca { options.trust = .caFile(ca) } else if insecure { options.trust = .insecure }
+        options.compression = compression
         return options
     }
 

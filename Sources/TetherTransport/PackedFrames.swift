@@ -35,6 +35,28 @@ public struct PackedFrames: Sendable {
         payload.withUnsafeBytes { appendText($0, compressed: compressed) }
     }
 
+    /// Appends `payload` uncompressed to a connection that negotiated permessage-deflate, or not:
+    /// for such a connection as deflate "stored" blocks in an RSV1 frame (5 bytes more per 65,535,
+    /// no compression work), else as a plain frame. libwebsockets 4.1's client, once the extension
+    /// is active, delivers a text frame without RSV1 to its callback again and again without end
+    /// (warmcat/libwebsockets#2794): marking every data frame compressed keeps such clients working.
+    public mutating func appendUncompressed(_ payload: [UInt8], deflateNegotiated: Bool) {
+        guard deflateNegotiated else { return appendText(payload) }
+        let blockSize = 65_535
+        let blocks = max(1, (payload.count + blockSize - 1) / blockSize)
+        appendHeader(length: payload.count + 5 * blocks, compressed: true)
+        var offset = 0
+        repeat {
+            let length = min(blockSize, payload.count - offset)
+            let complement = UInt16(length) ^ 0xFFFF
+            // BFINAL 0, BTYPE 00 (stored), then LEN and NLEN, little-endian.
+            bytes += [0x00, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(complement & 0xFF), UInt8(complement >> 8)]
+            bytes += payload[offset..<(offset + length)]
+            offset += length
+        } while offset < payload.count
+        frameCount += 1
+    }
+
     private mutating func appendHeader(length: Int, compressed: Bool) {
         bytes.append(0x80 | (compressed ? 0x40 : 0) | 0x1)  // FIN, RSV1 when compressed, text
         if length < 126 {

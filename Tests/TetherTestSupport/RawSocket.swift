@@ -141,11 +141,19 @@ public final class RawWebSocket: @unchecked Sendable {
         case pong([UInt8])
     }
 
-    public init(port: Int, subprotocol: String? = "tether.v1", receiveBufferBytes: Int? = nil) throws {
+    /// The server's 101 response (status line and headers), e.g. to see which extensions it accepted.
+    public private(set) var handshakeResponse = ""
+    /// RSV1 of the frame `receiveFrame` returned last: with permessage-deflate negotiated, the
+    /// "compressed" bit (the payload is then deflated, as sent; this client inflates nothing).
+    public private(set) var lastFrameCompressed = false
+
+    /// `extensions`: a `Sec-WebSocket-Extensions` offer, e.g. "permessage-deflate" (nil: none).
+    public init(port: Int, subprotocol: String? = "tether.v1", extensions: String? = nil, receiveBufferBytes: Int? = nil) throws {
         socket = try RawSocket(port: port, receiveBufferBytes: receiveBufferBytes)
         var request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         if let subprotocol { request += "Sec-WebSocket-Protocol: \(subprotocol)\r\n" }
+        if let extensions { request += "Sec-WebSocket-Extensions: \(extensions)\r\n" }
         request += "\r\n"
         try socket.write(Array(request.utf8))
         let terminator: [UInt8] = Array("\r\n\r\n".utf8)
@@ -155,6 +163,7 @@ public final class RawWebSocket: @unchecked Sendable {
                 let response = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
                 buffer.removeSubrange(..<end.upperBound)
                 guard response.hasPrefix("HTTP/1.1 101") else { throw RawSocketError.handshakeRefused(response) }
+                handshakeResponse = response
                 return
             }
             guard ContinuousClock.now < deadline else { throw RawSocketError.timedOut }
@@ -262,6 +271,7 @@ public final class RawWebSocket: @unchecked Sendable {
             offset = 10
         }
         guard buffer.count >= offset + length else { return nil }
+        lastFrameCompressed = buffer[0] & 0x40 != 0
         let payload = Array(buffer[offset..<(offset + length)])
         buffer.removeSubrange(..<(offset + length))
         switch opcode {

@@ -164,3 +164,31 @@ test("200 random todo actions from two clients converge to the daemon's snapshot
   assert.deepEqual(snapshot.state, fresh.state, "the Swift client sees the same state");
   t.diagnostic(`acked ${outcomes.acked}, refused ${outcomes.refused}, final version ${fresh.version}, ${fresh.state.items.length} items`);
 });
+
+test("against a daemon with --compression on, Node's WebSocket negotiates permessage-deflate and tether.js converges", async (t) => {
+  // 256 bytes: a toggle's patch stays plain, an add with a 200-character title goes compressed.
+  const daemon = await startDaemon(t, { args: ["--memory-only", "--compression", "on", "--compression-min-bytes", "256"] });
+  const probe = new WebSocket(daemon.url, "tether.v1");
+  t.after(() => probe.close());
+  await new Promise((resolve, reject) => { probe.onopen = resolve; probe.onerror = () => reject(new Error("probe did not open")); });
+  assert.match(probe.extensions, /permessage-deflate/, "the runtime offered the extension and the server accepted it");
+
+  const name = "todo:compressed";
+  const writer = client(t, daemon.url).room(name);
+  await writer.ready();
+  const title = (i) => `item ${i}: ` + "abcdefghij klmnopqrst uvwxyz ".repeat(7).slice(0, 190);
+  for (let i = 0; i < 40; i++) await writer.send("add", { title: title(i) });
+  let last;
+  for (let i = 0; i < 40; i += 2) last = await writer.send("toggle", { id: writer.state.items[i].id });
+  await waitFor(() => writer.version === last.version, "the writer at the last version");
+
+  // A fresh client's big snapshot arrives compressed and inflates to the same state.
+  const reader = client(t, daemon.url).room(name);
+  await reader.ready();
+  await waitFor(() => reader.version === last.version, "the reader at the last version");
+  assert.equal(reader.state.items.length, 40);
+  assert.deepEqual(reader.state, writer.state);
+  const snapshot = await swiftSnapshot(t, daemon.url, name);
+  assert.equal(snapshot.version, last.version);
+  assert.deepEqual(snapshot.state, writer.state);
+});

@@ -98,7 +98,8 @@ struct SendQueue {
     ///
     /// On a connection that negotiated compression, a message compressed once by its room goes
     /// out compressed (the same bytes for every such subscriber), and such a patch is not merged
-    /// with its neighbours: merging would mean compressing per connection.
+    /// with its neighbours: merging would mean compressing per connection. Every other frame goes
+    /// to such a connection RSV1-marked too, stored uncompressed (`PackedFrames.appendUncompressed`).
     mutating func flush(to connection: any ClientConnection, frames: inout PackedFrames, scratch: inout [UInt8],
                         now: ContinuousClock.Instant) -> WriteStats {
         var stats = WriteStats()
@@ -110,14 +111,14 @@ struct SendQueue {
             while taken < queue.count, frames.byteCount < Self.packedWriteBytes {
                 switch queue[taken] {
                 case .control(let bytes):
-                    frames.appendText(bytes)
+                    frames.appendUncompressed(bytes, deflateNegotiated: compressing)
                     taken += 1
                 case .snapshot(_, _, let bytes, let compressed):
                     if compressing, let compressed {
                         frames.appendText(compressed, compressed: true)
                         batch.compressedFrames += 1
                     } else {
-                        frames.appendText(bytes)
+                        frames.appendUncompressed(bytes, deflateNegotiated: compressing)
                     }
                     taken += 1
                 case .patch(let first):
@@ -140,13 +141,13 @@ struct SendQueue {
                         run += 1
                     }
                     if run == 1 {
-                        frames.appendText(first.frame)
+                        frames.appendUncompressed(first.frame, deflateNegotiated: compressing)
                     } else {
                         let patches = queue[taken..<(taken + run)].lazy.compactMap { message -> PatchFrame? in
                             if case .patch(let patch) = message { patch } else { nil }
                         }
                         PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &scratch)
-                        frames.appendText(scratch)
+                        frames.appendUncompressed(scratch, deflateNegotiated: compressing)
                         batch.mergedFrames += 1
                     }
                     batch.patchVersions += last.version - first.from
