@@ -36,15 +36,17 @@ public struct PackedFrames: Sendable {
     }
 
     /// Appends `payload` uncompressed to a connection that negotiated permessage-deflate, or not:
-    /// for such a connection as deflate "stored" blocks in an RSV1 frame (5 bytes more per 65,535,
-    /// no compression work), else as a plain frame. libwebsockets 4.1's client, once the extension
+    /// for such a connection as deflate "stored" blocks in an RSV1 frame (5 bytes more per 65,535
+    /// and one at the end, no compression work), else as a plain frame. The bytes are what zlib
+    /// writes at level 0 with a sync flush, minus the 4-byte tail the receiver appends, so a
+    /// receiver that keeps its inflater across messages stays in step. libwebsockets 4.1's client, once the extension
     /// is active, delivers a text frame without RSV1 to its callback again and again without end
     /// (warmcat/libwebsockets#2794): marking every data frame compressed keeps such clients working.
     public mutating func appendUncompressed(_ payload: [UInt8], deflateNegotiated: Bool) {
         guard deflateNegotiated else { return appendText(payload) }
         let blockSize = 65_535
         let blocks = max(1, (payload.count + blockSize - 1) / blockSize)
-        appendHeader(length: payload.count + 5 * blocks, compressed: true)
+        appendHeader(length: payload.count + 5 * blocks + 1, compressed: true)
         var offset = 0
         repeat {
             let length = min(blockSize, payload.count - offset)
@@ -54,6 +56,7 @@ public struct PackedFrames: Sendable {
             bytes += payload[offset..<(offset + length)]
             offset += length
         } while offset < payload.count
+        bytes.append(0x00)  // the sync flush's empty stored block, completed by the receiver's 00 00 FF FF
         frameCount += 1
     }
 
