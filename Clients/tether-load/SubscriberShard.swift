@@ -206,7 +206,11 @@ final class SubscriberShard: @unchecked Sendable {
         if subscriber.phase != .closing {
             subscriber.closedAt = monotonicNanos()
             if configuration.expectRestart && code == 1001 {
+                // The server is going away: knock again after a jittered pause, not all at once.
                 counters.restartCloses += 1
+                counters.reconnects += 1
+                retryLater(subscriber)
+                return
             } else {
                 counters.disconnects += 1
                 sample("server closed a subscriber (code \(code.map(String.init) ?? "none"))")
