@@ -185,6 +185,7 @@ final class SubscriberShard: @unchecked Sendable {
         subscriber.connection = nil
         if subscriber.hasJoinedOnce, configuration.expectRestart, !stopping,
            monotonicNanos() - subscriber.closedAt < Self.restartPatience {
+            counters.reconnectRetries += 1
             retryLater(subscriber)
             return
         }
@@ -227,7 +228,6 @@ final class SubscriberShard: @unchecked Sendable {
     /// jitter (half to all of it), so thousands of subscribers don't knock in lockstep.
     private func retryLater(_ subscriber: Subscriber) {
         subscriber.phase = .connecting
-        counters.reconnectRetries += 1
         let ceiling = min(1.0, 0.02 * Double(1 << min(subscriber.retries, 6)))
         subscriber.retries += 1
         let delay = Double.random(in: (ceiling / 2)...ceiling, using: &random)
