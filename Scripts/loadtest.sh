@@ -237,6 +237,7 @@ if ((quick)); then
     rooms=100; idle_clients=2000; churn_clients=200; churn_rate=50
     saturation_rates=(50 100 300 600)
     tls_rates=(100)
+    storm_clients="${STORM_CLIENTS:-2000}"
 else
     duration=10; warmup=2
     fanout_subscribers=(100 1000 5000); fanout_rates=(10 100 1000)
@@ -294,7 +295,7 @@ for scenario in "${scenarios[@]}"; do
             max_connections=15000 ;;
         restart)
             max_connections=$((storm_clients + 64))
-            restart_run "${storm_clients}clients" --clients "$storm_clients" --rate 0 --duration 10 --warmup 0 \
+            restart_run "${storm_clients}clients" --clients "$storm_clients" --threads 4 --rate 0 --duration 10 --warmup 0 \
                 --ramp 1e9 --max-in-flight "$storm_in_flight" --connect-timeout 30 --drain-timeout 60
             max_connections=15000 ;;
     esac

@@ -212,10 +212,9 @@ final class SubscriberShard: @unchecked Sendable {
                 counters.reconnects += 1
                 retryLater(subscriber)
                 return
-            } else {
-                counters.disconnects += 1
-                sample("server closed a subscriber (code \(code.map(String.init) ?? "none"))")
             }
+            counters.disconnects += 1
+            sample("server closed a subscriber (code \(code.map(String.init) ?? "none"))")
         }
         counters.reconnects += 1
         startConnecting(subscriber)
