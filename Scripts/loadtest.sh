@@ -8,17 +8,24 @@
 #
 # Usage: Scripts/loadtest.sh [--quick] [--scenario NAME]... [--runs N] [--out DIR]
 #   --quick          short runs and a smaller matrix (about a minute, plus the build)
-#   --scenario NAME  fanout, rooms, idle, churn, saturation or tls (repeatable; default: all)
+#   --scenario NAME  fanout, rooms, idle, churn, saturation, tls, storm or restart (repeatable;
+#                    default: all)
 #   --runs N         run every configuration N times; the report shows medians (default 1)
 #   --out DIR        report folder (default: loadtest-report-YYYYmmdd-HHMMSS)
 #   --report-only DIR  rebuild DIR's report and plots from its results.jsonl (no runs)
-# Environment: SCRATCH_PATH (swift build folder, default .build), TETHERD_ARGS (extra daemon flags).
+# Environment: SCRATCH_PATH (swift build folder, default .build), TETHERD_ARGS (extra daemon flags),
+# STORM_CLIENTS (clients of storm and restart; default: what the descriptor limit allows, at most
+# 20,000), STORM_IN_FLIGHT (storm's first connections open at once, default 1000; 0: all).
 #
 # Every run starts a fresh tetherd (release build, 127.0.0.1, a free port) so runs don't share
 # rooms, history or memory; the trap stops it whatever happens. tether-load runs on the same
 # machine: its own CPU is in every row, so a reader can see it was not the bottleneck.
 # The tls scenario runs fan-out and idle configurations twice, over ws:// and over wss:// (a
 # certificate from Scripts/make-cert.sh), and reports the TLS figures beside the plain ones.
+# storm connects as many clients as the descriptor limit allows (at most 20,000) all at once and
+# reports joins/s and connect times; restart connects them, then stops the daemon (SIGTERM: a
+# 1001 close to every client) and starts it again on the same port and data folder, and reports
+# the time from "listening again" to the last client resumed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,10 +52,22 @@ while (($#)); do
     shift
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || usage_error "--runs takes a whole number of at least 1, not '$runs'"
-((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation tls)
+((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation tls storm restart)
 for s in "${scenarios[@]}"; do
-    case "$s" in fanout|rooms|idle|churn|saturation|tls) ;; *) usage_error "unknown scenario '$s'" ;; esac
+    case "$s" in fanout|rooms|idle|churn|saturation|tls|storm|restart) ;; *) usage_error "unknown scenario '$s'" ;; esac
 done
+# Descriptors: the daemon and tether-load (each its own process, each one per connection) inherit
+# the hard limit. storm and restart use what it allows, keeping 512 for listeners, the database,
+# logs and the publishers.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+storm_clients=$(( $(ulimit -n) - 512 < 20000 ? $(ulimit -n) - 512 : 20000 ))
+storm_clients="${STORM_CLIENTS:-$storm_clients}"
+# First connections in flight at once in storm (0: every client at once). lws 4.1 keeps each
+# pending handshake's timeout in a list sorted by deadline that it walks from the head on every
+# insertion, in tether-load and in tetherd alike: with all 19,488 at once no client joined in
+# 35 s (docs/PERFORMANCE.md, "Reconnect storms"), so the default caps them at 1,000.
+storm_in_flight="${STORM_IN_FLIGHT:-1000}"
+max_connections=15000  # the daemon's --max-connections: above what each run opens
 out="${report_only:-${out:-loadtest-report-$(date +%Y%m%d-%H%M%S)}}"
 mkdir -p "$out/logs"
 results="$out/results.jsonl"
@@ -76,6 +95,12 @@ transport=ws  # ws or wss: how the next runs connect (the tls scenario switches 
 tls_dir=""
 
 stop_server() {
+    stop_daemon
+    rm -rf "${out:?}/data"  # the runs' databases: not part of the report
+}
+
+# stop_daemon: SIGTERM (every client gets a 1001 close), SIGKILL after 5 s; the data stays.
+stop_daemon() {
     if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
         kill -TERM "$server_pid" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
@@ -83,29 +108,29 @@ stop_server() {
         wait "$server_pid" 2>/dev/null || true
     fi
     server_pid=""
-    rm -rf "${out:?}/data"  # the runs' databases: not part of the report
 }
 trap stop_server EXIT
 trap 'stop_server; exit 130' INT TERM
 
-# start_server LOGNAME: tetherd on 127.0.0.1, port chosen by the OS (read from its first line);
-# with TLS when $transport is wss.
+# start_server LOGNAME [PORT]: tetherd on 127.0.0.1, on PORT or one chosen by the OS (read from
+# its first line); with TLS when $transport is wss. Sets server_listening_at (Unix seconds).
 start_server() {
-    local log="$out/logs/$1.tetherd"
+    local log="$out/logs/$1.tetherd" port="${2:-0}"
     local tls=()
     [[ "$transport" == wss ]] && tls=(--tls-cert "$tls_dir/cert.pem" --tls-key "$tls_dir/key.pem")
+    [[ "$port" != 0 ]] && log="$log.again"
     : >"$log.out"  # exists before the daemon writes to it
     # shellcheck disable=SC2086  # TETHERD_ARGS is a list of flags
-    # 10,000 clients + publishers come from one address: lift the per-IP connection limit.
     # Each run gets its own data folder (durable rooms, the default durability) in the report.
-    "$bin/tetherd" --host 127.0.0.1 --port 0 --log-level warning --max-connections 15000 \
-        --max-connections-per-ip 15000 --data "$out/data/$1" "${tls[@]}" ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
+    # (The per-address limit is off by default; storm and restart need --max-connections raised.)
+    "$bin/tetherd" --host 127.0.0.1 --port "$port" --log-level warning --max-connections "$max_connections" \
+        --data "$out/data/$1" "${tls[@]}" ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
     server_pid=$!
-    for _ in $(seq 100); do
+    for _ in $(seq 1000); do
         server_port="$(sed -n 's/.*listening on wss\{0,1\}:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log.out" || true)"
-        [[ -n "$server_port" ]] && return 0
+        if [[ -n "$server_port" ]]; then server_listening_at="$(date +%s.%N)"; return 0; fi
         kill -0 "$server_pid" 2>/dev/null || break
-        sleep 0.1
+        sleep 0.01
     done
     echo "loadtest: tetherd did not start (see $log.err)" >&2
     exit 1
@@ -135,6 +160,48 @@ run() {
     done
 }
 
+# restart_run NAME TETHER-LOAD-ARGS...: a daemon, tether-load --expect-restart against it; once
+# every subscriber joined, the daemon is stopped (SIGTERM) and started again on the same port and
+# data folder. The JSON line gains listening_again_unix_s and resumed_after_listening_s.
+restart_run() {
+    local name="$1"; shift
+    local i status line resumed_line
+    for ((i = 1; i <= runs; i++)); do
+        local tag="restart-$name-$i" result="$out/logs/restart-$name-$i.json"
+        start_server "$tag"
+        local port="$server_port"
+        "$bin/tether-load" --url "ws://127.0.0.1:$port" --expect-restart --json --quiet --label "$name" "$@" \
+            >"$result" 2>"$out/logs/$tag.load" &
+        local load_pid=$!
+        for _ in $(seq 1200); do
+            grep -q "ready for a restart" "$out/logs/$tag.load" 2>/dev/null && break
+            kill -0 "$load_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        sleep 1
+        stop_daemon
+        start_server "$tag" "$port"
+        local listening_at="$server_listening_at"
+        status=0
+        wait "$load_pid" || status=$?
+        stop_server
+        line="$(cat "$result")"
+        if [[ -z "$line" ]]; then
+            echo "loadtest: $tag: tether-load printed no result (exit $status, see $out/logs/$tag.load)" >&2
+            line='{"ok":false,"exit_code":'"$status"'}'
+        fi
+        resumed_line="$(python3 -c '
+import json, sys
+r = json.loads(sys.argv[1]); at = float(sys.argv[2])
+r["listening_again_unix_s"] = at
+if r.get("last_resume_unix_s") is not None:
+    r["resumed_after_listening_s"] = r["last_resume_unix_s"] - at
+print(json.dumps(r, separators=(",", ":")))' "$line" "$listening_at")"
+        echo "${resumed_line%\}},\"scenario\":\"restart\",\"config\":\"$name\",\"transport\":\"ws\",\"run\":$i}" >> "$results"
+        summarize "$resumed_line" "$tag" "$status"
+    done
+}
+
 # One line per run on the console.
 summarize() {
     python3 - "$1" "$2" "$3" <<'EOF'
@@ -146,7 +213,9 @@ def f(key, fmt="{:.0f}"):
 print(f"  {tag:<34} exit {status}  delivered {f('delivered_per_s')}/s of {f('offered_deliveries_per_s')}/s  "
       f"p50 {f('latency_p50_ms', '{:.2f}')} ms  p99 {f('latency_p99_ms', '{:.2f}')} ms  "
       f"server {f('server_cpu_cores', '{:.2f}')} cores  load {f('load_cpu_cores', '{:.2f}')} cores"
-      + (f"  RSS/conn {r['server_rss_per_connection_bytes']/1024:.1f} KiB" if r.get('server_rss_per_connection_bytes') else ""))
+      + (f"  RSS/conn {r['server_rss_per_connection_bytes']/1024:.1f} KiB" if r.get('server_rss_per_connection_bytes') else "")
+      + (f"  joins/s {f('joins_per_s')}  connect p99 {f('connect_p99_ms', '{:.0f}')} ms" if r.get('joins_per_s') else "")
+      + (f"  resumed {f('resumed_after_listening_s', '{:.2f}')} s after listening" if 'listening_again_unix_s' in r else ""))
 EOF
 }
 
@@ -168,6 +237,7 @@ if ((quick)); then
     rooms=100; idle_clients=2000; churn_clients=200; churn_rate=50
     saturation_rates=(50 100 300 600)
     tls_rates=(100)
+    storm_clients="${STORM_CLIENTS:-2000}"
 else
     duration=10; warmup=2
     fanout_subscribers=(100 1000 5000); fanout_rates=(10 100 1000)
@@ -217,6 +287,17 @@ for scenario in "${scenarios[@]}"; do
                 run tls "${idle_clients}idle" --clients "$idle_clients" --rate 0 --duration "$duration" --warmup 0
             done
             transport=ws ;;
+        storm)
+            # No ramp: connections open as fast as STORM_IN_FLIGHT allows.
+            max_connections=$((storm_clients + 64))
+            run storm "${storm_clients}clients" --clients "$storm_clients" --rate 0 --duration 1 --warmup 0 \
+                --ramp 1e9 --max-in-flight "$storm_in_flight" --connect-timeout 30
+            max_connections=15000 ;;
+        restart)
+            max_connections=$((storm_clients + 64))
+            restart_run "${storm_clients}clients" --clients "$storm_clients" --threads 4 --rate 0 --duration 10 --warmup 0 \
+                --ramp 1e9 --max-in-flight "$storm_in_flight" --connect-timeout 30 --drain-timeout 60
+            max_connections=15000 ;;
     esac
 done
 stop_server
@@ -331,14 +412,33 @@ for (scenario, config, transport), group in groups.items():
 
 titles = {"fanout": "1. Fan-out: one room", "rooms": "2. Many rooms: 10 clients per room, 1 action/s per room",
           "idle": "3. Idle connections: memory per connection", "churn": "4. Churn: reconnects with resume while patches flow",
-          "saturation": "5. Saturation at 1,000 subscribers", "tls": "6. TLS: wss:// beside plain ws://"}
-for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls"]:
+          "saturation": "5. Saturation at 1,000 subscribers", "tls": "6. TLS: wss:// beside plain ws://",
+          "storm": "7. Connect storm: every client, no ramp", "restart": "8. Restart storm: the daemon restarts under every client"}
+for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm", "restart"]:
     ms_rows = by_scenario.get(scenario)
     if not ms_rows:
         continue
     lines += [f"## {titles[scenario]}", ""]
     if scenario == "tls":
         lines += tls_section(ms_rows)
+    elif scenario == "storm":
+        lines += ["| run | clients | joined | connect+join s | joins/s | connect p50 ms | connect p99 ms | server RSS MiB | exit |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for m in ms_rows:
+            lines.append(f"| {m['config']} | {fmt(m.get('clients'))} | {fmt(m.get('connected'))} | {fmt(m.get('connect_s'), '{:.2f}')} "
+                         f"| {fmt(m.get('joins_per_s'))} | {ms(m.get('connect_p50_ms'))} | {ms(m.get('connect_p99_ms'))} "
+                         f"| {fmt((m.get('server_rss_connected_bytes') or 0) / 1048576, '{:.1f}')} | {m['exit_codes']} |")
+        lines += ["", "Target: at least 8,000 joins/s (connect, handshake, join and snapshot, every client at once)."]
+    elif scenario == "restart":
+        lines += ["| run | clients | joins/s | going-away closes | retries | resumed (history / snapshot) | live at end "
+                  "| first reopen → last resume s | listening → last resume s | lost | gaps | exit |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for m in ms_rows:
+            lines.append(f"| {m['config']} | {fmt(m.get('clients'))} | {fmt(m.get('joins_per_s'))} | {fmt(m.get('restart_closes'))} "
+                         f"| {fmt(m.get('reconnect_retries'))} | {fmt(m.get('resumes_history'))} / {fmt(m.get('resumes_snapshot'))} "
+                         f"| {fmt(m.get('live_at_end'))} | {fmt(m.get('resumed_all_after_s'), '{:.2f}')} "
+                         f"| {fmt(m.get('resumed_after_listening_s'), '{:.2f}')} | {fmt(m.get('lost'))} | {fmt(m.get('gaps'))} | {m['exit_codes']} |")
+        lines += ["", "Target: every client resumed within 5 s of the daemon listening again, nothing lost, no gap."]
     elif scenario == "idle":
         lines += ["| run | connections | connect s | RSS before MiB | RSS connected MiB | KiB per connection | server cores idle | exit |",
                   "|---|---|---|---|---|---|---|---|"]

@@ -21,6 +21,10 @@ struct LoadConfiguration: Sendable {
     var warmup: Double
     /// New connections per second while connecting.
     var ramp: Double
+    /// First connections open at once, at most (0: no limit).
+    var maxInFlight = 1000
+    /// The server restarts during the run (`--expect-restart`): subscribers retry until it is back.
+    var expectRestart = false
     var payloadBytes: Int
     /// Subscriber disconnect + reconnect (with resume) per second while actions flow.
     var churn: Double

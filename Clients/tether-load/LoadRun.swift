@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 #if canImport(Glibc)
@@ -74,6 +75,10 @@ final class LoadRun {
         }
         // A setup failure ends the run here (exit status 2): figures from a partial setup mislead.
         if !outcome.setupErrors.isEmpty { return finish(outcome, shards) }
+        if c.expectRestart {
+            // For scripts: from here on the server may be restarted under the subscribers.
+            FileHandle.standardError.write(Data("tether-load: \(outcome.connected) subscribers joined: ready for a restart\n".utf8))
+        }
 
         // 3. Publish (and churn) for warm-up + duration; measure the window after the warm-up.
         let runStart = monotonicNanos()
@@ -137,6 +142,7 @@ final class LoadRun {
                 outcome.undelivered = behind
             }
         }
+        if c.expectRestart { awaitResumes(shards, until: drainStart + Int(c.drainTimeout * 1e9)) }
         outcome.drainSeconds = seconds(since: drainStart)
         outcome.interrupted = Interruption.requested
         return finish(outcome, shards)
@@ -163,6 +169,16 @@ final class LoadRun {
 
     // MARK: Phases
 
+    /// After a restart: waits until every subscriber is live again (resumed) or the deadline.
+    private func awaitResumes(_ shards: ClientShards, until deadline: Int) {
+        var counters = shards.subscriberCounters
+        while counters.live < configuration.clients, monotonicNanos() < deadline, !Interruption.requested {
+            progress.show("resume: \(counters.live)/\(configuration.clients) subscribers live")
+            sleep(seconds: 0.05)
+            counters = shards.subscriberCounters
+        }
+    }
+
     /// Issues first connections at --ramp per second, at most 1,000 in flight, until every
     /// subscriber joined or failed (or nothing changed for the connect timeout + 5 s).
     private func connectSubscribers(_ shards: ClientShards) {
@@ -173,7 +189,7 @@ final class LoadRun {
         var lastProgress = start
         var lastChange = start
         var lastDone = -1
-        let maxInFlight = 1000
+        let maxInFlight = c.maxInFlight > 0 ? c.maxInFlight : c.clients
         var current = SubscriberCounters()
         while !Interruption.requested {
             let now = monotonicNanos()

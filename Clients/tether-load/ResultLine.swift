@@ -71,6 +71,16 @@ extension RunOutcome {
         out.add("resumes_history", subscribers.resumesFromHistory)
         out.add("resumes_snapshot", subscribers.resumesWithSnapshot)
         out.add("merged_frames", subscribers.mergedFrames)
+        out.add("joins_per_s", connectSeconds > 0 ? Double(connected) / connectSeconds : nil)
+        if c.expectRestart {
+            out.add("restart_closes", subscribers.restartCloses)
+            out.add("reconnect_retries", subscribers.reconnectRetries)
+            out.add("live_at_end", subscribers.live)
+            out.add("resumed_all_after_s", resumedAllAfterSeconds)
+            // Wall clock, so a script can measure from the moment it saw the daemon listen again.
+            let monotonicToUnix = Date().timeIntervalSince1970 - Double(monotonicNanos()) / 1e9
+            out.add("last_resume_unix_s", subscribers.lastResumeAt > 0 ? monotonicToUnix + Double(subscribers.lastResumeAt) / 1e9 : nil)
+        }
         out.add("drain_s", drainSeconds)
         out.add("server_source", serverSource)
         out.add("server_pids", serverPids.map { Int($0) })

@@ -70,6 +70,11 @@ struct RunOutcome {
         guard let start = ownStart, let end = ownEnd else { return windowSeconds }
         return max(1e-9, Double(end.at - start.at) / 1e9)
     }
+    /// --expect-restart: from the first reconnect that opened to the last subscriber resumed.
+    var resumedAllAfterSeconds: Double? {
+        guard subscribers.firstReopenAt > 0, subscribers.lastResumeAt >= subscribers.firstReopenAt else { return nil }
+        return Double(subscribers.lastResumeAt - subscribers.firstReopenAt) / 1e9
+    }
     var deliveryRatio: Double? { offeredDeliveriesPerSecond > 0 ? deliveredPerSecond / offeredDeliveriesPerSecond : nil }
     /// Lost in the stream plus never delivered by the end of the drain.
     var lost: Int { subscribers.lost + undelivered }
@@ -113,6 +118,9 @@ struct RunOutcome {
         check(subscribers.errors, "error messages to subscribers")
         check(subscribers.disconnects, "unplanned disconnects")
         check(subscribers.reconnectFailures, "failed reconnects")
+        if configuration.expectRestart {
+            check(configuration.clients - subscribers.live, "subscribers not live again at the end")
+        }
         check(publishers.ackMismatches, "mismatched acks")
         check(unacked, "actions never acked")
         check(publishers.errors, "actions answered with an error")

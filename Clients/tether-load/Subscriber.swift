@@ -19,6 +19,9 @@ final class Subscriber: WebSocketClientDelegate, @unchecked Sendable {
     /// The join in flight carried `since` (a resume).
     var resuming = false
     var connectStartedAt = 0
+    /// When the last close we did not ask for happened, and retries since (--expect-restart).
+    var closedAt = 0
+    var retries = 0
 
     init(shard: SubscriberShard, room: Int, url: String, publishers: Int) {
         self.shard = shard

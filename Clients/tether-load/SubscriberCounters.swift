@@ -41,6 +41,14 @@ struct SubscriberCounters: Sendable {
     var resumesWithSnapshot = 0
     /// Churn requests that found no live subscriber to close.
     var churnMissed = 0
+    /// Going-away closes (1001) under --expect-restart: the server stopping, not a failure.
+    var restartCloses = 0
+    /// Reconnect attempts repeated after a refused connection (--expect-restart).
+    var reconnectRetries = 0
+    /// Monotonic ns: the first reconnect after a close that opened, and the last resume (0: none).
+    /// Merged by min and max, not summed.
+    var firstReopenAt = 0
+    var lastResumeAt = 0
 
     mutating func add(_ o: SubscriberCounters) {
         connectsStarted += o.connectsStarted; joined += o.joined; connectFailures += o.connectFailures
@@ -51,6 +59,9 @@ struct SubscriberCounters: Sendable {
         protocolErrors += o.protocolErrors; disconnects += o.disconnects; reconnects += o.reconnects
         reconnectFailures += o.reconnectFailures; resumesFromHistory += o.resumesFromHistory
         resumesWithSnapshot += o.resumesWithSnapshot; churnMissed += o.churnMissed
+        restartCloses += o.restartCloses; reconnectRetries += o.reconnectRetries
+        if o.firstReopenAt > 0 { firstReopenAt = firstReopenAt == 0 ? o.firstReopenAt : min(firstReopenAt, o.firstReopenAt) }
+        lastResumeAt = max(lastResumeAt, o.lastResumeAt)
     }
 
     /// Stream violations: any of these fails the run.

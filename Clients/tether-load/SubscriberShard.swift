@@ -1,3 +1,4 @@
+import Dispatch
 import Histogram
 import Logging
 import TetherProtocol
@@ -168,6 +169,9 @@ final class SubscriberShard: @unchecked Sendable {
 
     func connected(_ subscriber: Subscriber, _ connection: WebSocketConnection) {
         subscriber.connection = connection
+        // The first reconnect to open after a close we did not ask for: the server is back.
+        if subscriber.closedAt > 0, counters.firstReopenAt == 0 { counters.firstReopenAt = monotonicNanos() }
+        subscriber.retries = 0
         var since: ResumePoint?
         if subscriber.version >= 0 {
             since = ResumePoint(epoch: String(decoding: subscriber.epoch, as: UTF8.self), version: subscriber.version)
@@ -180,6 +184,12 @@ final class SubscriberShard: @unchecked Sendable {
 
     func connectFailed(_ subscriber: Subscriber, reason: String) {
         subscriber.connection = nil
+        if subscriber.hasJoinedOnce, configuration.expectRestart, !stopping,
+           monotonicNanos() - subscriber.closedAt < Self.restartPatience {
+            counters.reconnectRetries += 1
+            retryLater(subscriber)
+            return
+        }
         subscriber.phase = .failed
         if subscriber.hasJoinedOnce {
             counters.reconnectFailures += 1
@@ -196,11 +206,37 @@ final class SubscriberShard: @unchecked Sendable {
         if wasLive { counters.live -= 1 }
         if stopping { subscriber.phase = .idle; return }
         if subscriber.phase != .closing {
+            subscriber.closedAt = monotonicNanos()
+            if configuration.expectRestart && code == 1001 {
+                // The server is going away: knock again after a jittered pause, not all at once.
+                counters.restartCloses += 1
+                counters.reconnects += 1
+                retryLater(subscriber)
+                return
+            }
             counters.disconnects += 1
             sample("server closed a subscriber (code \(code.map(String.init) ?? "none"))")
         }
         counters.reconnects += 1
         startConnecting(subscriber)
+    }
+
+    /// How long a subscriber keeps retrying after a close while the server restarts.
+    static let restartPatience = 60_000_000_000
+
+    /// Retries a refused reconnect after an exponential backoff (20 ms doubling to 1 s) with
+    /// jitter (half to all of it), so thousands of subscribers don't knock in lockstep.
+    private func retryLater(_ subscriber: Subscriber) {
+        subscriber.phase = .connecting
+        let ceiling = min(1.0, 0.02 * Double(1 << min(subscriber.retries, 6)))
+        subscriber.retries += 1
+        let delay = Double.random(in: (ceiling / 2)...ceiling, using: &random)
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [client, self] in
+            _ = client.execute { [self] in
+                guard !stopping else { return }
+                startConnecting(subscriber)
+            }
+        }
     }
 
     private func becameLive(_ subscriber: Subscriber) {
@@ -210,6 +246,8 @@ final class SubscriberShard: @unchecked Sendable {
             subscriber.hasJoinedOnce = true
             counters.joined += 1
             recordMicroseconds(&connectTimes, nanoseconds: monotonicNanos() - subscriber.connectStartedAt)
+        } else if subscriber.resuming {
+            counters.lastResumeAt = monotonicNanos()
         }
     }
 

@@ -70,6 +70,14 @@ struct TetherLoad: ParsableCommand {
     @Option(help: "New connections per second while connecting.")
     var ramp: Double = 2000
 
+    @Option(help: "First connections open at once, at most (0: no limit; with a huge --ramp, every subscriber connects at once).")
+    var maxInFlight = 1000
+
+    @Flag(help: ArgumentHelp(
+        "The server restarts during the run: a going-away close (1001) is no failure; subscribers retry with backoff until it listens again, then resume.",
+        discussion: "Retries back off from 20 ms to 1 s (with jitter) for up to 60 s per subscriber. The --json line adds resumed_all_after_s (first reconnect that opened to the last subscriber resumed) and last_resume_unix_s."))
+    var expectRestart = false
+
     @Option(help: "Padding bytes in every action's value.")
     var payloadBytes = 0
 
@@ -150,6 +158,7 @@ struct TetherLoad: ParsableCommand {
         try seconds(warmup, "--warmup", zeroAllowed: true)
         try seconds(drainTimeout, "--drain-timeout", zeroAllowed: true)
         try seconds(connectTimeout, "--connect-timeout", zeroAllowed: false)
+        guard maxInFlight >= 0 else { throw ValidationError("--max-in-flight must be 0 or more, not \(maxInFlight)") }
         guard ramp.isFinite, ramp > 0 else { throw ValidationError("--ramp must be above 0 connections per second, not \(ramp)") }
         guard churn.isFinite, churn >= 0 else { throw ValidationError("--churn must be 0 or more per second, not \(churn)") }
         guard payloadBytes >= 0, payloadBytes <= 512 << 10 else { throw ValidationError("--payload-bytes must be between 0 and 524288, not \(payloadBytes)") }
@@ -209,7 +218,7 @@ struct TetherLoad: ParsableCommand {
         }
         let configuration = LoadConfiguration(
             urls: urls, trust: trust, compression: compression, serverPids: try? serverPids, clients: clients, rooms: rooms, publishers: rate > 0 ? publishers : 0, rate: rate,
-            duration: duration, warmup: warmup, ramp: ramp, payloadBytes: payloadBytes, churn: churn,
+            duration: duration, warmup: warmup, ramp: ramp, maxInFlight: maxInFlight, expectRestart: expectRestart, payloadBytes: payloadBytes, churn: churn,
             token: token, threads: max(1, min(threads, max(1, clients))), drainTimeout: drainTimeout,
             connectTimeout: connectTimeout, batchNanos: (batchMicros ?? Self.automaticBatchMicros(connectionsPerThread: clients / max(1, threads))) * 1000, verifyScanner: verifyScanner,
             runTag: Int.random(in: 1..<(1 << 30)))

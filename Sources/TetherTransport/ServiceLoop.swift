@@ -166,9 +166,17 @@ class ServiceLoop: @unchecked Sendable {
         lws_set_extension_option(wsi, deflateExtensionName, "rx_buf_size", "12") == 0
     }
 
-    /// Keepalive policy: ping after `ping` seconds without rx, hang up after `idle`.
+    /// Keepalive policy: ping after `ping` seconds without rx, hang up after `idle`. Without
+    /// either, a policy of zeros: lws would otherwise apply its default (ping at 300 s, hang up
+    /// at 310 s), one timer per connection inserted into a list sorted by deadline that it
+    /// walks from the head, so a storm of n connections costs O(n²) (KeepaliveSweep says more).
     func makeRetryPolicy(ping: Duration?, idle: Duration?) -> UnsafeMutablePointer<lws_retry_bo_t>? {
-        guard ping != nil || idle != nil else { return nil }
+        guard ping != nil || idle != nil else {
+            let policy = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
+            policy.initialize(to: lws_retry_bo_t())  // secs_since_valid_hangup 0: no validity timer
+            retryPolicy = policy
+            return policy
+        }
         var hangup = idle.map { min(wholeSeconds($0), 65_534) } ?? 0
         var pingSecs = ping.map { min(wholeSeconds($0), 65_534) } ?? 0
         if hangup == 0 { hangup = min(65_535, pingSecs * 2 + 1) }

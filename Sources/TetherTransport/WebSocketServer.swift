@@ -146,7 +146,9 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         vhost.alpn = keepCString("http/1.1")
         vhost.keepalive_timeout = 5
         vhost.options = options | TETHER_OPT_FAIL_UPON_UNABLE_TO_BIND | (ipv4Only ? TETHER_OPT_DISABLE_IPV6 : 0)
-        // No retry_and_idle_policy: keepalive is the loop's own sweep (KeepaliveSweep says why).
+        // Keepalive is the loop's own sweep (KeepaliveSweep says why): a policy without lws's
+        // per-connection validity timer, which the vhost would otherwise take from the context.
+        vhost.retry_and_idle_policy = UnsafePointer(makeRetryPolicy(ping: nil, idle: nil))
         if config.compression {
             vhost.extensions = makeDeflateExtension()
         }
