@@ -193,11 +193,11 @@ struct CompressionTests {
         #expect(snapshot["type"] == "snapshot" && snapshot["version"] == 150)
         #expect(snapshot["state"] == mirror.state)
 
-        // Under the threshold: RSV1 too, but stored (one 5-byte block header), not compressed.
+        // Under the threshold: RSV1 too, but stored (a 5-byte block header and the flush byte), not compressed.
         let ack = try Self.receive(socket)
         #expect(ack.json["type"] == "ack")
-        #expect(ack.rsv1 && ack.wireBytes == ack.jsonBytes + 5)
-        #expect(hello.rsv1 && hello.wireBytes == hello.jsonBytes + 5)
+        #expect(ack.rsv1 && ack.wireBytes == ack.jsonBytes + 6)
+        #expect(hello.rsv1 && hello.wireBytes == hello.jsonBytes + 6)
         await writer.close()
     }
 }
