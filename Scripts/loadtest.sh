@@ -8,8 +8,8 @@
 #
 # Usage: Scripts/loadtest.sh [--quick] [--scenario NAME]... [--runs N] [--out DIR]
 #   --quick          short runs and a smaller matrix (about a minute, plus the build)
-#   --scenario NAME  fanout, rooms, idle, churn, saturation, tls, storm or restart (repeatable;
-#                    default: all)
+#   --scenario NAME  fanout, rooms, idle, churn, saturation, tls, storm, restart or compression
+#                    (repeatable; default: all)
 #   --runs N         run every configuration N times; the report shows medians (default 1)
 #   --out DIR        report folder (default: loadtest-report-YYYYmmdd-HHMMSS)
 #   --report-only DIR  rebuild DIR's report and plots from its results.jsonl (no runs)
@@ -26,6 +26,9 @@
 # reports joins/s and connect times; restart connects them, then stops the daemon (SIGTERM: a
 # 1001 close to every client) and starts it again on the same port and data folder, and reports
 # the time from "listening again" to the last client resumed.
+# compression measures bytes on the wire and server CPU with permessage-deflate: 1,000-item todo
+# snapshots (Benchmarks/compression/snapshot_bytes.py) and patches at 1,000 subscribers x 100/s,
+# with compression off, on (small frames stay uncompressed) and on for every frame.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,9 +55,9 @@ while (($#)); do
     shift
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || usage_error "--runs takes a whole number of at least 1, not '$runs'"
-((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation tls storm restart)
+((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation tls storm restart compression)
 for s in "${scenarios[@]}"; do
-    case "$s" in fanout|rooms|idle|churn|saturation|tls|storm|restart) ;; *) usage_error "unknown scenario '$s'" ;; esac
+    case "$s" in fanout|rooms|idle|churn|saturation|tls|storm|restart|compression) ;; *) usage_error "unknown scenario '$s'" ;; esac
 done
 # Descriptors: the daemon and tether-load (each its own process, each one per connection) inherit
 # the hard limit. storm and restart use what it allows, keeping 512 for listeners, the database,
@@ -92,6 +95,7 @@ command -v gnuplot >/dev/null || echo "loadtest: gnuplot not found (Scripts/setu
 server_pid=""
 server_port=""
 transport=ws  # ws or wss: how the next runs connect (the tls scenario switches it)
+server_args=()  # flags for the next daemons (the compression scenario sets them)
 tls_dir=""
 
 stop_server() {
@@ -124,7 +128,7 @@ start_server() {
     # Each run gets its own data folder (durable rooms, the default durability) in the report.
     # (The per-address limit is off by default; storm and restart need --max-connections raised.)
     "$bin/tetherd" --host 127.0.0.1 --port "$port" --log-level warning --max-connections "$max_connections" \
-        --data "$out/data/$1" "${tls[@]}" ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
+        --data "$out/data/$1" "${tls[@]}" "${server_args[@]}" ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
     server_pid=$!
     for _ in $(seq 1000); do
         server_port="$(sed -n 's/.*listening on wss\{0,1\}:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log.out" || true)"
@@ -238,7 +242,9 @@ if ((quick)); then
     saturation_rates=(50 100 300 600)
     tls_rates=(100)
     storm_clients="${STORM_CLIENTS:-2000}"
+    snapshot_joins=100
 else
+    snapshot_joins=500
     duration=10; warmup=2
     fanout_subscribers=(100 1000 5000); fanout_rates=(10 100 1000)
     rooms=1000; idle_clients=10000; churn_clients=1000; churn_rate=200
@@ -293,6 +299,32 @@ for scenario in "${scenarios[@]}"; do
             run storm "${storm_clients}clients" --clients "$storm_clients" --rate 0 --duration 1 --warmup 0 \
                 --ramp 1e9 --max-in-flight "$storm_in_flight" --connect-timeout 30
             max_connections=15000 ;;
+        compression)
+            # Snapshots: the same daemon, joins with and without the extension alternating.
+            server_args=(--compression on)
+            for ((i = 1; i <= runs; i++)); do
+                tag="compression-snapshot-$i"
+                start_server "$tag"
+                /usr/bin/python3 Benchmarks/compression/snapshot_bytes.py "ws://127.0.0.1:$server_port" "$server_pid" \
+                    --joins "$snapshot_joins" >"$out/logs/$tag.json" 2>"$out/logs/$tag.err" \
+                    || echo "loadtest: $tag failed (see $out/logs/$tag.err)" >&2
+                stop_server
+                while read -r line; do
+                    config="$(sed -n 's/.*"label": "\([^"]*\)".*/\1/p' <<<"$line")"
+                    echo "${line%\}},\"scenario\":\"compression\",\"config\":\"$config\",\"transport\":\"ws\",\"run\":$i}" >> "$results"
+                    summarize "$line" "$tag-$config" 0
+                done <"$out/logs/$tag.json"
+            done
+            # Patches: small (about 100 bytes) and 2 KB, off / on (1,024-byte threshold) / on for all.
+            for payload in 0 2000; do
+                server_args=(--compression off)
+                run compression "off-${payload}B" --clients 1000 --rate 100 --payload-bytes "$payload" "${common[@]}"
+                server_args=(--compression on)
+                run compression "on-${payload}B" --clients 1000 --rate 100 --payload-bytes "$payload" --compression "${common[@]}"
+                server_args=(--compression on --compression-min-bytes 0)
+                run compression "all-${payload}B" --clients 1000 --rate 100 --payload-bytes "$payload" --compression "${common[@]}"
+            done
+            server_args=() ;;
         restart)
             max_connections=$((storm_clients + 64))
             restart_run "${storm_clients}clients" --clients "$storm_clients" --threads 4 --rate 0 --duration 10 --warmup 0 \
@@ -326,6 +358,7 @@ def merged(group):
     m["exit_codes"] = ",".join(str(r.get("exit_code")) for r in group)
     m["config"] = group[0].get("config"); m["scenario"] = group[0].get("scenario")
     m["transport"] = group[0].get("transport") or "ws"
+    m["compression"] = group[0].get("compression")
     return m
 
 def fmt(v, spec="{:,.0f}"):
@@ -413,8 +446,9 @@ for (scenario, config, transport), group in groups.items():
 titles = {"fanout": "1. Fan-out: one room", "rooms": "2. Many rooms: 10 clients per room, 1 action/s per room",
           "idle": "3. Idle connections: memory per connection", "churn": "4. Churn: reconnects with resume while patches flow",
           "saturation": "5. Saturation at 1,000 subscribers", "tls": "6. TLS: wss:// beside plain ws://",
-          "storm": "7. Connect storm: every client, no ramp", "restart": "8. Restart storm: the daemon restarts under every client"}
-for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm", "restart"]:
+          "storm": "7. Connect storm: every client, no ramp", "restart": "8. Restart storm: the daemon restarts under every client",
+          "compression": "9. Compression: permessage-deflate, bytes and CPU"}
+for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm", "restart", "compression"]:
     ms_rows = by_scenario.get(scenario)
     if not ms_rows:
         continue
@@ -439,6 +473,29 @@ for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm
                          f"| {fmt(m.get('live_at_end'))} | {fmt(m.get('resumed_all_after_s'), '{:.2f}')} "
                          f"| {fmt(m.get('resumed_after_listening_s'), '{:.2f}')} | {fmt(m.get('lost'))} | {fmt(m.get('gaps'))} | {m['exit_codes']} |")
         lines += ["", "Target: every client resumed within 5 s of the daemon listening again, nothing lost, no gap."]
+    elif scenario == "compression":
+        lines += ["| run | client offers deflate | delivered/s | p99 ms | lost | server bytes/delivery | bytes vs off | server µs/delivery | µs vs off | exit |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        def base(m):
+            kind, variant = m["config"].split("-", 1)
+            wanted = "snapshot-plain" if kind == "snapshot" else "off-" + variant
+            return next((o for o in ms_rows if o["config"] == wanted), None)
+        def versus(m, key):
+            b = base(m)
+            return f"{m[key] / b[key]:.2f}×" if b and b is not m and m.get(key) and b.get(key) else ""
+        def row_order(m):
+            kind, variant = m["config"].split("-", 1)
+            if kind == "snapshot":
+                return (0, variant != "plain")
+            return (1, variant, {"off": 0, "on": 1, "all": 2}.get(kind, 3))
+        for m in sorted(ms_rows, key=row_order):
+            lines.append(f"| {m['config']} | {'yes' if m.get('compression') else 'no'} | {fmt(m.get('delivered_per_s'))} | {ms(m.get('latency_p99_ms'))} "
+                         f"| {fmt(m.get('lost'))} | {fmt(m.get('server_bytes_per_delivery'))} | {versus(m, 'server_bytes_per_delivery')} "
+                         f"| {fmt(m.get('server_cpu_us_per_delivery'), '{:.2f}')} | {versus(m, 'server_cpu_us_per_delivery')} | {m['exit_codes']} |")
+        lines += ["", "snapshot-plain/deflate: one daemon with `--compression on`; each join (hello, snapshot of 1,000 items, ack) counted, "
+                  "joins with and without the extension alternating. off/on/all-NB: 1,000 subscribers × 100 actions/s with N "
+                  "padding bytes per action; off = `--compression off`; on = `--compression on` (frames under 1,024 bytes stay "
+                  "uncompressed); all = `--compression-min-bytes 0`."]
     elif scenario == "idle":
         lines += ["| run | connections | connect s | RSS before MiB | RSS connected MiB | KiB per connection | server cores idle | exit |",
                   "|---|---|---|---|---|---|---|---|"]

@@ -52,8 +52,12 @@ public struct PackedFrames: Sendable {
             let length = min(blockSize, payload.count - offset)
             let complement = UInt16(length) ^ 0xFFFF
             // BFINAL 0, BTYPE 00 (stored), then LEN and NLEN, little-endian.
-            bytes += [0x00, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(complement & 0xFF), UInt8(complement >> 8)]
-            bytes += payload[offset..<(offset + length)]
+            bytes.append(0x00)  // one append per byte: an array literal here would allocate per frame
+            bytes.append(UInt8(length & 0xFF))
+            bytes.append(UInt8(length >> 8))
+            bytes.append(UInt8(complement & 0xFF))
+            bytes.append(UInt8(complement >> 8))
+            bytes.append(contentsOf: payload[offset..<(offset + length)])
             offset += length
         } while offset < payload.count
         bytes.append(0x00)  // the sync flush's empty stored block, completed by the receiver's 00 00 FF FF
