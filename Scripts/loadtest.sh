@@ -88,6 +88,8 @@ if [[ -z "$report_only" ]]; then
     swift build -c release --scratch-path "$scratch" --product tetherd >/dev/null
     swift build -c release --scratch-path "$scratch" --product tether-load >/dev/null
     bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path)"
+    # The packed-write limit the saturation scenario compares with (plain C, no Tether server code).
+    cc -O2 -o "$bin/packed-broadcaster" Benchmarks/packed-broadcaster/main.c -lwebsockets -lev
 fi
 command -v gnuplot >/dev/null || echo "loadtest: gnuplot not found (Scripts/setup.sh installs gnuplot-nox): no plots" >&2
 
@@ -96,6 +98,7 @@ server_pid=""
 server_port=""
 transport=ws  # ws or wss: how the next runs connect (the tls scenario switches it)
 server_args=()  # flags for the next daemons (the compression scenario sets them)
+server_program=tetherd  # or packed-broadcaster (the saturation scenario's comparison)
 tls_dir=""
 
 stop_server() {
@@ -124,11 +127,15 @@ start_server() {
     [[ "$transport" == wss ]] && tls=(--tls-cert "$tls_dir/cert.pem" --tls-key "$tls_dir/key.pem")
     [[ "$port" != 0 ]] && log="$log.again"
     : >"$log.out"  # exists before the daemon writes to it
-    # shellcheck disable=SC2086  # TETHERD_ARGS is a list of flags
-    # Each run gets its own data folder (durable rooms, the default durability) in the report.
-    # (The per-address limit is off by default; storm and restart need --max-connections raised.)
-    "$bin/tetherd" --host 127.0.0.1 --port "$port" --log-level warning --max-connections "$max_connections" \
-        --data "$out/data/$1" "${tls[@]}" "${server_args[@]}" ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
+    if [[ "$server_program" == packed-broadcaster ]]; then
+        "$bin/packed-broadcaster" --port "$port" "${tls[@]}" >"$log.out" 2>"$log.err" &
+    else
+        # shellcheck disable=SC2086  # TETHERD_ARGS is a list of flags
+        # Each run gets its own data folder (durable rooms, the default durability) in the report.
+        # (The per-address limit is off by default; storm and restart need --max-connections raised.)
+        "$bin/tetherd" --host 127.0.0.1 --port "$port" --log-level warning --max-connections "$max_connections" \
+            --data "$out/data/$1" "${tls[@]}" "${server_args[@]}" ${TETHERD_ARGS:-} >"$log.out" 2>"$log.err" &
+    fi
     server_pid=$!
     for _ in $(seq 1000); do
         server_port="$(sed -n 's/.*listening on wss\{0,1\}:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log.out" || true)"
@@ -277,7 +284,12 @@ for scenario in "${scenarios[@]}"; do
             for rate in "${saturation_rates[@]}"; do
                 run saturation "${rate}" --clients 1000 --rate "$rate" --publishers "$(publishers_for "$rate")" "${common[@]}"
                 last_result_keeps_up || { echo "  (p99 above 100 ms or delivery behind: stopping the climb)"; break; }
-            done ;;
+            done
+            # The packed-write limit at 500 actions/s, beside tetherd at the same rate.
+            run saturation "500-tetherd" --clients 1000 --rate 500 --publishers 1 "${common[@]}"
+            server_program=packed-broadcaster
+            run saturation "500-packed" --clients 1000 --rate 500 --publishers 1 "${common[@]}"
+            server_program=tetherd ;;
         tls)
             # Each configuration over ws:// then wss://, back to back, so both see the same machine.
             if [[ -z "$tls_dir" ]]; then
@@ -512,12 +524,21 @@ for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm
             lines.append(f"| {m['config']} | {fmt(m.get('reconnects'))} | {fmt(m.get('resumes_history'))} | {fmt(m.get('resumes_snapshot'))} "
                          f"| {fmt(m.get('skipped_by_snapshot'))} | {fmt(m.get('disconnects'))} |")
     if scenario == "saturation":
-        sustained = [m for m in ms_rows if m["ok"] and (m.get("latency_p99_ms") or 1e9) <= 100
+        pair = {m["config"]: m for m in ms_rows if m["config"] in ("500-tetherd", "500-packed")}
+        climb = [m for m in ms_rows if m["config"] not in pair]
+        sustained = [m for m in climb if m["ok"] and (m.get("latency_p99_ms") or 1e9) <= 100
                      and (m.get("delivery_ratio") or 0) >= 0.95 and not m.get("skipped_by_snapshot")]
         best = max(sustained, key=lambda m: m.get("delivered_per_s") or 0, default=None)
         lines += ["", "**Highest sustained delivered rate** (nothing lost, p99 ≤ 100 ms, delivered ≥ 95 % of offered): "
                   + (f"**{best['delivered_per_s']:,.0f} patches/s** at {best['rate']:,.0f} actions/s (p99 {ms(best.get('latency_p99_ms'))} ms)."
                      if best else "none of the rates tried.")]
+        if len(pair) == 2 and pair["500-packed"].get("latency_p99_ms") and pair["500-tetherd"].get("latency_p99_ms"):
+            t, p = pair["500-tetherd"], pair["500-packed"]
+            lines += ["", f"**Against the packed-write limit** (`Benchmarks/packed-broadcaster`: plain libwebsockets in C, one write "
+                      f"per connection per flush, no Tether server code), 1,000 subscribers × 500 actions/s, run back to back: "
+                      f"p99 tetherd {ms(t['latency_p99_ms'])} ms, packed {ms(p['latency_p99_ms'])} ms, "
+                      f"**{t['latency_p99_ms'] / p['latency_p99_ms']:.2f}×** (target ≤ 2×); server µs/delivery "
+                      f"{fmt(t.get('server_cpu_us_per_delivery'), '{:.2f}')} vs {fmt(p.get('server_cpu_us_per_delivery'), '{:.2f}')}."]
     lines.append("")
 
 if shutil.which("gnuplot") and (by_scenario.get("fanout") or by_scenario.get("saturation")):

@@ -20,6 +20,8 @@ PACKAGES=(
     chromium-driver
     python3-selenium
     gnuplot-nox         # load-test report plots
+    libev-dev           # Benchmarks/packed-broadcaster (loadtest.sh's saturation scenario)
+    gcc
     dpkg-dev            # Scripts/package.sh: dpkg-shlibdeps computes the package's Depends
     fakeroot            # Scripts/package.sh: root-owned files in the package
     binutils            # Scripts/package.sh: strip

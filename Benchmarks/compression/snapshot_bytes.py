@@ -96,7 +96,7 @@ async def main():
     for compression, rows in figures.items():
         per_join = statistics.median(b for b, _ in rows)
         print(json.dumps({
-            "ok": True, "label": "snapshot-" + ("deflate" if compression else "plain"), "items": args.items, "joins": args.joins,
+            "ok": True, "exit_code": 0, "label": "snapshot-" + ("deflate" if compression else "plain"), "items": args.items, "joins": args.joins,
             "rounds": args.rounds, "compression": compression is not None,
             "server_bytes_per_delivery": per_join,
             "server_cpu_us_per_delivery": statistics.median(us for _, us in rows),
