@@ -22,6 +22,11 @@ public struct AccessClaims: Equatable, Sendable {
         self.payload = payload
     }
 
+    /// Compares the claims Tether reads; `payload` is where they came from.
+    public static func == (lhs: AccessClaims, rhs: AccessClaims) -> Bool {
+        lhs.subject == rhs.subject && lhs.expires == rhs.expires && lhs.rooms == rhs.rooms && lhs.admin == rhs.admin
+    }
+
     /// A pattern is a room name, or a prefix ending in `*`: `todo:*` covers `todo:a` (not the
     /// bare `todo`), `*` covers every room.
     public func covers(room: String) -> Bool {
