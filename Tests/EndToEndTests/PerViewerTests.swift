@@ -116,4 +116,26 @@ struct PerViewerTests {
         #expect(anonymous.state["mine"] == nil && anonymous.state["totals"]?["noodles"] == 1)
         #expect(!anonymous.frames.contains { $0.contains("mine") }, "\(anonymous.frames)")
     }
+
+    /// The benchmark hook: tether-load over rooms whose every turn changes each viewer's own
+    /// value (10 distinct views, or one per subscriber) checks out clean.
+    @Test(arguments: ["bench-views10", "bench-viewers"])
+    func tetherLoadRunsCleanOverPerViewerRooms(kind: String) throws {
+        let daemon = try Daemon(arguments: ["--test-kinds", "--memory-only"])
+        defer { daemon.stop() }
+        let clients = 30
+        let run = try runProgram(Daemon.executable("tether-load"), [
+            "--url", daemon.url, "--server-pid", String(daemon.pid), "--kind", kind, "--clients", String(clients),
+            "--rate", "30", "--duration", "2", "--warmup", "0.5", "--json", "--quiet", "--verify-scanner",
+        ], timeout: .seconds(60))
+        #expect(run.status == 0, "tether-load failed:\n\(run.stderr)\n\(run.stdout)")
+        let result = try JSON(parsing: run.stdout.split(separator: "\n").last.map(String.init) ?? "")
+        #expect(result["ok"] == true, "\(result)")
+        for key in ["lost", "duplicates", "gaps", "out_of_order", "protocol_errors", "errors", "unacked"] {
+            #expect(result[key]?.intValue == 0, "\(key) should be 0: \(result)")
+        }
+        let sent = try #require(result["actions_sent"]?.intValue)
+        #expect(sent > 30)
+        #expect(result["deliveries"]?.intValue == sent * clients, "every action reached every subscriber once: \(result)")
+    }
 }

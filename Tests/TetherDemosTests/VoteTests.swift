@@ -83,4 +83,15 @@ struct VoteTests {
             issue.comments.contains { $0.rawValue.contains(#"changed what viewer "ana" sees by [{"op":"add","path":"/mine","value":"pizza"}]"#) }
         }
     }
+
+    @Test func benchViewsChangesEveryViewersValueOnEveryTurn() throws {
+        let room = TestRoom(BenchViews.self, room: "bench-views10")
+        let anaGroup = try #require(room.watch(as: ana)["view"]?["group"])
+        let boGroup = try #require(room.watch(as: bo)["view"]?["group"])
+        #expect(room.state(for: ana)["view"] == ["group": anaGroup, "turn": 0])
+        try room.send("set", ["key": "a", "value": 1], produces: [.add(path: "/fields/a", value: 1)],
+                      views: [ana: [.replace(path: "/view", value: ["group": anaGroup, "turn": 1])],
+                              bo: [.replace(path: "/view", value: ["group": boGroup, "turn": 1])]])
+    }
 }
+
