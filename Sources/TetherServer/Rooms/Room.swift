@@ -40,7 +40,7 @@ actor Room: RoomEndpoint {
     /// publishes values per viewer; nil otherwise (then every subscriber gets the same frames).
     private var viewerViews: ViewerViews?
     /// Snapshots of this version by projection: viewers who see the same share one.
-    private var viewSnapshotCache: (version: Int, frames: [JSON: [UInt8]]) = (-1, [:])
+    private var viewSnapshotCache: (version: Int, frames: [JSON: (frame: [UInt8], compressed: [UInt8]?)]) = (-1, [:])
     private var timers: [any ServerTimer] = []
     private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
@@ -246,12 +246,17 @@ actor Room: RoomEndpoint {
 
     private func snapshot(for session: SessionHandle) -> RoomDelivery {
         if let projection = viewerViews?.projection(of: session), !projection.isEmpty {
-            if viewSnapshotCache.version != version { viewSnapshotCache = (version, [:]) }
-            let frame = viewSnapshotCache.frames[.object(projection)] ?? ServerMessage.snapshot(
-                room: name, epoch: epoch, version: version, state: Projection.document(shared: host.state, projection: projection)).encoded()
-            viewSnapshotCache.frames[.object(projection)] = frame
-            let compressed = environment.configuration.compressionThreshold.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
-            return .message(.snapshot(room: name, version: version, frame: frame, compressed: compressed), to: session)
+            // Bounded: with one view per viewer, a join storm would otherwise keep a snapshot each.
+            if viewSnapshotCache.version != version || viewSnapshotCache.frames.count >= 64 { viewSnapshotCache = (version, [:]) }
+            let key = JSON.object(projection)
+            if viewSnapshotCache.frames[key] == nil {
+                let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version,
+                                                   state: Projection.document(shared: host.state, projection: projection)).encoded()
+                let compressed = environment.configuration.compressionThreshold.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
+                viewSnapshotCache.frames[key] = (frame, compressed)
+            }
+            let cached = viewSnapshotCache.frames[key]!
+            return .message(.snapshot(room: name, version: version, frame: cached.frame, compressed: cached.compressed), to: session)
         }
         if snapshotCache?.version != version {
             let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: host.state).encoded()
@@ -305,14 +310,14 @@ actor Room: RoomEndpoint {
     /// Makes a turn one version step, if it changed the shared document or what a subscribed
     /// viewer sees, and returns what each subscriber gets of it.
     private func versionStep(_ operations: [PatchOperation]) -> [RoomDelivery] {
-        guard var views = viewerViews else {
+        guard viewerViews != nil else {
             return commitTurn(operations).map { [.patch($0, to: subscriberList)] } ?? []
         }
-        let changes = views.update(host: host)
-        viewerViews = views
+        // In place (`!`): a copy would copy every viewer's entry once per turn.
+        let changes = viewerViews!.update(host: host)
         guard !operations.isEmpty || !changes.isEmpty else { return [] }
         let shared = commitTurn(operations, evenIfEmpty: true)!
-        return views.deliveries(of: shared, changes: changes, to: subscriberList,
+        return viewerViews!.deliveries(of: shared, changes: changes, to: subscriberList,
                                 compressAbove: environment.configuration.compressionThreshold)
     }
 
