@@ -93,5 +93,31 @@ struct VoteTests {
                       views: [ana: [.replace(path: "/view", value: ["group": anaGroup, "turn": 1])],
                               bo: [.replace(path: "/view", value: ["group": boGroup, "turn": 1])]])
     }
+
+    /// A per-viewer key may not be a shared key, in either order of declaration.
+    final class Colliding: ViewModel {
+        init(context: ViewModelContext) {
+            _ = context.property("mine", 0)
+            context.perViewer("mine") { viewer in viewer.id }
+        }
+        static let actions = ActionTable<Colliding>()
+    }
+
+    final class CollidingLater: ViewModel {
+        init(context: ViewModelContext) {
+            context.perViewer("mine") { viewer in viewer.id }
+            _ = context.property("mine", 0)
+        }
+        static let actions = ActionTable<CollidingLater>()
+    }
+
+    @Test func aPerViewerKeyThatCollidesWithASharedKeyStopsAtTheDeclaration() async {
+        await #expect(processExitsWith: .failure) {
+            _ = ViewModelKind("colliding", scope: .shared, Colliding.self).instantiate(room: "colliding")
+        }
+        await #expect(processExitsWith: .failure) {
+            _ = ViewModelKind("colliding", scope: .shared, CollidingLater.self).instantiate(room: "colliding")
+        }
+    }
 }
 

@@ -13,9 +13,10 @@ import TetherTesting
 struct ViewerTests {
     static let authority = TokenAuthority(secret: Array("s3cret".utf8))
 
-    static func server(auth: Bool) -> TestServer {
+    static func server(auth: Bool, sendQueueBytes: Int? = nil) -> TestServer {
         var configuration = TestServer.defaultConfiguration
         if auth { configuration.auth = authority }
+        if let sendQueueBytes { configuration.sendQueueBytes = sendQueueBytes }
         return TestServer(configuration: configuration, kinds: Demos.kinds + [ViewModelKind("teams", scope: .shared, Teams.self)])
     }
 
@@ -94,6 +95,21 @@ struct ViewerTests {
                 "an empty step keeps b's stream gapless")
         #expect(a.state(of: "teams") == ["promotions": 0, "level": 1] && b.state(of: "teams") == ["promotions": 0])
         #expect(a.gaps.isEmpty && b.gaps.isEmpty)
+    }
+
+    @Test func aSlowViewerIsResyncedWithTheirOwnSnapshot() throws {
+        let server = Self.server(auth: true, sendQueueBytes: 4_096)
+        let slow = Self.joined(server, "teams", as: "a"), writer = Self.joined(server, "teams", as: "b")
+        slow.connection.isChoked = true
+        for id in 1...40 { writer.send(.action(room: "teams", name: "promote", args: ["team": "a"], id: id)) }
+        #expect(slow.receiveAll().isEmpty, "a choked connection takes nothing")
+        slow.connection.isChoked = false
+        server.run()
+        #expect(slow.receiveAll().contains { $0.type == "snapshot" }, "the overflow was replaced by a snapshot")
+        #expect(slow.state(of: "teams") == ["promotions": 40, "level": 40], "their own value is in the snapshot")
+        writer.discardReceived()
+        #expect(writer.state(of: "teams") == ["promotions": 40])
+        #expect(slow.gaps.isEmpty && writer.gaps.isEmpty)
     }
 
     // MARK: One frame per distinct view
