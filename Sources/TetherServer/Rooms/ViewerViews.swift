@@ -47,13 +47,16 @@ struct ViewerViews {
     /// whatever their number of connections) and returns the operations of those that changed.
     mutating func update(host: ViewModelHost) -> [Viewer: [PatchOperation]] {
         var changes: [Viewer: [PatchOperation]] = [:]
+        var changed: [(Viewer, [String: JSON])] = []
         for (viewer, view) in views {
             let now = host.projection(for: viewer)
             let operations = Projection.changes(from: view.projection, to: now)
             guard !operations.isEmpty else { continue }
             changes[viewer] = operations
-            views[viewer]!.projection = now
+            changed.append((viewer, now))
         }
+        // After the loop: writing while iterating would copy the whole dictionary.
+        for (viewer, projection) in changed { views[viewer]!.projection = projection }
         return changes
     }
 
