@@ -176,7 +176,7 @@ let package = Package(
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON", "TetherBinding", "TetherTesting"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherJSON", "TetherTestSupport"]),
-        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherProtocol", "TetherJSON", "TetherState", "TetherTestSupport"]),
+        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherProtocol", "TetherJSON", "TetherState", "TetherBinding", "TetherTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTransport", "TetherTestSupport"]

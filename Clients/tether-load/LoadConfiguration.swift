@@ -44,7 +44,10 @@ struct LoadConfiguration: Sendable {
 
     /// This run's rooms are `bench:load-RUN-1` ... `bench:load-RUN-N`: fresh for every run, so a
     /// run never writes into rooms that users, or other runs, keep.
-    var roomPrefix: String { "bench:load-\(runTag)-" }
+    var roomPrefix: String { "\(kind):load-\(runTag)-" }
+    /// The rooms' kind: `bench`, or a kind with `bench`'s `set` action (`bench-views10`,
+    /// `bench-viewers`: per-viewer values, with `tetherd --test-kinds`).
+    var kind = "bench"
 
     var roomNames: [String] {
         (1...rooms).map { roomPrefix + String($0) }

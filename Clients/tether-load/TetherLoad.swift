@@ -55,6 +55,11 @@ struct TetherLoad: ParsableCommand {
     @Option(help: "Rooms the subscribers are spread over (this run's own: bench:load-RUN-1 ... bench:load-RUN-N).")
     var rooms = 1
 
+    @Option(help: ArgumentHelp(
+        "The rooms' kind: bench, or bench-views10 / bench-viewers (per-viewer values: 10 distinct views, or one per subscriber; tetherd --test-kinds).",
+        valueName: "kind"))
+    var kind = "bench"
+
     @Option(help: "Publisher connections (in addition to --clients). tetherd limits each connection to 1,000 actions/s by default.")
     var publishers = 1
 
@@ -216,12 +221,13 @@ struct TetherLoad: ParsableCommand {
             handler.logLevel = .error
             return handler
         }
-        let configuration = LoadConfiguration(
+        var configuration = LoadConfiguration(
             urls: urls, trust: trust, compression: compression, serverPids: try? serverPids, clients: clients, rooms: rooms, publishers: rate > 0 ? publishers : 0, rate: rate,
             duration: duration, warmup: warmup, ramp: ramp, maxInFlight: maxInFlight, expectRestart: expectRestart, payloadBytes: payloadBytes, churn: churn,
             token: token, threads: max(1, min(threads, max(1, clients))), drainTimeout: drainTimeout,
             connectTimeout: connectTimeout, batchNanos: (batchMicros ?? Self.automaticBatchMicros(connectionsPerThread: clients / max(1, threads))) * 1000, verifyScanner: verifyScanner,
             runTag: Int.random(in: 1..<(1 << 30)))
+        configuration.kind = kind
         let runner = LoadRun(configuration: configuration, showProgress: !quiet, label: label)
         let outcome = runner.run()
         if let failure = outcome.setupFailure {

@@ -3,7 +3,7 @@
 @MainActor
 enum Screens {
     /// Kinds with a screen of their own.
-    static let kinds = ["counter", "clock", "login", "exchange", "calculator", "gallery", "todo"]
+    static let kinds = ["counter", "clock", "login", "exchange", "calculator", "gallery", "todo", "vote"]
 
     static func kind(of room: String) -> String {
         String(room.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
@@ -19,6 +19,7 @@ enum Screens {
         case "calculator": return CalculatorScreen(context)
         case "gallery": return GalleryScreen(context)
         case "todo": return TodoScreen(context)
+        case "vote": return VoteScreen(context)
         default: return Inspector(context)
         }
     }

@@ -15,10 +15,13 @@ public final class Bench: ViewModel {
     struct Set: Decodable { var key: String; var value: JSON }
 
     public static let actions = ActionTable<Bench>()
-        .on("set", Set.self) { model, args in
-            guard model.fields[args.key] != nil || model.fields.count < maximumFields else {
-                throw ActionError.tooLarge("bench holds at most \(maximumFields) fields")
-            }
-            model.fields[args.key] = args.value
+        .on("set", Set.self) { model, args in try set(args, in: model) }
+
+    /// The `set` action (BenchViews does the same).
+    static func set(_ args: Set, in model: Bench) throws {
+        guard model.fields[args.key] != nil || model.fields.count < maximumFields else {
+            throw ActionError.tooLarge("bench holds at most \(maximumFields) fields")
         }
+        model.fields[args.key] = args.value
+    }
 }

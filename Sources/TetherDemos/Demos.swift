@@ -13,6 +13,7 @@ public enum Demos {
         ViewModelKind("gallery", scope: .shared, Gallery.self),
         ViewModelKind("todo", scope: .shared, Todo.self),
         ViewModelKind("bench", scope: .shared, Bench.self),
+        ViewModelKind("vote", scope: .shared, Vote.self),
     ]
 }
 

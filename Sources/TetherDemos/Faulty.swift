@@ -2,7 +2,7 @@ import TetherJSON
 import TetherState
 
 /// A room whose action fails on the server's side, so tests can reach the `internal` error code.
-/// Registered only with `tetherd --test-kinds`.
+/// Registered only with `tetherd --test-kinds` (with the BenchViews kinds).
 public final class Faulty: ViewModel {
     struct Failure: Error {}
 
@@ -16,5 +16,8 @@ extension Demos {
     /// Kinds that exist only for tests of the daemon itself.
     public static let testKinds: [ViewModelKind] = [
         ViewModelKind("faulty", scope: .shared, Faulty.self),
+        // Per-viewer values under load: 10 distinct views per turn, or one per subscriber.
+        ViewModelKind("bench-views10", scope: .shared, BenchViews.self) { BenchViews(context: $0, groups: 10) },
+        ViewModelKind("bench-viewers", scope: .shared, BenchViews.self) { BenchViews(context: $0, groups: nil) },
     ]
 }

@@ -53,7 +53,7 @@ public enum ActionError: Error, Equatable, CustomStringConvertible {
 /// naming it, so a misspelt field is reported instead of silently ignored. (An action that
 /// wants free-form arguments takes `JSON`.)
 public struct ActionTable<Model: ViewModel>: Sendable {
-    typealias Handler = @Sendable (Model, JSON) throws -> Void
+    typealias Handler = @Sendable (Model, JSON, Viewer) throws -> Void
     private var handlers: [String: Handler] = [:]
     private var argumentFields: [String: [JSONShape.Field]] = [:]
 
@@ -63,8 +63,16 @@ public struct ActionTable<Model: ViewModel>: Sendable {
     public func on<Args: Decodable & SendableMetatype>(
         _ name: String, _ argsType: Args.Type, _ handler: @escaping @Sendable (Model, Args) throws -> Void
     ) -> ActionTable {
+        on(name, argsType) { model, args, _ in try handler(model, args) }
+    }
+
+    /// An action whose `args` object decodes as `Args`, with the viewer who sent it (their
+    /// token's `sub` and claims, or their anonymous connection): `{ model, args, viewer in … }`.
+    public func on<Args: Decodable & SendableMetatype>(
+        _ name: String, _ argsType: Args.Type, _ handler: @escaping @Sendable (Model, Args, Viewer) throws -> Void
+    ) -> ActionTable {
         var table = self
-        table.handlers[name] = { model, json in
+        table.handlers[name] = { model, json, viewer in
             let args: Args
             do {
                 var decoder = JSONValueDecoder()
@@ -74,7 +82,7 @@ public struct ActionTable<Model: ViewModel>: Sendable {
             } catch let error as DecodingError {
                 throw ActionError.invalidArgs(error.readableDescription)
             }
-            try handler(model, args)
+            try handler(model, args, viewer)
         }
         switch JSONShape.of(Args.self) {
         case .object(let fields): table.argumentFields[name] = fields
@@ -85,12 +93,17 @@ public struct ActionTable<Model: ViewModel>: Sendable {
 
     /// An action that takes no arguments: `args` must be absent or `{}`.
     public func on(_ name: String, _ handler: @escaping @Sendable (Model) throws -> Void) -> ActionTable {
+        on(name) { model, _ in try handler(model) }
+    }
+
+    /// An action that takes no arguments, with the viewer who sent it.
+    public func on(_ name: String, _ handler: @escaping @Sendable (Model, Viewer) throws -> Void) -> ActionTable {
         var table = self
-        table.handlers[name] = { model, args in
+        table.handlers[name] = { model, args, viewer in
             if case .object(let members) = args, let field = members.keys.min() {
                 throw ActionError.invalidArgs("unknown field args.\(field) (\(name) takes no arguments)")
             }
-            try handler(model)
+            try handler(model, viewer)
         }
         table.argumentFields[name] = []
         return table
@@ -152,14 +165,14 @@ public struct ViewModelKind: Sendable {
 public final class ViewModelHost {
     public let context: ViewModelContext
     private let model: AnyObject
-    private let performAction: (String, JSON) throws -> Void
+    private let performAction: (String, JSON, Viewer) throws -> Void
 
     init<Model: ViewModel>(model: Model, context: ViewModelContext) {
         self.model = model
         self.context = context
-        self.performAction = { [unowned model] name, args in
+        self.performAction = { [unowned model] name, args, viewer in
             guard let handler = Model.actions.handler(named: name) else { throw ActionError.unknownAction(name) }
-            try handler(model, args)
+            try handler(model, args, viewer)
         }
     }
 
@@ -172,8 +185,9 @@ public final class ViewModelHost {
     /// Runs the action. Its changes are gathered until `takeChanges()`. An `ActionError` is the
     /// client's fault; any other error is the ViewModel's (reported as `internal`). Changes
     /// made before a handler throws still stand and are still broadcast.
-    public func perform(_ name: String, args: JSON?) throws {
-        try performAction(name, args ?? .object([:]))
+    /// `viewer` is who sent it (handlers that take one see it).
+    public func perform(_ name: String, args: JSON?, viewer: Viewer = .unidentified) throws {
+        try performAction(name, args ?? .object([:]), viewer)
     }
 
     /// Every operation since the last call, in order: one turn, one patch.

@@ -13,6 +13,8 @@ public final class ViewModelContext {
     let document = StateDocument()
     private var slots: [Slot] = []
     private(set) var timers: [ViewModelTimer] = []
+    /// Values published per viewer (`perViewer`, Viewer.swift).
+    var perViewerValues: [PerViewerValue] = []
     private let bindings = CancellableBag()
 
     /// A published member: how to read it for a snapshot, and how to restore it.
@@ -53,7 +55,7 @@ public final class ViewModelContext {
         _ name: String, _ observable: ReadOnlyObservable<Value>, restore: ((JSON) throws -> Void)?
     ) {
         let path = JSONPointer(tokens: [name])
-        document.define(name, Self.encode(observable.value))
+        declare(name, Self.encode(observable.value))
         slots.append(Slot(name: name, current: { Self.encode(observable.value) }, restore: restore))
         observable.observe { [document] value in
             let json = Self.encode(value)
@@ -68,7 +70,7 @@ public final class ViewModelContext {
     public func list<Element: Codable & SendableMetatype>(_ name: String, _ initial: [Element] = []) -> ObservableList<Element> {
         let list = ObservableList(initial)
         let path = JSONPointer(tokens: [name])
-        document.define(name, .array(initial.map(Self.encode)))
+        declare(name, .array(initial.map(Self.encode)))
         slots.append(Slot(
             name: name,
             current: { .array(list.elements.map(Self.encode)) },
@@ -97,7 +99,7 @@ public final class ViewModelContext {
     public func map<Value: Codable & SendableMetatype>(_ name: String, _ initial: [String: Value] = [:]) -> ObservableMap<String, Value> {
         let map = ObservableMap(initial)
         let path = JSONPointer(tokens: [name])
-        document.define(name, .object(initial.mapValues(Self.encode)))
+        declare(name, .object(initial.mapValues(Self.encode)))
         slots.append(Slot(
             name: name,
             current: { .object(map.dictionary.mapValues(Self.encode)) },
@@ -116,6 +118,12 @@ public final class ViewModelContext {
             }
         }.store(in: bindings)
         return map
+    }
+
+    /// Adds a shared member to the document; its name must not be a per-viewer key.
+    private func declare(_ name: String, _ value: JSON) {
+        checkSharedName(name)
+        document.define(name, value)
     }
 
     // MARK: Timers

@@ -32,6 +32,20 @@ public final class TestRoom<Model: ViewModel> {
     /// The room's current JSON document.
     public var state: JSON { host.state }
 
+    /// Viewers whose projections every turn checks (`watch(as:)`), with what they last saw.
+    private var watched: [Viewer: [String: JSON]] = [:]
+
+    /// `viewer`'s document: the shared one plus their per-viewer values.
+    public func state(for viewer: Viewer) -> JSON { host.state(for: viewer) }
+
+    /// From now on every turn must state the changes of `viewer`'s per-viewer values in its
+    /// `views` (none by default), as the shared ones in `produces`; returns their document now.
+    @discardableResult
+    public func watch(as viewer: Viewer) -> JSON {
+        watched[viewer] = host.projection(for: viewer)
+        return state(for: viewer)
+    }
+
     /// The ViewModel itself, to read what it keeps unpublished.
     public var model: Model {
         guard let model = host.model(as: Model.self) else { preconditionFailure("TestRoom hosts a \(Model.self)") }
@@ -68,9 +82,12 @@ public final class TestRoom<Model: ViewModel> {
     /// action is thrown (it fails the test unless the test expects it); use
     /// `send(_:_:fails:produces:)` to assert one.
     @discardableResult
-    public func send(_ action: String, _ args: JSON? = nil, produces expected: [PatchOperation] = [], state expectedState: JSON? = nil,
+    public func send(_ action: String, _ args: JSON? = nil, as viewer: Viewer = .unidentified, produces expected: [PatchOperation] = [],
+                     views expectedViews: [Viewer: [PatchOperation]] = [:], state expectedState: JSON? = nil,
                      sourceLocation: SourceLocation = #_sourceLocation) throws -> [PatchOperation] {
-        let (operations, error) = turn(describedAs: "action \"\(action)\"", sourceLocation) { try host.perform(action, args: args) }
+        let (operations, error) = turn(describedAs: "action \"\(action)\"", expectedViews, sourceLocation) {
+            try host.perform(action, args: args, viewer: viewer)
+        }
         if let error { throw error }
         check("action \"\(action)\"", produced: operations, expected: expected, expectedState: expectedState, sourceLocation)
         return operations
@@ -81,7 +98,7 @@ public final class TestRoom<Model: ViewModel> {
     @discardableResult
     public func send(_ action: String, _ args: JSON? = nil, produces expected: (_ newState: JSON) -> [PatchOperation],
                      sourceLocation: SourceLocation = #_sourceLocation) throws -> [PatchOperation] {
-        let (operations, error) = turn(describedAs: "action \"\(action)\"", sourceLocation) { try host.perform(action, args: args) }
+        let (operations, error) = turn(describedAs: "action \"\(action)\"", [:], sourceLocation) { try host.perform(action, args: args) }
         if let error { throw error }
         check("action \"\(action)\"", produced: operations, expected: expected(state), expectedState: nil, sourceLocation)
         return operations
@@ -91,9 +108,11 @@ public final class TestRoom<Model: ViewModel> {
     /// still stand and are broadcast (the document follows the observables): assert them in
     /// `produces`. A turn refused for size is `.tooLarge` and produces nothing.
     @discardableResult
-    public func send(_ action: String, _ args: JSON? = nil, fails expectedError: ActionError, produces expected: [PatchOperation] = [],
-                     sourceLocation: SourceLocation = #_sourceLocation) -> [PatchOperation] {
-        let (operations, error) = turn(describedAs: "action \"\(action)\"", sourceLocation) { try host.perform(action, args: args) }
+    public func send(_ action: String, _ args: JSON? = nil, as viewer: Viewer = .unidentified, fails expectedError: ActionError,
+                     produces expected: [PatchOperation] = [], sourceLocation: SourceLocation = #_sourceLocation) -> [PatchOperation] {
+        let (operations, error) = turn(describedAs: "action \"\(action)\"", [:], sourceLocation) {
+            try host.perform(action, args: args, viewer: viewer)
+        }
         switch error {
         case nil:
             Issue.record("action \"\(action)\" succeeded; expected it to fail with \(Self.describe(expectedError))", sourceLocation: sourceLocation)
@@ -128,7 +147,7 @@ public final class TestRoom<Model: ViewModel> {
             Issue.record("\(Model.self) has \(host.timers.count) timer(s); there is no timer \(index)", sourceLocation: sourceLocation)
             return []
         }
-        let (operations, error) = turn(describedAs: "timer \(index)", sourceLocation) { host.timers[index].tick() }
+        let (operations, error) = turn(describedAs: "timer \(index)", [:], sourceLocation) { host.timers[index].tick() }
         if let error {
             Issue.record("timer \(index)'s tick was taken back: \(error)", sourceLocation: sourceLocation)
         }
@@ -140,7 +159,7 @@ public final class TestRoom<Model: ViewModel> {
 
     /// Runs `body` as the server runs a turn: its changes, then `finishTurn`, which may take the
     /// turn back for size. Returns the turn's operations and the error the sender would get.
-    private func turn(describedAs what: String, _ sourceLocation: SourceLocation,
+    private func turn(describedAs what: String, _ expectedViews: [Viewer: [PatchOperation]], _ sourceLocation: SourceLocation,
                       _ body: () throws -> Void) -> (operations: [PatchOperation], error: (any Error)?) {
         let before = host.state
         var failure: (any Error)?
@@ -151,13 +170,47 @@ public final class TestRoom<Model: ViewModel> {
         } catch {
             failure = error
         }
-        if !operations.isEmpty { version += 1 }
+        let viewChanges = checkViews(after: what, expected: expectedViews, shared: operations, sharedBefore: before, sourceLocation)
+        if !operations.isEmpty || viewChanges { version += 1 }
         checkPatchReplays(operations, onto: before, after: what, sourceLocation)
         checkDocumentMatchesObservables(after: what, sourceLocation)
         return (operations, failure)
     }
 
     // MARK: Checks
+
+    /// Each watched viewer's projection change must be the one the test states, and their
+    /// frame (the shared operations, then theirs) must take their document before the turn to
+    /// theirs after it. Returns whether any viewer's values changed (a version step for all).
+    private func checkViews(after what: String, expected: [Viewer: [PatchOperation]], shared: [PatchOperation], sharedBefore: JSON,
+                            _ sourceLocation: SourceLocation) -> Bool {
+        for viewer in expected.keys where watched[viewer] == nil {
+            Issue.record("\(what): views names viewer \"\(viewer.id)\", which the test does not watch (watch(as:))", sourceLocation: sourceLocation)
+        }
+        var anyChanged = false
+        for (viewer, before) in watched.sorted(by: { $0.key.id < $1.key.id }) {
+            let after = host.projection(for: viewer)
+            let changes = Projection.changes(from: before, to: after)
+            anyChanged = anyChanged || !changes.isEmpty
+            watched[viewer] = after
+            if changes != (expected[viewer] ?? []) {
+                Issue.record(Comment(rawValue: "\(what) changed what viewer \"\(viewer.id)\" sees by \(Self.describe(changes)); "
+                                     + "the test asserted \(Self.describe(expected[viewer] ?? []))"), sourceLocation: sourceLocation)
+            }
+            var replayed = Projection.document(shared: sharedBefore, projection: before)
+            do {
+                try replayed.apply(shared + changes)
+            } catch {
+                Issue.record(Comment(rawValue: "\(what): viewer \"\(viewer.id)\"'s frame does not apply to their document: \(error)"), sourceLocation: sourceLocation)
+                continue
+            }
+            if replayed != host.state(for: viewer) {
+                Issue.record(Comment(rawValue: "\(what): viewer \"\(viewer.id)\"'s frame gives \(Self.describe(replayed)), but their document is "
+                                     + Self.describe(host.state(for: viewer))), sourceLocation: sourceLocation)
+            }
+        }
+        return anyChanged
+    }
 
     private func check(_ what: String, produced: [PatchOperation], expected: [PatchOperation], expectedState: JSON?,
                        _ sourceLocation: SourceLocation) {

@@ -11,7 +11,7 @@ struct DemoTests {
     @Test func kindsAndScopesMatchTheProtocolDoc() {
         let scopes = Dictionary(uniqueKeysWithValues: Demos.kinds.map { ($0.name, $0.scope) })
         #expect(scopes == ["counter": .shared, "clock": .shared, "login": .perSession, "exchange": .shared,
-                           "calculator": .shared, "gallery": .shared, "todo": .shared, "bench": .shared])
+                           "calculator": .shared, "gallery": .shared, "todo": .shared, "bench": .shared, "vote": .shared])
     }
 
     // MARK: Counter

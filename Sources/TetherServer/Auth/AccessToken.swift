@@ -10,12 +10,21 @@ public struct AccessClaims: Equatable, Sendable {
     public var expires: Int
     public var rooms: [String]
     public var admin: Bool
+    /// The whole payload, these claims and any others the issuer added (a room's ViewModel sees
+    /// it as `Viewer.claims`).
+    public var payload: JSON
 
-    public init(subject: String, expires: Int, rooms: [String], admin: Bool = false) {
+    public init(subject: String, expires: Int, rooms: [String], admin: Bool = false, payload: JSON = .object([:])) {
         self.subject = subject
         self.expires = expires
         self.rooms = rooms
         self.admin = admin
+        self.payload = payload
+    }
+
+    /// Compares the claims Tether reads; `payload` is where they came from.
+    public static func == (lhs: AccessClaims, rhs: AccessClaims) -> Bool {
+        lhs.subject == rhs.subject && lhs.expires == rhs.expires && lhs.rooms == rhs.rooms && lhs.admin == rhs.admin
     }
 
     /// A pattern is a room name, or a prefix ending in `*`: `todo:*` covers `todo:a` (not the
@@ -138,7 +147,7 @@ public struct TokenAuthority: Sendable, Equatable {
         default: throw .malformed("\"admin\" must be true or false")
         }
         guard now < expires else { throw .expired(at: expires) }
-        return AccessClaims(subject: payload["sub"]?.stringValue ?? "", expires: expires, rooms: rooms, admin: admin)
+        return AccessClaims(subject: payload["sub"]?.stringValue ?? "", expires: expires, rooms: rooms, admin: admin, payload: payload)
     }
 
     private static func signature(of input: [UInt8], secret: [UInt8]) -> [UInt8] {

@@ -1,3 +1,5 @@
+import TetherState
+
 /// One client connection's state, on the hub's queue: its send queue and the rooms it joined.
 final class Session {
     let id: String
@@ -16,6 +18,8 @@ final class Session {
     /// With auth on: until when (seconds since 1970) this connection's token for each joined
     /// room is valid.
     var authorizedUntil: [String: Int] = [:]
+    /// With auth on: who the token of each joined room names (its `sub` and claims).
+    var viewers: [String: Viewer] = [:]
     var actions: TokenBucket
 
     init(id: String, connection: any ClientConnection, sendQueue: SendQueue, actions: TokenBucket) {
@@ -30,6 +34,9 @@ final class Session {
 /// alone dereferences it (`@unchecked Sendable` under that rule).
 public struct SessionHandle: @unchecked Sendable, Hashable {
     let session: Session
+    /// Who the session is in the room it is handed to with a join or an action (a value copy,
+    /// so rooms may read it); not part of the handle's identity.
+    var viewer: Viewer = .unidentified
 
     public static func == (lhs: SessionHandle, rhs: SessionHandle) -> Bool { lhs.session === rhs.session }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(session)) }

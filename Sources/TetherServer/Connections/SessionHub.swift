@@ -177,6 +177,7 @@ public final class SessionHub: @unchecked Sendable {
                     return
                 }
                 session.authorizedUntil[name] = claims.expires
+                session.viewers[name] = Viewer(id: claims.subject, claims: claims.payload)
             } catch {
                 refuse(ProtocolError(.unauthorized, error.description, id: id, room: name), session: session)
                 return
@@ -198,7 +199,7 @@ public final class SessionHub: @unchecked Sendable {
         } else {
             session.sendQueue.forget(room: name)  // a second join restarts the room's stream
         }
-        let handle = SessionHandle(session: session)
+        let handle = SessionHandle(session: session, viewer: viewer(of: session, in: name))
         room.join(handle, since: since, id: id)
     }
 
@@ -206,6 +207,7 @@ public final class SessionHub: @unchecked Sendable {
     private func leave(_ name: String, id: Int?, session: Session) {
         session.consecutiveErrors = 0
         session.authorizedUntil[name] = nil
+        session.viewers[name] = nil
         if let room = session.joined.removeValue(forKey: name) {
             session.sendQueue.forget(room: name)
             let handle = SessionHandle(session: session)
@@ -242,8 +244,14 @@ public final class SessionHub: @unchecked Sendable {
         }
         session.consecutiveErrors = 0
         let room = session.joined[name] ?? self.room(named: name, kind: kind, for: session)
-        let handle = SessionHandle(session: session)
+        let handle = SessionHandle(session: session, viewer: viewer(of: session, in: name))
         room.perform(action, args: args, id: id, from: handle)
+    }
+
+    /// Who `session` is in room `name`: its token's subject there, or without tokens the
+    /// connection's anonymous id (the `session` of its hello).
+    private func viewer(of session: Session, in name: String) -> Viewer {
+        session.viewers[name] ?? Viewer(id: session.id)
     }
 
     private func describe(_ kind: String?, id: Int?, session: Session) {

@@ -39,6 +39,28 @@ public final class PatchFrame: Sendable {
         self.createdAt = .now
     }
 
+    /// `base`'s operations followed by `extra` (one viewer's own changes in the same version
+    /// step): the base's encoded operations are copied, not encoded again.
+    init(extending base: PatchFrame, with extra: [PatchOperation], compressAbove: Int? = nil) {
+        self.room = base.room
+        self.epoch = base.epoch
+        self.from = base.from
+        self.version = base.version
+        var encoded = Array(base.encodedOperations)
+        if !encoded.isEmpty && !extra.isEmpty { encoded.append(UInt8(ascii: ",")) }
+        JSONPatch.writeOperations(extra, to: &encoded)
+        var frame: [UInt8] = []
+        var start = 0
+        ServerMessage.writePatch(room: room, epoch: epoch, from: from, version: version, to: &frame) { bytes in
+            start = bytes.count
+            bytes.append(contentsOf: encoded)
+        }
+        self.frame = frame
+        self.compressedFrame = compressAbove.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
+        self.operations = start..<(start + encoded.count)
+        self.createdAt = base.createdAt
+    }
+
     /// A patch frame received whole (from a cluster's log): its bytes are shared as they came.
     /// nil when `frame` is not a patch frame as `ServerMessage.writePatch` writes them.
     init?(room: String, epoch: String, from: Int, version: Int, encodedFrame frame: [UInt8], compressAbove: Int? = nil) {

@@ -36,6 +36,11 @@ actor Room: RoomEndpoint {
     /// The last snapshot frame (and its compressed form) and its version: many joins at one
     /// version encode (and compress) it once.
     private var snapshotCache: (version: Int, frame: [UInt8], compressed: [UInt8]?)?
+    /// Who each subscriber is and what they see beyond the shared document, when the ViewModel
+    /// publishes values per viewer; nil otherwise (then every subscriber gets the same frames).
+    private var viewerViews: ViewerViews?
+    /// Snapshots of this version by projection: viewers who see the same share one.
+    private var viewSnapshotCache: (version: Int, frames: [JSON: (frame: [UInt8], compressed: [UInt8]?)]) = (-1, [:])
     private var timers: [any ServerTimer] = []
     private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
@@ -52,6 +57,7 @@ actor Room: RoomEndpoint {
         self.kind = kind
         self.executor = environment.runtime.makeRoomExecutor(name)
         self.host = kind.instantiate(room: name)
+        self.viewerViews = host.hasPerViewerValues ? ViewerViews() : nil
         self.environment = environment
         // The server's own rooms describe the running daemon, and a cluster keeps its rooms in
         // its log: nothing of theirs goes to the store.
@@ -182,11 +188,13 @@ actor Room: RoomEndpoint {
         guard !isStopped else { return }
         host.timers[index].tick()
         do {
-            if let patch = commitTurn(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes)) {
-                output.deliver([.patch(patch, to: subscriberList)])
-            }
+            let deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
+            if !deliveries.isEmpty { output.deliver(deliveries) }
             refusedTicks = 0
         } catch {
+            // Per-viewer values may read state the turn did not take back.
+            let deliveries = versionStep([])
+            if !deliveries.isEmpty { output.deliver(deliveries) }
             refusedTicks += 1
             // Once, then every 60th: a timer that keeps growing the state must not flood the log.
             if refusedTicks % 60 == 1 { logger.warning("room \(name): a timer tick was taken back: \(error) (\(refusedTicks) so far)") }
@@ -203,8 +211,11 @@ actor Room: RoomEndpoint {
             subscribers[session] = subscriberList.count
             subscriberList.append(session)
         }
+        viewerViews?.add(session, host: host)
         var deliveries: [RoomDelivery]
-        if let since, since.epoch == epoch, let missing = history.patches(after: since.version, newest: version) {
+        // The history holds the shared operations only, not what each viewer saw beyond them:
+        // with per-viewer values a resume gets a fresh snapshot.
+        if let since, since.epoch == epoch, viewerViews == nil, let missing = history.patches(after: since.version, newest: version) {
             metrics.resumes(fromHistory: true)
             let patches = missing.isEmpty ? [PatchFrame(room: name, epoch: epoch, from: version, version: version, operations: [])] : missing
             deliveries = patches.map { .message(.patch($0), to: session) }
@@ -218,6 +229,7 @@ actor Room: RoomEndpoint {
 
     private func unsubscribe(_ session: SessionHandle) {
         guard let index = subscribers.removeValue(forKey: session) else { return }
+        viewerViews?.remove(session)
         let last = subscriberList.removeLast()
         if index < subscriberList.count {
             subscriberList[index] = last
@@ -233,6 +245,19 @@ actor Room: RoomEndpoint {
     }
 
     private func snapshot(for session: SessionHandle) -> RoomDelivery {
+        if let projection = viewerViews?.projection(of: session), !projection.isEmpty {
+            // Bounded: with one view per viewer, a join storm would otherwise keep a snapshot each.
+            if viewSnapshotCache.version != version || viewSnapshotCache.frames.count >= 64 { viewSnapshotCache = (version, [:]) }
+            let key = JSON.object(projection)
+            if viewSnapshotCache.frames[key] == nil {
+                let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version,
+                                                   state: Projection.document(shared: host.state, projection: projection)).encoded()
+                let compressed = environment.configuration.compressionThreshold.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
+                viewSnapshotCache.frames[key] = (frame, compressed)
+            }
+            let cached = viewSnapshotCache.frames[key]!
+            return .message(.snapshot(room: name, version: version, frame: cached.frame, compressed: cached.compressed), to: session)
+        }
         if snapshotCache?.version != version {
             let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: host.state).encoded()
             let compressed = environment.configuration.compressionThreshold.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
@@ -252,8 +277,13 @@ actor Room: RoomEndpoint {
             return
         }
         var failure: ProtocolError?
+        let viewer: Viewer
+        switch target {
+        case .session(let session, _, _): viewer = session.viewer
+        case .remote: viewer = .unidentified  // a cluster forwards no viewer
+        }
         do {
-            try host.perform(action, args: args)
+            try host.perform(action, args: args, viewer: viewer)
         } catch let error as ActionError {
             switch error {
             case .unknownAction: failure = ProtocolError(.unknownAction, error.description)
@@ -264,24 +294,37 @@ actor Room: RoomEndpoint {
             logger.error("action \(action) in room \(name) failed: \(error)")
             failure = ProtocolError(.internal, "the action failed on the server")
         }
-        let patch: PatchFrame?
+        var deliveries: [RoomDelivery]
         do {
-            patch = commitTurn(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
+            deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
         } catch {
-            patch = nil
+            deliveries = versionStep([])
             failure = ProtocolError(.tooLarge, error.description)
             logger.notice("room \(name): action \(action) refused: \(error.description)")
         }
         metrics.action(outcome: failure?.code.rawValue ?? "ok")
-        var deliveries: [RoomDelivery] = []
-        if let patch { deliveries.append(.patch(patch, to: subscriberList)) }
         deliveries.append(.reply(failure.map(ActionOutcome.failed) ?? .applied(version: version), to: target))
         output.deliver(deliveries)
     }
 
-    /// Makes the turn's operations one version step.
-    private func commitTurn(_ operations: [PatchOperation]) -> PatchFrame? {
-        guard !operations.isEmpty else { return nil }
+    /// Makes a turn one version step, if it changed the shared document or what a subscribed
+    /// viewer sees, and returns what each subscriber gets of it.
+    private func versionStep(_ operations: [PatchOperation]) -> [RoomDelivery] {
+        guard viewerViews != nil else {
+            return commitTurn(operations).map { [.patch($0, to: subscriberList)] } ?? []
+        }
+        // In place (`!`): a copy would copy every viewer's entry once per turn.
+        let changes = viewerViews!.update(host: host)
+        guard !operations.isEmpty || !changes.isEmpty else { return [] }
+        let shared = commitTurn(operations, evenIfEmpty: true)!
+        return viewerViews!.deliveries(of: shared, changes: changes, to: subscriberList,
+                                compressAbove: environment.configuration.compressionThreshold)
+    }
+
+    /// Makes the turn's operations one version step (an empty one only when a viewer's own
+    /// values changed: the version counts for everyone).
+    private func commitTurn(_ operations: [PatchOperation], evenIfEmpty: Bool = false) -> PatchFrame? {
+        guard !operations.isEmpty || evenIfEmpty else { return nil }
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
                                compressAbove: environment.configuration.compressionThreshold)
         version += 1

@@ -1,0 +1,70 @@
+import TetherBinding
+import TetherJSON
+import TetherState
+
+/// A vote: everyone sees the question, the options and the totals; each voter sees their own
+/// choice (`mine`, a per-viewer value) and nobody sees anyone else's until the vote is closed,
+/// when `ballots` (voter → option) appears for all. A voter is their token's `sub`, or their
+/// connection when the server checks no tokens.
+///
+/// `{"question": "Where do we eat?", "options": ["pizza", "noodles", "salad"],
+///   "totals": {"pizza": 1, "noodles": 0, "salad": 0}, "open": true, "ballots": null}`
+/// plus, in the voter's own document, `"mine": "pizza"`.
+///
+/// The open ballots are the ViewModel's own (unpublished) state, so they live in memory: after
+/// a restart during an open vote the totals stand but who chose what is forgotten. A closed
+/// vote keeps them in the published `ballots`.
+public final class Vote: ViewModel {
+    static let defaultOptions = ["pizza", "noodles", "salad"]
+
+    let question: Observable<String>
+    let options: Observable<[String]>
+    let totals: ObservableMap<String, Int>
+    let open: Observable<Bool>
+    /// Who chose what: null while the vote is open.
+    let ballots: Observable<[String: String]?>
+    /// Each voter's choice while the vote is open (never published as such).
+    private(set) var choices: [String: String] = [:]
+
+    public init(context: ViewModelContext) {
+        question = context.property("question", "Where do we eat?")
+        options = context.property("options", Self.defaultOptions)
+        totals = context.map("totals", Dictionary(uniqueKeysWithValues: Self.defaultOptions.map { ($0, 0) }))
+        open = context.property("open", true)
+        ballots = context.property("ballots", nil)
+        context.perViewer("mine") { [unowned self] viewer in self.choice(of: viewer) }
+    }
+
+    /// What `viewer` chose, if anything (from the published ballots once the vote is closed).
+    func choice(of viewer: Viewer) -> String? {
+        (ballots.value ?? choices)[viewer.id]
+    }
+
+    struct Choice: Decodable { var option: String }
+
+    public static let actions = ActionTable<Vote>()
+        .on("vote", Choice.self) { model, args, viewer in
+            guard model.open.value else { throw ActionError.invalidArgs("the vote is closed") }
+            guard model.options.value.contains(args.option) else {
+                throw ActionError.invalidArgs("no option \"\(args.option)\"; the options are \(model.options.value.joined(separator: ", "))")
+            }
+            guard !viewer.id.isEmpty else { throw ActionError.invalidArgs("this vote needs to know who votes") }
+            let previous = model.choices[viewer.id]
+            guard previous != args.option else { return }
+            if let previous { model.totals[previous] = max(0, (model.totals[previous] ?? 0) - 1) }
+            model.totals[args.option] = (model.totals[args.option] ?? 0) + 1
+            model.choices[viewer.id] = args.option
+        }
+        .on("close") { model in
+            guard model.open.value else { return }
+            model.open.value = false
+            model.ballots.value = model.choices
+        }
+        .on("reopen") { model in
+            guard !model.open.value else { return }
+            // After a restart the closed vote's choices are only in `ballots`.
+            model.choices = model.ballots.value ?? model.choices
+            model.ballots.value = nil
+            model.open.value = true
+        }
+}
