@@ -108,7 +108,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
     }
 
-    func join(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
+    /// Presence is not shared between cluster nodes yet: a clustered room keeps none.
+    func join(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence: PresenceJoin?) {
         queue.execute { [self] in
             guard phase == .ready, epoch != nil else {
                 waitingJoins.append((session, since, id))
@@ -117,6 +118,11 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             }
             subscribe(session, since: since, id: id)
         }
+    }
+
+    func updatePresence(_ session: SessionHandle, data: JSON, id: Int?) {
+        let error = ProtocolError(.invalidArgs, "room \(name) keeps no presence (not on a cluster yet)", id: id, room: name)
+        output.deliver([.message(.control(ServerMessage.error(error).encoded()), to: session)])
     }
 
     func leave(_ session: SessionHandle) {
@@ -616,7 +622,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 remoteReplies.append((producedVersion, outcome, respond))
             case .reply(let outcome, let target):
                 deliver(.reply(outcome, to: target), afterVersion: producedVersion)
-            case .message:
+            case .message, .presence:
                 break  // the owner's Room has no subscribers: this node's replica serves them
             }
         }
