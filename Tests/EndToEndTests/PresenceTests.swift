@@ -53,6 +53,23 @@ struct PresenceEndToEndTests {
         #expect(removed["version"]?.intValue == start + 3)
     }
 
+    @Test func aSilentPeerLeavesWithinTheKeepaliveTimeout() throws {
+        let daemon = try Daemon(arguments: ["--ping-seconds", "1", "--peer-timeout-seconds", "3"])
+        defer { daemon.stop() }
+        let (alice, _) = try Self.connect(daemon), (bob, bobID) = try Self.connect(daemon)
+        try alice.sendText(#"{"type":"join","room":"counter","presence":{"name":"alice"}}"#)
+        _ = try Self.types(alice, count: 2)
+        try bob.sendText(#"{"type":"join","room":"counter","presence":{"name":"bob"}}"#)
+        _ = try alice.receiveJSON()  // bob's add
+        // bob reads nothing from now on, so he answers no ping; alice's reads answer hers.
+        let silentSince = ContinuousClock.now
+        let removed = try alice.receiveJSON(timeout: .seconds(10)) { $0["type"] == "presence_patch" }
+        #expect(removed["ops"] == [["op": "remove", "path": .string("/" + bobID)]])
+        let waited = ContinuousClock.now - silentSince
+        #expect(waited >= .seconds(2) && waited < .seconds(7), "left after \(waited) with a 3 s peer timeout")
+        withExtendedLifetime(bob) {}
+    }
+
     @Test func theClientLibraryMirrorsWhoIsHere() async throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
