@@ -47,9 +47,28 @@ struct RoomPresence {
         memberIDs[session] = member.id
         listenerIndex[session] = listeners.count
         listeners.append(session)
+        return upsert(member)
+    }
+
+    /// Lists a member that has no session here (one on another cluster node), or replaces its data.
+    mutating func upsert(_ member: PresenceMember) -> [UInt8]? {
+        if let current = members[member.id] {
+            guard current.data != member.data else { return nil }
+            members[member.id] = member
+            return step([.replace(path: JSONPointer(tokens: [member.id, "data"]), value: member.data)])
+        }
         members[member.id] = member
         return step([.add(path: JSONPointer(tokens: [member.id]), value: member.json)])
     }
+
+    /// Unlists a member that has no session here.
+    mutating func remove(memberID id: String) -> [UInt8]? {
+        guard members.removeValue(forKey: id) != nil else { return nil }
+        return step([.remove(path: JSONPointer(tokens: [id]))])
+    }
+
+    /// The members listed for this node's sessions.
+    var localMembers: [PresenceMember] { memberIDs.values.compactMap { members[$0] } }
 
     /// Replaces the listed session's data; nil when it is not listed or the data is the same.
     mutating func update(_ session: SessionHandle, data: JSON) -> [UInt8]? {
