@@ -110,9 +110,10 @@ public final class RemoteRoom {
         return try await client.send(action, to: name, args: args)
     }
 
-    /// Unsubscribes; the mirror stops changing.
+    /// Unsubscribes; the mirror stops changing (and lists no members).
     public func leave() {
         client?.leave(self)
+        forgetPresence()
     }
 
     // MARK: From the client

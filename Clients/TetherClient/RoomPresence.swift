@@ -41,6 +41,13 @@ extension RemoteRoom {
 
     // MARK: From the client
 
+    /// The connection is gone (or the room left): no members until the next snapshot.
+    func forgetPresence() {
+        presenceVersion = nil
+        presenceDocument = .object([:])
+        syncMembers()
+    }
+
     func receivePresence(version: Int, members snapshot: JSON) {
         presenceDocument = snapshot
         presenceVersion = version

@@ -226,6 +226,8 @@ public final class TetherClient {
     private func linkLost(_ reason: String) {
         link = nil
         session = nil
+        // Who was here is unknown until the rejoin's presence snapshot: show nobody, not a stale list.
+        for room in rooms.values { room.forgetPresence() }
         failPending(TetherClientError.disconnected(reason))
         guard options.reconnect.isEnabled else {
             stateStorage.value = .closed(reason: reason)

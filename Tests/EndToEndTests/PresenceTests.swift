@@ -86,8 +86,10 @@ struct PresenceEndToEndTests {
         try await eventually("both see both") { kimRoom.presentNames == ["kim", "lee"] && leeRoom.presentNames == ["kim", "lee"] }
         try await leeRoom.setPresence(["name": "lee", "editing": "t1"])
         try await eventually("kim sees lee's update") { kimRoom.members[lee.session ?? ""]?.data["editing"] == "t1" }
-        await lee.close()
+        leeRoom.leave()
+        #expect(leeRoom.members.count == 0, "a room left lists nobody")
         try await eventually("lee left") { kimRoom.presentNames == ["kim"] }
+        await lee.close()
         #expect(kimRoom.state["count"] != nil, "the state stream is there too")
         await kim.close()
     }
