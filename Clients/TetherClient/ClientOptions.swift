@@ -1,4 +1,5 @@
 import Foundation
+import TetherJSON
 import TetherTransport
 
 /// Which certificates a `wss://` server may present: `.system`, `.caFile(path)` or `.insecure`.
@@ -21,6 +22,9 @@ public struct ClientOptions: Sendable {
     /// Offer permessage-deflate: a server started with `--compression on` then sends its large
     /// frames (snapshots, big patches) compressed. Costs the client an inflate per such frame.
     public var compression = false
+    /// Presence data sent with every join (e.g. `{"name": "kim"}`): the client is then listed in
+    /// rooms that keep presence and mirrors who is there (`RemoteRoom.members`). Nil: neither.
+    public var presence: JSON?
 
     /// The URLs in `url`, in order.
     public var urls: [String] {

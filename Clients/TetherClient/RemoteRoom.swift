@@ -29,8 +29,16 @@ public final class RemoteRoom {
     public private(set) var lastChangedPaths: [JSONPointer] = []
     /// The last error the server sent about this room outside an action (e.g. a refused join).
     public let lastError = Observable<ProtocolError?>(nil)
+    /// Who is here (RoomPresence.swift): member id → member, mirrored from the presence stream;
+    /// empty unless the client joins with presence in a room that keeps it.
+    public let members = ObservableMap<String, RoomMember>()
+    /// The presence mirror's version (its own, apart from the state's); nil before a snapshot.
+    public internal(set) var presenceVersion: Int?
+    /// The presence document as received, and what this client sends with its joins.
+    var presenceDocument: JSON = .object([:])
+    var presenceData: JSON?
 
-    private weak var client: TetherClient?
+    private(set) weak var client: TetherClient?
     private let changes = ListenerSet<RoomChange>()
     private var pathWatchers: [PathWatcher] = []
     private var listWatchers: [ListWatcher] = []
@@ -45,6 +53,7 @@ public final class RemoteRoom {
     init(name: String, client: TetherClient, since: ResumePoint? = nil) {
         self.name = name
         self.client = client
+        presenceData = client.options.presence
         startPoint = since
         hasState = since == nil
     }
@@ -101,9 +110,10 @@ public final class RemoteRoom {
         return try await client.send(action, to: name, args: args)
     }
 
-    /// Unsubscribes; the mirror stops changing.
+    /// Unsubscribes; the mirror stops changing (and lists no members).
     public func leave() {
         client?.leave(self)
+        forgetPresence()
     }
 
     // MARK: From the client

@@ -102,12 +102,18 @@ public final class TetherClient {
     /// Sends `action` to `room` and returns the version of the ack, or throws the server's error.
     @discardableResult
     public func send(_ action: String, to room: String, args: JSON? = nil) async throws -> Int {
+        try await request { id in ClientMessage.action(room: room, name: action, args: args, id: id) }
+    }
+
+    /// Sends the request `message(id)` and waits for its ack (its version, 0 without) or error.
+    @discardableResult
+    func request(_ message: (Int) -> ClientMessage) async throws -> Int {
         guard let link, session != nil, !isClosed else {
             throw TetherClientError.disconnected("not connected")
         }
         let id = nextActionID
         nextActionID += 1
-        let frame = ClientMessage.action(room: room, name: action, args: args, id: id).encoded()
+        let frame = message(id).encoded()
         let timeout = options.actionTimeout
         return try await withCheckedThrowingContinuation { continuation in
             pending[id] = PendingAction(continuation: continuation, sentAt: .now)
@@ -195,6 +201,10 @@ public final class TetherClient {
             rooms[room]?.receiveSnapshot(epoch: epoch, version: version, state: state)
         case .patch(let room, let epoch, let from, let version, let operations):
             rooms[room]?.receivePatch(epoch: epoch, from: from, version: version, operations: operations)
+        case .presence(let room, let version, let members):
+            rooms[room]?.receivePresence(version: version, members: members)
+        case .presencePatch(let room, let from, let version, let operations):
+            rooms[room]?.receivePresencePatch(from: from, version: version, operations: operations)
         case .ack(let id, _, let version):
             guard let action = pending.removeValue(forKey: id) else { return }
             lastActionLatency.value = .now - action.sentAt
@@ -216,6 +226,8 @@ public final class TetherClient {
     private func linkLost(_ reason: String) {
         link = nil
         session = nil
+        // Who was here is unknown until the rejoin's presence snapshot: show nobody, not a stale list.
+        for room in rooms.values { room.forgetPresence() }
         failPending(TetherClientError.disconnected(reason))
         guard options.reconnect.isEnabled else {
             stateStorage.value = .closed(reason: reason)
@@ -261,7 +273,7 @@ public final class TetherClient {
     func join(_ room: RemoteRoom, resume: Bool = true) {
         room.willJoin()
         let since = resume ? room.resumePoint : nil
-        link?.send(ClientMessage.join(room: room.name, since: since, token: options.token).encoded())
+        link?.send(ClientMessage.join(room: room.name, since: since, token: options.token, presence: room.presenceData).encoded())
     }
 
     func leave(_ room: RemoteRoom) {

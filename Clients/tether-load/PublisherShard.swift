@@ -168,7 +168,7 @@ final class PublisherShard: @unchecked Sendable {
             counters.errors += 1
             if let id = error.id { publisher.outstanding[id] = nil }
             sample("publisher got error \(error.code.rawValue): \(error.message)")
-        case .patch, .snapshot, .description:
+        case .patch, .snapshot, .description, .presence, .presencePatch:
             counters.protocolErrors += 1
             sample("a publisher that joined nothing got a \(message)")
         }

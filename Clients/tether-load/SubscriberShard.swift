@@ -380,7 +380,7 @@ final class SubscriberShard: @unchecked Sendable {
                 acceptPatch(subscriber, sameEpoch: encodedStringContents(epoch) == subscriber.epoch,
                             from: from, version: version, operations: buffer)
             }
-        case .ack, .description:
+        case .ack, .description, .presence, .presencePatch:
             violation("a subscriber got an unrequested \(message)")
         case .error(let error):
             counters.errors += 1

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import TetherClient
+import TetherJSON
 
 /// How to reach the server. Every subcommand takes these; options that change how a connection
 /// is made (a token, TLS trust, compression) belong here and are turned into `ClientOptions` in one place.
@@ -32,6 +33,9 @@ struct ConnectionOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Offer permessage-deflate: a server started with --compression on sends large frames (snapshots) compressed.")
     var compression = false
+
+    @Option(name: .long, help: ArgumentHelp("Join with presence {\"name\": NAME}: others see you in rooms that keep presence, and you see who is there (`watch` prints the presence frames).", valueName: "name"))
+    var name: String?
 
     /// The URL from --url, else $TETHER_URL, else the default.
     var resolvedURL: String {
@@ -70,6 +74,7 @@ struct ConnectionOptions: ParsableArguments {
         options.actionTimeout = timeoutDuration
         if let ca { options.trust = .caFile(ca) } else if insecure { options.trust = .insecure }
         options.compression = compression
+        options.presence = name.map { ["name": .string($0)] }
         return options
     }
 
@@ -79,6 +84,7 @@ struct ConnectionOptions: ParsableArguments {
         guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
         if ca != nil, insecure { throw ValidationError("--ca and --insecure don't go together") }
         if token != nil, tokenFile != nil { throw ValidationError("--token and --token-file don't go together") }
+        if let name, name.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--name must not be empty") }
         _ = try resolvedToken()
     }
 }

@@ -23,7 +23,9 @@ final class CounterScreen: Screen {
             label.text = count.map { "count: \($0)" } ?? "waiting for the count…"
         }
         // Blank rows as items (not stack spacing) so that no gap is spent beside the spacers.
-        let stack = Stack(.vertical, [Spacer(.vertical), big, Label(), label, Label(), Stack.centeredRow([minus, plus, reset]), Spacer(.vertical)])
+        var rows: [Widget] = [Spacer(.vertical), big, Label(), label, Label(), Stack.centeredRow([minus, plus, reset])]
+        if let here = context.presenceLabel() { rows += [Label(), here] }
+        let stack = Stack(.vertical, rows + [Spacer(.vertical)])
         stack.setCollapsible(big)
         body = stack
         context.hints.value = ["+ - r change the count", "Enter presses the focused button"]

@@ -50,11 +50,27 @@ final class Inspector: Screen {
         // Not focusable until there are actions to pick: the command line has the focus first.
         actions.isSelectable = false
         actions.items = [Line("asking the server…", style: Style(dim: true))]
-        let stack = Stack(.vertical, [header, lastPatch, treeBox, actionsBox, Box(title: "Send an action", command), outcome])
+        var rows: [Widget] = [header, lastPatch]
+        // With --name: the room's members, one line each with what they say about themselves.
+        if context.client.options.presence != nil {
+            let members = ListView([])
+            room.members.bind { [weak members] all in
+                let sorted = all.values.sorted { $0.id < $1.id }
+                members?.setItems(sorted.map { Line("\($0.id)  \($0.user)  \(String(decoding: $0.data.encoded(), as: UTF8.self))") }, keys: sorted.map(\.id))
+            }.store(in: context.bag)
+            members.isSelectable = false
+            let membersBox = Box(title: "Here", members)
+            rows.append(membersBox)
+        }
+        let stack = Stack(.vertical, rows + [treeBox, actionsBox, Box(title: "Send an action", command), outcome])
         stack.setSize(.fill(), of: treeBox)
         stack.setSize(.length(6), of: actionsBox)
         stack.setCollapsible(actionsBox)
         stack.setCollapsible(lastPatch)
+        if let membersBox = rows.last as? Box, rows.count > 2 {
+            stack.setSize(.length(5), of: membersBox)
+            stack.setCollapsible(membersBox)
+        }
         body = stack
 
         actions.onSelect { [unowned self] index in self.fillIn(index) }

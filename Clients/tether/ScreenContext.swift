@@ -66,6 +66,28 @@ final class ScreenContext {
         }.store(in: bag)
     }
 
+    // MARK: Presence
+
+    /// "here: kim, lee" (one name per user), or nil when this client joined without presence
+    /// (`tether` without `--name`), so screens look as they always did.
+    func presenceLabel() -> Label? {
+        guard client.options.presence != nil else { return nil }
+        let label = Label("", style: Style(dim: true), alignment: .center)
+        room.members.bind { [unowned room, weak label] _ in
+            let names = room.presentNames
+            label?.text = names.isEmpty ? "" : "here: " + names.joined(separator: ", ")
+        }.store(in: bag)
+        return label
+    }
+
+    /// Sends this client's presence with `extra` members (e.g. `editing`); nothing without presence.
+    func announce(_ extra: [String: JSON] = [:]) {
+        guard case .object(var data)? = client.options.presence else { return }
+        data.merge(extra) { _, new in new }
+        let room = self.room
+        run { try await room.setPresence(.object(data)) }
+    }
+
     // MARK: Acting
 
     /// Sends `action` to the room; its outcome goes to `onActionResult`, not to the caller.

@@ -33,13 +33,21 @@ final class TodoScreen: Screen {
         let delete = Button("Delete")
         let clear = Button("Clear completed").onPress(context.action("clearCompleted"))
 
-        context.bindList(items, to: list, key: \.id, line: Self.line)
+        let editors = Editors()
+        self.editors = editors
+        context.bindList(items, to: list, key: \.id) { item in Self.line(item, editor: editors.byItem[item.id]) }
         items.bind { items in
             summary.text = items.isEmpty ? "nothing to do" : "\(items.filter(\.done).count) of \(items.count) done"
         }.store(in: context.bag)
 
         let listBox = Box(title: "To-dos", list)
-        let stack = Stack(.vertical, [inputBox, listBox, Stack.row([toggle, rename, delete, clear], spacing: 1), summary])
+        var rows: [Widget] = [inputBox, listBox, Stack.row([toggle, rename, delete, clear], spacing: 1), summary]
+        let here = context.presenceLabel()
+        if let here {
+            here.alignment = .left
+            rows.append(here)
+        }
+        let stack = Stack(.vertical, rows)
         stack.setSize(.fill(), of: listBox)
         body = stack
         input.onSubmit { [unowned self] text in await self.submit(text) }
@@ -48,10 +56,33 @@ final class TodoScreen: Screen {
         delete.onPress { [unowned self] in await self.act(on: "remove") }
         rename.onPress { [unowned self] in self.startRenaming() }
         context.hints.value = ["type + Enter adds", "Space toggles", "e renames", "Delete removes"]
+        if here != nil { markOthersEditing() }
     }
 
-    static func line(_ item: Item) -> Line {
-        Line([Span(item.done ? "[x] " : "[ ] ", style: Style(fg: item.done ? .green : nil)), Span(item.title, style: Style(dim: item.done))])
+    /// Another member's `editing` marks its item; the list redraws when that changes.
+    private func markOthersEditing() {
+        context.room.members.bind { [unowned self] members in
+            var editors: [String: String] = [:]
+            for member in members.values.sorted(by: { $0.id < $1.id }) where member.id != context.client.session {
+                if let item = member.data["editing"]?.stringValue, editors[item] == nil { editors[item] = member.displayName }
+            }
+            guard editors != self.editors.byItem else { return }
+            self.editors.byItem = editors
+            list.setItems(items.map { Self.line($0, editor: editors[$0.id]) }, keys: items.map(\.id))
+        }.store(in: context.bag)
+    }
+
+    /// Who else is renaming which item (item id → name), from the room's presence.
+    private let editors: Editors
+
+    private final class Editors {
+        var byItem: [String: String] = [:]
+    }
+
+    static func line(_ item: Item, editor: String? = nil) -> Line {
+        var spans = [Span(item.done ? "[x] " : "[ ] ", style: Style(fg: item.done ? .green : nil)), Span(item.title, style: Style(dim: item.done))]
+        if let editor { spans.append(Span("  (\(editor) is editing)", style: Style(fg: .yellow))) }
+        return Line(spans)
     }
 
     /// The selected item, found by its id (the list's key), never by its row number.
@@ -70,12 +101,14 @@ final class TodoScreen: Screen {
     func startRenaming() {
         guard let item = selected else { return }
         renaming = item.id
+        context.announce(["editing": .string(item.id)])
         inputBox.title = "Rename \"\(item.title)\" (Esc cancels)"
         input.text = item.title
         context.application?.focus(input)
     }
 
     private func stopRenaming() {
+        if renaming != nil { context.announce() }
         renaming = nil
         inputBox.title = "Add"
         input.text = ""

@@ -14,6 +14,9 @@ public final class Bench: ViewModel {
 
     struct Set: Decodable { var key: String; var value: JSON }
 
+    /// Load tests put thousands of clients in one room: no presence stream to fan out per join.
+    public static let hasPresence = false
+
     public static let actions = ActionTable<Bench>()
         .on("set", Set.self) { model, args in try set(args, in: model) }
 

@@ -48,6 +48,13 @@ struct MessageFields {
         return int
     }
 
+    /// Presence data: absent (or null), or an object; anything else is `invalid_args`.
+    func optionalPresenceData(_ key: String) throws(ProtocolError) -> JSON? {
+        guard let value = object[key], !value.isNull else { return nil }
+        guard case .object = value else { throw fail(.invalidArgs, "field \"\(key)\" must be an object, got \(value.typeName)") }
+        return value
+    }
+
     func json(_ key: String) throws(ProtocolError) -> JSON {
         guard let value = object[key] else { throw fail(.badMessage, "missing field \"\(key)\"") }
         return value
@@ -115,9 +122,14 @@ extension ClientMessage {
                     throw fields.fail(.badMessage, "in \"since\": \(error.message)")
                 }
             }
-            return .join(room: try fields.string("room"), id: try fields.optionalInt("id"), since: since, token: try fields.optionalString("token"))
+            return .join(room: try fields.string("room"), id: try fields.optionalInt("id"), since: since, token: try fields.optionalString("token"),
+                         presence: try fields.optionalPresenceData("presence"))
         case "leave":
             return .leave(room: try fields.string("room"), id: try fields.optionalInt("id"))
+        case "presence":
+            let room = try fields.string("room")
+            guard let data = try fields.optionalPresenceData("data") else { throw fields.fail(.invalidArgs, "missing field \"data\" (an object)") }
+            return .presence(room: room, data: data, id: try fields.optionalInt("id"))
         case "describe":
             return .describe(kind: try fields.optionalString("kind"), id: try fields.optionalInt("id"))
         case "action":
@@ -175,6 +187,17 @@ extension ServerMessage {
                 throw fields.fail(.badMessage, "field \"ops\": \(error)")
             }
             return .patch(room: try fields.string("room"), epoch: try fields.string("epoch"), from: try fields.int("from"), version: try fields.int("version"), operations: operations)
+        case "presence":
+            return .presence(room: try fields.string("room"), version: try fields.int("version"), members: try fields.json("members"))
+        case "presence_patch":
+            let ops = try fields.json("ops")
+            let operations: [PatchOperation]
+            do {
+                operations = try JSONPatch.decode(ops)
+            } catch {
+                throw fields.fail(.badMessage, "field \"ops\": \(error)")
+            }
+            return .presencePatch(room: try fields.string("room"), from: try fields.int("from"), version: try fields.int("version"), operations: operations)
         case "ack":
             return .ack(id: try fields.int("id"), room: try fields.string("room"), version: try fields.optionalInt("version"))
         case "description":
@@ -269,12 +292,19 @@ struct MessageWriter {
 extension ClientMessage {
     public func encoded() -> [UInt8] {
         switch self {
-        case .join(let room, let id, let since, let token):
+        case .join(let room, let id, let since, let token, let presence):
             var writer = MessageWriter(type: "join")
             writer.field("room", room)
             writer.optionalField("id", id)
             if let since { writer.field("since", ["epoch": .string(since.epoch), "version": .int(since.version)]) }
             writer.optionalField("token", token)
+            if let presence { writer.field("presence", presence) }
+            return writer.finish()
+        case .presence(let room, let data, let id):
+            var writer = MessageWriter(type: "presence")
+            writer.field("room", room)
+            writer.field("data", data)
+            writer.optionalField("id", id)
             return writer.finish()
         case .leave(let room, let id):
             var writer = MessageWriter(type: "leave")
@@ -317,6 +347,22 @@ extension ServerMessage {
             var encoded: [UInt8] = []
             JSONPatch.writeOperations(operations, to: &encoded)
             return Self.encodePatch(room: room, epoch: epoch, from: from, version: version, encodedOperations: encoded)
+        case .presence(let room, let version, let members):
+            var writer = MessageWriter(type: "presence")
+            writer.field("room", room)
+            writer.field("version", version)
+            writer.field("members", members)
+            return writer.finish()
+        case .presencePatch(let room, let from, let version, let operations):
+            var writer = MessageWriter(type: "presence_patch")
+            writer.field("room", room)
+            writer.field("from", from)
+            writer.field("version", version)
+            writer.rawField("ops")
+            writer.bytes.append(UInt8(ascii: "["))
+            JSONPatch.writeOperations(operations, to: &writer.bytes)
+            writer.bytes.append(UInt8(ascii: "]"))
+            return writer.finish()
         case .ack(let id, let room, let version):
             var writer = MessageWriter(type: "ack")
             writer.field("id", id)

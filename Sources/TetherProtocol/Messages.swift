@@ -4,6 +4,8 @@ import TetherJSON
 public enum TetherProtocol {
     public static let version = 1
     public static let subprotocol = "tether.v1"
+    /// The largest presence `data` object a client may send, encoded (docs/PROTOCOL.md, Presence).
+    public static let maxPresenceBytes = 1024
 }
 
 /// Where a client left a room's stream: resume after this version of this epoch.
@@ -19,25 +21,28 @@ public struct ResumePoint: Hashable, Sendable {
 
 /// Messages a client sends.
 public enum ClientMessage: Hashable, Sendable {
-    /// Subscribe to `room`; with `since`, resume from that version.
-    case join(room: String, id: Int? = nil, since: ResumePoint? = nil, token: String? = nil)
+    /// Subscribe to `room`; with `since`, resume from that version. With `presence` (an object,
+    /// `{}` for none), the connection is listed in the room's presence and gets its stream.
+    case join(room: String, id: Int? = nil, since: ResumePoint? = nil, token: String? = nil, presence: JSON? = nil)
     case leave(room: String, id: Int? = nil)
     /// Ask the room's ViewModel to act. `id` is the client's, echoed in the ack or error.
     case action(room: String, name: String, args: JSON? = nil, id: Int)
     /// Ask which room kinds the server has (all, or the one named), with their actions.
     case describe(kind: String? = nil, id: Int? = nil)
+    /// Replace this connection's presence data in `room` (joined with presence).
+    case presence(room: String, data: JSON, id: Int? = nil)
 
     /// The room the request is about (none for `describe`).
     public var room: String? {
         switch self {
-        case .join(let room, _, _, _), .leave(let room, _), .action(let room, _, _, _): return room
+        case .join(let room, _, _, _, _), .leave(let room, _), .action(let room, _, _, _), .presence(let room, _, _): return room
         case .describe: return nil
         }
     }
 
     public var id: Int? {
         switch self {
-        case .join(_, let id, _, _), .leave(_, let id), .describe(_, let id): return id
+        case .join(_, let id, _, _, _), .leave(_, let id), .describe(_, let id), .presence(_, _, let id): return id
         case .action(_, _, _, let id): return id
         }
     }
@@ -76,8 +81,13 @@ public enum ServerMessage: Hashable, Sendable {
     case snapshot(room: String, epoch: String, version: Int, state: JSON)
     /// Applying `operations` to the state at `from` gives exactly the state at `version`.
     case patch(room: String, epoch: String, from: Int, version: Int, operations: [PatchOperation])
+    /// Who is in `room` at presence `version`: member id → `{"user": ..., "data": {...}}`.
+    /// Presence has its own versions, apart from the room's state (docs/PROTOCOL.md, Presence).
+    case presence(room: String, version: Int, members: JSON)
+    /// Applying `operations` to the presence members at `from` gives those at `version`.
+    case presencePatch(room: String, from: Int, version: Int, operations: [PatchOperation])
     /// The request `id` was done: an action's effects are in the state at `version` or earlier;
-    /// a join's stream starts at `version`; a leave has no version.
+    /// a join's stream starts at `version`; a leave and a presence update have no version.
     case ack(id: Int, room: String, version: Int?)
     /// The answer to `describe`.
     case description(id: Int?, kinds: [KindDescription])

@@ -21,6 +21,8 @@ import TetherJSON
 public protocol ViewModel: AnyObject, SendableMetatype {
     init(context: ViewModelContext)
     static var actions: ActionTable<Self> { get }
+    /// Whether rooms of this kind keep presence (default true; Presence.swift).
+    static var hasPresence: Bool { get }
 }
 
 /// Who shares an instance of a kind.
@@ -137,6 +139,8 @@ public struct ViewModelKind: Sendable {
     public let actionNames: [String]
     /// The actions with their argument fields, for clients discovering the kind.
     public let actions: [ActionDescription]
+    /// Whether its rooms keep presence: shared kinds that did not opt out.
+    public let hasPresence: Bool
     private let make: @Sendable (ViewModelContext) -> ViewModelHost
 
     public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type) {
@@ -152,6 +156,7 @@ public struct ViewModelKind: Sendable {
         self.scope = scope
         self.actionNames = Model.actions.names
         self.actions = Model.actions.descriptions
+        self.hasPresence = scope == .shared && Model.hasPresence
         self.make = { context in ViewModelHost(model: make(context), context: context) }
     }
 

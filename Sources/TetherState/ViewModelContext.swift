@@ -9,6 +9,8 @@ public final class ViewModelContext {
     public let room: String
     /// The part after the colon ("team-a"), or nil for a bare kind name.
     public let instance: String?
+    /// Who is in the room (empty in rooms without presence).
+    public let presence = Presence()
 
     let document = StateDocument()
     private var slots: [Slot] = []

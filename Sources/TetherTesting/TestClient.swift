@@ -59,6 +59,10 @@ public final class TestClient {
     /// The mirror of `room`, if a snapshot arrived.
     public func state(of room: String) -> JSON? { mirrors[room]?.state }
     public func version(of room: String) -> Int? { mirrors[room]?.version }
+    /// Each room's presence as mirrored from `presence` and `presence_patch` (gaps are recorded).
+    public private(set) var presence: [String: (version: Int, members: JSON)] = [:]
+    /// The presence members of `room`: member id → `{"user", "data"}`.
+    public func members(of room: String) -> JSON? { presence[room]?.members }
 
     private func collect() {
         for frame in connection.takeSent() {
@@ -89,6 +93,21 @@ public final class TestClient {
             }
             mirror.version = version
             mirrors[room] = mirror
+        case .presence(let room, let version, let members):
+            presence[room] = (version, members)
+        case .presencePatch(let room, let from, let version, let operations):
+            guard var mirror = presence[room], mirror.version == from else {
+                gaps.append("\(room): presence patch \(from)->\(version) after \(presence[room].map { String($0.version) } ?? "no snapshot")")
+                return
+            }
+            do {
+                try mirror.members.apply(operations)
+            } catch {
+                gaps.append("\(room): presence patch \(from)->\(version) does not apply: \(error)")
+                return
+            }
+            mirror.version = version
+            presence[room] = mirror
         default:
             break
         }
@@ -102,6 +121,8 @@ extension ServerMessage {
         case .hello: return "hello"
         case .snapshot: return "snapshot"
         case .patch: return "patch"
+        case .presence: return "presence"
+        case .presencePatch: return "presence_patch"
         case .ack: return "ack"
         case .description: return "description"
         case .error: return "error"

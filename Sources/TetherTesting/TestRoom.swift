@@ -155,6 +155,31 @@ public final class TestRoom<Model: ViewModel> {
         return operations
     }
 
+    // MARK: Presence
+
+    /// A member arrives or changes its data, as the room's presence reports it to the ViewModel
+    /// (`context.presence.members`); the ViewModel's reaction must produce exactly `expected`.
+    @discardableResult
+    public func presence(_ member: PresenceMember, produces expected: [PatchOperation] = [], state expectedState: JSON? = nil,
+                         sourceLocation: SourceLocation = #_sourceLocation) -> [PatchOperation] {
+        presenceTurn("presence of \(member.id)", produces: expected, state: expectedState, sourceLocation) { host.presenceChanged(member) }
+    }
+
+    /// A member leaves (leave, disconnect, keepalive timeout); the reaction must produce exactly `expected`.
+    @discardableResult
+    public func leave(member id: String, produces expected: [PatchOperation] = [], state expectedState: JSON? = nil,
+                      sourceLocation: SourceLocation = #_sourceLocation) -> [PatchOperation] {
+        presenceTurn("member \(id) leaving", produces: expected, state: expectedState, sourceLocation) { host.presenceLeft(memberID: id) }
+    }
+
+    private func presenceTurn(_ what: String, produces expected: [PatchOperation], state expectedState: JSON?,
+                              _ sourceLocation: SourceLocation, _ change: () -> Void) -> [PatchOperation] {
+        let (operations, error) = turn(describedAs: what, [:], sourceLocation, change)
+        if let error { Issue.record("the reaction to \(what) was taken back: \(error)", sourceLocation: sourceLocation) }
+        check(what, produced: operations, expected: expected, expectedState: expectedState, sourceLocation)
+        return operations
+    }
+
     // MARK: One turn
 
     /// Runs `body` as the server runs a turn: its changes, then `finishTurn`, which may take the

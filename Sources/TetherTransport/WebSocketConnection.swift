@@ -330,7 +330,11 @@ public final class WebSocketConnection: @unchecked Sendable {
         wantsWritable = false
         if pingDue, let wsi {
             pingDue = false
-            if lws_write(wsi, loop.scratchPayload(capacity: 0), 0, LWS_WRITE_PING) < 0 { return -1 }
+            // One byte, not none: lws 4.1 gives no RECEIVE_PONG callback for an empty pong, so a
+            // peer answering an empty ping would still count as silent and be dropped.
+            let payload = loop.scratchPayload(capacity: 1)
+            payload.pointee = UInt8(ascii: "k")
+            if lws_write(wsi, payload, 1, LWS_WRITE_PING) < 0 { return -1 }
         }
         switch owner {
         case .server(let delegate): delegate.connectionWritable(self)

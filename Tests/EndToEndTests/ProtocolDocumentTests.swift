@@ -18,8 +18,8 @@ struct ProtocolDocumentTests {
         #expect(exchanges.count >= 15, "only \(exchanges.count) example exchanges in docs/PROTOCOL.md")
         let sent = Set(exchanges.flatMap(\.steps).filter(\.isSent).compactMap { (try? JSON(parsing: $0.text))?["type"]?.stringValue })
         let received = Set(exchanges.flatMap(\.steps).filter { !$0.isSent }.compactMap { (try? JSON(parsing: $0.text))?["type"]?.stringValue })
-        #expect(sent.isSuperset(of: ["join", "leave", "action", "describe"]), "client messages shown: \(sent.sorted())")
-        #expect(received == ["hello", "snapshot", "patch", "ack", "description", "error"], "server messages shown: \(received.sorted())")
+        #expect(sent.isSuperset(of: ["join", "leave", "action", "describe", "presence"]), "client messages shown: \(sent.sorted())")
+        #expect(received == ["hello", "snapshot", "patch", "ack", "description", "error", "presence", "presence_patch"], "server messages shown: \(received.sorted())")
     }
 
     @Test("the error table names every error code the server has")
@@ -133,6 +133,8 @@ private struct Replay {
     var sockets: [String: RawWebSocket] = [:]
     /// Values that matched `"…"`, by member name and by room and member name.
     var chosen: [String: JSON] = [:]
+    /// Each client's session id from its `hello`: `…A` in a key or string of a `←` line.
+    var sessions: [String: String] = [:]
 
     init(port: Int) { self.port = port }
 
@@ -153,8 +155,9 @@ private struct Replay {
             } catch {
                 throw ExampleError("expected \(step.text), got nothing (\(error))")
             }
+            if received["type"] == "hello", let session = received["session"]?.stringValue { sessions[step.client] = session }
             var mismatches: [String] = []
-            compare(expected, received, at: "", key: nil, room: received["room"]?.stringValue, mismatches: &mismatches)
+            compare(withSessions(expected), received, at: "", key: nil, room: received["room"]?.stringValue, mismatches: &mismatches)
             if !mismatches.isEmpty {
                 throw ExampleError("expected \(step.text)\n  got \(received.encodedString)\n  (\(mismatches.joined(separator: "; ")))")
             }
@@ -169,8 +172,25 @@ private struct Replay {
         if !showsHello {
             let hello = try socket.receiveJSON()
             guard hello["type"] == "hello" else { throw ExampleError("a connection's first message was \(hello.encodedString), not hello") }
+            sessions[client] = hello["session"]?.stringValue
         }
         return socket
+    }
+
+    /// `expected` with `…A` (an ellipsis and a client's letter) in keys and strings replaced by
+    /// that client's session id (presence member ids).
+    private func withSessions(_ expected: JSON) -> JSON {
+        func replaced(_ text: String) -> String {
+            var text = text
+            for (client, session) in sessions where !client.isEmpty { text = text.replacingOccurrences(of: "…" + client, with: session) }
+            return text
+        }
+        switch expected {
+        case .string(let text): return .string(replaced(text))
+        case .object(let members): return .object(Dictionary(members.map { (replaced($0.key), withSessions($0.value)) }, uniquingKeysWith: { first, _ in first }))
+        case .array(let items): return .array(items.map(withSessions))
+        default: return expected
+        }
     }
 
     private mutating func compare(_ expected: JSON, _ actual: JSON, at path: String, key: String?, room: String?, mismatches: inout [String]) {

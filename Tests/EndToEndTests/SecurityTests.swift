@@ -165,6 +165,23 @@ struct SecurityTests {
         }
     }
 
+    @Test func anIdlePeerThatAnswersPingsStays() async throws {
+        let daemon = try Daemon(arguments: ["--ping-seconds", "1", "--peer-timeout-seconds", "2"])
+        defer { daemon.stop() }
+        let idle = try RawWebSocket(port: daemon.port)
+        _ = try idle.receiveJSON()
+        var pings = 0
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .seconds(5) {
+            // Pings are answered (with their payload) as they are read; the connection must outlive the timeout.
+            if case .ping(let payload) = try idle.receiveFrame(timeout: .seconds(5), returnPings: true) {
+                pings += 1
+                try idle.sendFrame(opcode: 10, payload: payload)
+            }
+        }
+        #expect(pings >= 3)
+    }
+
     @Test func aHandshakeLeftHalfwayIsDropped() async throws {
         let daemon = try Daemon(arguments: ["--handshake-timeout-seconds", "2"])
         defer { daemon.stop() }

@@ -13,6 +13,9 @@ struct CodecTests {
         .action(room: "counter", name: "increment", args: ["by": 2], id: 7),
         .action(room: "login", name: "setEmail", args: ["value": "민수@example.com"], id: 8),
         .action(room: "counter", name: "reset", args: nil, id: -1),
+        .join(room: "todo", id: 4, presence: ["name": "kim", "editing": "t3"]),
+        .presence(room: "todo", data: ["name": "kim"], id: 5),
+        .presence(room: "todo", data: [:]),
     ]
 
     static let serverMessages: [ServerMessage] = [
@@ -25,6 +28,9 @@ struct CodecTests {
         ]),
         .patch(room: "r", epoch: "e", from: 1, version: 9, operations: []),
         .ack(id: 7, room: "counter", version: 5),
+        .ack(id: 8, room: "todo", version: nil),
+        .presence(room: "todo", version: 3, members: ["s1": ["user": "kim", "data": ["name": "kim"]]]),
+        .presencePatch(room: "todo", from: 3, version: 4, operations: [.remove(path: "/s1"), .replace(path: "/s2/data", value: [:])]),
         .error(ProtocolError(.unknownAction, "unknown action \"fly\"", id: 7, room: "counter")),
         .error(ProtocolError(.badMessage, "not valid JSON")),
     ]

@@ -47,7 +47,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     /// Live messages that arrived while the log was being read.
     private var liveBuffer: [NATSMessage] = []
     private var fanSubscription: NATSSubscription?
-    private var waitingJoins: [(SessionHandle, ResumePoint?, Int?)] = []
+    private var waitingJoins: [(SessionHandle, ResumePoint?, Int?, PresenceJoin?)] = []
+    /// Who is here, on every node (Presence/ClusterPresence.swift); nil for kinds without presence.
+    private let presence: ClusterPresence?
+    private var presenceTimer: (any ServerTimer)?
     private var waitingActions: [(String, JSON?, ActionReplyTarget)] = []
     /// Acks and errors to deliver once the replica reached `version` (patch before ack).
     private var pendingReplies: [(version: Int, delivery: RoomDelivery)] = []
@@ -90,6 +93,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         self.node = node
         self.environment = environment
         self.output = output
+        self.presence = kind.hasPresence ? ClusterPresence(room: name, node: node) : nil
         self.queue = environment.runtime.makeRoomExecutor(name)
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)
@@ -102,27 +106,62 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         queue.execute { [self] in
             predecessor?.waitUntilStopped()
             subscribeToLog()
+            startPresence()
             loadSnapshot()
             let interval = node.lease / 2
             checkTimer = environment.runtime.clock.startTimer(every: interval) { [self] in queue.execute { self.checkOwner() } }
         }
     }
 
-    func join(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
+    func join(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         queue.execute { [self] in
             guard phase == .ready, epoch != nil else {
-                waitingJoins.append((session, since, id))
+                waitingJoins.append((session, since, id, join))
                 if phase == .ready { ensureOwner() }
                 return
             }
-            subscribe(session, since: since, id: id)
+            subscribe(session, since: since, id: id, presence: join)
         }
+    }
+
+    func updatePresence(_ session: SessionHandle, data: JSON, id: Int?) {
+        queue.execute { [self] in
+            guard let presence, presence.document.isListed(session) else {
+                let reason = self.presence == nil ? "room \(name) keeps no presence" : "join \(name) with presence before updating it"
+                output.deliver([.message(.control(ServerMessage.error(ProtocolError(.invalidArgs, reason, id: id, room: name)).encoded()), to: session)])
+                return
+            }
+            var deliveries: [RoomDelivery] = []
+            if let frame = presence.update(session, data: data) { deliveries.append(.presence(frame, room: name, to: presence.document.listeners)) }
+            if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), to: session)) }
+            output.deliver(deliveries)
+        }
+    }
+
+    // MARK: Presence
+
+    private func startPresence() {
+        guard let presence else { return }
+        presence.start { [self] message in
+            queue.execute { self.presenceDeliver(self.presence?.receive(message, now: self.environment.runtime.clock.now) ?? []) }
+        }
+        presenceTimer = environment.runtime.clock.startTimer(every: ClusterPresence.heartbeat) { [self] in
+            queue.execute { self.presenceDeliver(self.presence?.tick(now: self.environment.runtime.clock.now) ?? []) }
+        }
+    }
+
+    private func presenceDeliver(_ frames: [[UInt8]]) {
+        guard let presence, !frames.isEmpty, phase != .stopped else { return }
+        output.deliver(frames.map { .presence($0, room: name, to: presence.document.listeners) })
     }
 
     func leave(_ session: SessionHandle) {
         queue.execute { [self] in
             if subscribers.remove(session) != nil { subscriberList = Array(subscribers) }
             waitingJoins.removeAll { $0.0 == session }
+            if let presence, let frame = presence.remove(session) {
+                output.deliver([.presence(frame, room: name, to: presence.document.listeners)])
+            }
         }
     }
 
@@ -314,10 +353,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         guard phase == .ready, epoch != nil else { return }
         let joins = waitingJoins
         waitingJoins.removeAll()
-        for (session, since, id) in joins { subscribe(session, since: since, id: id) }
+        for (session, since, id, join) in joins { subscribe(session, since: since, id: id, presence: join) }
     }
 
-    private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
+    private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         guard let epoch else { return }
         if subscribers.insert(session).inserted { subscriberList = Array(subscribers) }
         var deliveries: [RoomDelivery]
@@ -328,6 +367,12 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         } else {
             if since != nil { node.metrics.resumes(fromHistory: false) }
             deliveries = [snapshot(for: session)]
+        }
+        if let presence {
+            // As in a local room: a join with presence lists the session (one without unlists it).
+            let change = join.map { presence.add(session, $0.member) } ?? presence.remove(session)
+            if let change { deliveries.append(.presence(change, room: name, to: presence.document.listeners.filter { $0 != session })) }
+            if presence.document.isListed(session) { deliveries.append(.message(.control(presence.document.snapshotFrame), to: session)) }
         }
         if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: version).encoded()), to: session)) }
         output.deliver(deliveries)
@@ -616,7 +661,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 remoteReplies.append((producedVersion, outcome, respond))
             case .reply(let outcome, let target):
                 deliver(.reply(outcome, to: target), afterVersion: producedVersion)
-            case .message:
+            case .message, .presence:
                 break  // the owner's Room has no subscribers: this node's replica serves them
             }
         }
@@ -719,6 +764,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         fanSubscription?.unsubscribe()
         fanSubscription = nil
         checkTimer?.cancel()
+        presence?.stop()
+        presenceTimer?.cancel()
         let failure = ActionOutcome.failed(Self.unavailable("room \(name) is closing on this node"))
         for (_, _, target) in waitingActions { reply(failure, to: target, afterVersion: 0) }
         waitingActions.removeAll()

@@ -138,14 +138,16 @@ public final class SessionHub: @unchecked Sendable {
             return
         }
         switch message {
-        case .join(let room, let id, let since, let token):
-            join(room, id: id, since: since, token: token, session: session)
+        case .join(let room, let id, let since, let token, let presence):
+            join(room, id: id, since: since, token: token, presence: presence, session: session)
         case .leave(let room, let id):
             leave(room, id: id, session: session)
         case .action(let room, let name, let args, let id):
             perform(name, args: args, id: id, room: room, session: session)
         case .describe(let kind, let id):
             describe(kind, id: id, session: session)
+        case .presence(let room, let data, let id):
+            updatePresence(room, data: data, id: id, session: session)
         }
     }
 
@@ -157,8 +159,12 @@ public final class SessionHub: @unchecked Sendable {
 
     // MARK: Requests
 
-    private func join(_ name: String, id: Int?, since: ResumePoint?, token: String?, session: Session) {
+    private func join(_ name: String, id: Int?, since: ResumePoint?, token: String?, presence: JSON?, session: Session) {
         guard let kind = kind(forRoom: name, id: id, session: session) else { return }
+        if let presence, let error = presenceDataError(presence, id: id, room: name) {
+            reject(error, session: session)
+            return
+        }
         if let auth = configuration.auth {
             guard let token else {
                 refuse(ProtocolError(.unauthorized, "this server needs a token to join \(name)", id: id, room: name), session: session)
@@ -199,8 +205,42 @@ public final class SessionHub: @unchecked Sendable {
         } else {
             session.sendQueue.forget(room: name)  // a second join restarts the room's stream
         }
-        let handle = SessionHandle(session: session, viewer: viewer(of: session, in: name))
-        room.join(handle, since: since, id: id)
+        let viewer = viewer(of: session, in: name)
+        let handle = SessionHandle(session: session, viewer: viewer)
+        // Rooms without presence ignore it: no stream, nothing listed. A member's user is its
+        // viewer: the token's subject groups a person's connections, else each connection is one.
+        let listing = kind.hasPresence ? presence.map { PresenceJoin(member: PresenceMember(id: session.id, user: viewer.id, data: $0)) } : nil
+        room.join(handle, since: since, id: id, presence: listing)
+    }
+
+    /// Replaces the connection's presence data in a room it joined with presence. Counted
+    /// against the same token bucket as actions.
+    private func updatePresence(_ name: String, data: JSON, id: Int?, session: Session) {
+        guard session.actions.take(now: now) else {
+            limitHit(ProtocolError(.rateLimited, "more than \(Int(configuration.maxActionsPerSecond)) actions and presence updates per second", id: id, room: name), session: session)
+            return
+        }
+        if let error = presenceDataError(data, id: id, room: name) {
+            reject(error, session: session)
+            return
+        }
+        guard let room = session.joined[name] else {
+            reject(ProtocolError(.invalidArgs, "join \(name) with presence before updating it", id: id, room: name), session: session)
+            return
+        }
+        if configuration.auth != nil, let until = session.authorizedUntil[name], runtime.clock.secondsSince1970 >= until {
+            refuse(ProtocolError(.unauthorized, "the token for \(name) has expired; join again with a fresh one", id: id, room: name), session: session)
+            return
+        }
+        session.consecutiveErrors = 0
+        room.updatePresence(SessionHandle(session: session, viewer: viewer(of: session, in: name)), data: data, id: id)
+    }
+
+    /// Presence data is an object (the codec checks) of at most `TetherProtocol.maxPresenceBytes` encoded.
+    private func presenceDataError(_ data: JSON, id: Int?, room: String) -> ProtocolError? {
+        let size = data.encoded().count
+        guard size > TetherProtocol.maxPresenceBytes else { return nil }
+        return ProtocolError(.tooLarge, "presence data is \(size) bytes encoded; the limit is \(TetherProtocol.maxPresenceBytes)", id: id, room: room)
     }
 
     /// Leaving a room not joined is not an error: the client's wish already holds.
@@ -354,6 +394,10 @@ public final class SessionHub: @unchecked Sendable {
                 metrics.fanOutLatency.record(.now - patch.createdAt)
             case .message(let message, let handle):
                 send(message, to: handle)
+            case .presence(let frame, let room, let listeners):
+                for handle in listeners where !handle.session.isClosed && handle.session.joined[room] != nil {
+                    enqueue(.control(frame), for: handle.session, fromRoom: true)
+                }
             case .reply(let outcome, .session(let handle, let id, let room)):
                 guard !handle.session.isClosed else { continue }
                 enqueue(.control(outcome.frame(id: id, room: room)), for: handle.session, fromRoom: true)

@@ -41,6 +41,8 @@ actor Room: RoomEndpoint {
     private var viewerViews: ViewerViews?
     /// Snapshots of this version by projection: viewers who see the same share one.
     private var viewSnapshotCache: (version: Int, frames: [JSON: (frame: [UInt8], compressed: [UInt8]?)]) = (-1, [:])
+    /// Who is here, for kinds that keep presence (Presence/RoomPresence.swift).
+    private var presence: RoomPresence?
     private var timers: [any ServerTimer] = []
     private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
@@ -71,6 +73,7 @@ actor Room: RoomEndpoint {
         let epoch = RandomID.make(length: 10)
         self.epoch = epoch
         self.published = RoomVersionCell(epoch: epoch)
+        self.presence = kind.hasPresence ? RoomPresence(room: name) : nil
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)
         stopped.enter()
@@ -90,8 +93,12 @@ actor Room: RoomEndpoint {
         execute { $0.begin(after: predecessor) }
     }
 
-    nonisolated func join(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
-        execute { $0.subscribe(session, since: since, id: id) }
+    nonisolated func join(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence: PresenceJoin?) {
+        execute { $0.subscribe(session, since: since, id: id, presence: presence) }
+    }
+
+    nonisolated func updatePresence(_ session: SessionHandle, data: JSON, id: Int?) {
+        execute { $0.changePresence(session, data: data, id: id) }
     }
 
     nonisolated func leave(_ session: SessionHandle) {
@@ -204,9 +211,10 @@ actor Room: RoomEndpoint {
     // MARK: Subscribers
 
     /// Subscribes `session`: first a snapshot, or, when `since` names a version of this epoch
-    /// still in the history, the patches after it (an empty patch when nothing changed). With an
-    /// `id`, an ack at that version follows.
-    private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?) {
+    /// still in the history, the patches after it (an empty patch when nothing changed). With
+    /// `presence` (in a room that keeps it), the session is listed and a presence snapshot
+    /// follows. With an `id`, an ack at the room's version comes last.
+    private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         if subscribers[session] == nil {
             subscribers[session] = subscriberList.count
             subscriberList.append(session)
@@ -223,6 +231,7 @@ actor Room: RoomEndpoint {
             if since != nil { metrics.resumes(fromHistory: false) }
             deliveries = [snapshot(for: session)]
         }
+        deliveries += presenceOnJoin(session, join)
         if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: version).encoded()), to: session)) }
         output.deliver(deliveries)
     }
@@ -234,6 +243,59 @@ actor Room: RoomEndpoint {
         if index < subscriberList.count {
             subscriberList[index] = last
             subscribers[last] = index
+        }
+        if let left = presence?.remove(session) {
+            host.presenceLeft(memberID: left.memberID)
+            output.deliver([.presence(left.frame, room: name, to: presence!.listeners)] + modelReaction())
+        }
+    }
+
+    // MARK: Presence
+
+    /// A join's presence: lists the session (a rejoin without presence unlists it) and gives it
+    /// the snapshot after the others got the change. Nothing in rooms without presence, or
+    /// once the room lists its maximum of members.
+    private func presenceOnJoin(_ session: SessionHandle, _ join: PresenceJoin?) -> [RoomDelivery] {
+        guard presence != nil else { return [] }
+        guard let join else {
+            guard let left = presence!.remove(session) else { return [] }
+            host.presenceLeft(memberID: left.memberID)
+            return [.presence(left.frame, room: name, to: presence!.listeners)] + modelReaction()
+        }
+        guard presence!.isListed(session) || !presence!.isFull else { return [] }
+        var deliveries: [RoomDelivery] = []
+        if let frame = presence!.add(session, join.member) {
+            deliveries.append(.presence(frame, room: name, to: presence!.listeners.filter { $0 != session }))
+            host.presenceChanged(presence!.member(of: session)!)
+        }
+        deliveries.append(.message(.control(presence!.snapshotFrame), to: session))
+        return deliveries + modelReaction()
+    }
+
+    /// A presence update: every listener (the sender too) gets the change, then the sender its ack.
+    private func changePresence(_ session: SessionHandle, data: JSON, id: Int?) {
+        guard presence?.isListed(session) == true else {
+            let reason = presence == nil ? "room \(name) keeps no presence" : "join \(name) with presence before updating it"
+            output.deliver([.message(.control(ServerMessage.error(ProtocolError(.invalidArgs, reason, id: id, room: name)).encoded()), to: session)])
+            return
+        }
+        var deliveries: [RoomDelivery] = []
+        if let frame = presence!.update(session, data: data) {
+            deliveries.append(.presence(frame, room: name, to: presence!.listeners))
+            host.presenceChanged(presence!.member(of: session)!)
+            deliveries += modelReaction()
+        }
+        if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), to: session)) }
+        output.deliver(deliveries)
+    }
+
+    /// What the ViewModel changed in reaction to presence: one version step like an action's.
+    private func modelReaction() -> [RoomDelivery] {
+        do {
+            return versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
+        } catch {
+            logger.warning("room \(name): a reaction to presence was taken back: \(error)")
+            return versionStep([])
         }
     }
 

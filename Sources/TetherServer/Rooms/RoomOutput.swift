@@ -6,6 +6,8 @@ public enum RoomDelivery: Sendable {
     case patch(PatchFrame, to: [SessionHandle])
     /// A message for one session: a snapshot, a resumed patch, a join's ack.
     case message(OutboundMessage, to: SessionHandle)
+    /// A `presence_patch` frame (encoded once) for the room's presence listeners.
+    case presence([UInt8], room: String, to: [SessionHandle])
     /// How an action went, for whoever sent it.
     case reply(ActionOutcome, to: ActionReplyTarget)
 }

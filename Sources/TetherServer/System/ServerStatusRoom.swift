@@ -36,6 +36,8 @@ enum SystemRoom {
 /// Each second's patch touches only what changed: the uptime, the rates, one sample appended
 /// (and the oldest removed), the fields of room entries that changed.
 final class ServerStatusRoom: ViewModel {
+    /// The overview describes the daemon; who watches it is nobody else's business.
+    static let hasPresence = false
     static let actions = ActionTable<ServerStatusRoom>()
 
     private let board: ServerStatusBoard

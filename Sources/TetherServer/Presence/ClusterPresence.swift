@@ -1,0 +1,124 @@
+import TetherJSON
+import TetherNATS
+import TetherProtocol
+import TetherState
+
+/// A clustered room's presence (docs/CLUSTER.md, Presence): this node's document lists its own
+/// sessions' members and the other nodes' ones, learnt over core NATS (no JetStream: presence is
+/// never stored) on the room's subject `tether.presence.ROOM`:
+///
+/// - `{"node", "set": member}` and `{"node", "remove": id}` as this node's members change;
+/// - `{"node", "members": [...]}` every `heartbeat` while the node has members in the room (the
+///   whole list: it replaces what others knew of that node), and at once after a `{"node",
+///   "sync": true}`, which a node sends when the room starts on it.
+///
+/// A node not heard for `silence` (killed, cut off) has its members removed. Confined to the
+/// room's queue, like the rest of `ClusteredRoom` (hence `@unchecked Sendable`).
+final class ClusterPresence: @unchecked Sendable {
+    static let heartbeat: Duration = .seconds(1)
+    static let silence: Duration = .seconds(3)
+
+    private(set) var document: RoomPresence
+    private let node: ClusterNode
+    private let subject: String
+    /// The other nodes' members in this room, and when each node was last heard.
+    private var remote: [String: (members: Set<String>, heard: ContinuousClock.Instant)] = [:]
+    private var subscription: NATSSubscription?
+
+    init(room: String, node: ClusterNode) {
+        document = RoomPresence(room: room)
+        self.node = node
+        subject = "tether.presence.\(node.token(room))"
+    }
+
+    /// Follows the room's subject (`receive` runs on the caller's queue) and asks the others for their members.
+    func start(_ receive: @escaping @Sendable (NATSMessage) -> Void) {
+        subscription = try? node.connection.subscribe(subject, handler: receive)
+        publish(["sync": true])
+    }
+
+    func stop() {
+        subscription?.unsubscribe()
+        subscription = nil
+    }
+
+    // MARK: This node's sessions
+
+    /// A local join with presence: the change for the other listeners (nil when none).
+    func add(_ session: SessionHandle, _ member: PresenceMember) -> [UInt8]? {
+        guard document.isListed(session) || !document.isFull else { return nil }
+        let frame = document.add(session, member)
+        if frame != nil, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
+        return frame
+    }
+
+    func update(_ session: SessionHandle, data: JSON) -> [UInt8]? {
+        let frame = document.update(session, data: data)
+        if frame != nil, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
+        return frame
+    }
+
+    func remove(_ session: SessionHandle) -> [UInt8]? {
+        guard let left = document.remove(session) else { return nil }
+        publish(["remove": .string(left.memberID)])
+        return left.frame
+    }
+
+    // MARK: Other nodes
+
+    /// A message from the room's subject: the changes it makes, one frame each.
+    func receive(_ message: NATSMessage, now: ContinuousClock.Instant) -> [[UInt8]] {
+        guard let json = try? JSONParser().parse(message.data), let from = json["node"]?.stringValue, from != node.name else { return [] }
+        var frames: [[UInt8]] = []
+        var known = remote[from]?.members ?? []
+        if let member = json["set"].flatMap(Self.decode) {
+            known.insert(member.id)
+            frames += [document.upsert(member)].compactMap { $0 }
+        } else if let id = json["remove"]?.stringValue {
+            known.remove(id)
+            frames += [document.remove(memberID: id)].compactMap { $0 }
+        } else if let list = json["members"]?.arrayValue {
+            let members = list.compactMap(Self.decode)
+            let ids = Set(members.map(\.id))
+            for id in known.subtracting(ids) { frames += [document.remove(memberID: id)].compactMap { $0 } }
+            for member in members { frames += [document.upsert(member)].compactMap { $0 } }
+            known = ids
+        } else if json["sync"]?.boolValue == true {
+            heartbeat()
+        }
+        remote[from] = (known, now)
+        return frames
+    }
+
+    /// Every `heartbeat`: this node's members for the others, and the members of nodes gone silent removed.
+    func tick(now: ContinuousClock.Instant) -> [[UInt8]] {
+        heartbeat()
+        var frames: [[UInt8]] = []
+        for (name, entry) in remote where now - entry.heard > Self.silence {
+            for id in entry.members { frames += [document.remove(memberID: id)].compactMap { $0 } }
+            remote[name] = nil
+        }
+        return frames
+    }
+
+    private func heartbeat() {
+        let members = document.localMembers
+        guard !members.isEmpty else { return }
+        publish(["members": .array(members.map(Self.encode))])
+    }
+
+    private func publish(_ fields: [String: JSON]) {
+        var message = fields
+        message["node"] = .string(node.name)
+        try? node.connection.publish(subject, JSON.object(message).encoded())
+    }
+
+    static func encode(_ member: PresenceMember) -> JSON {
+        ["id": .string(member.id), "user": .string(member.user), "data": member.data]
+    }
+
+    static func decode(_ json: JSON) -> PresenceMember? {
+        guard let id = json["id"]?.stringValue, let user = json["user"]?.stringValue, case .object? = json["data"] else { return nil }
+        return PresenceMember(id: id, user: user, data: json["data"]!)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import TetherClient
+import TetherJSON
+import TetherTestSupport
+
+/// Presence through a real tetherd: two hand-written WebSocket clients see each other arrive,
+/// change and vanish (docs/PROTOCOL.md, Presence), and the client library mirrors it.
+@Suite("End to end: presence", .serialized)
+@MainActor
+struct PresenceEndToEndTests {
+    /// Past the hello: the session id it carries is the connection's member id.
+    static func connect(_ daemon: Daemon) throws -> (socket: RawWebSocket, id: String) {
+        let socket = try RawWebSocket(port: daemon.port)
+        let hello = try socket.receiveJSON()
+        return (socket, hello["session"]?.stringValue ?? "")
+    }
+
+    static func types(_ socket: RawWebSocket, count: Int) throws -> [JSON] {
+        try (0..<count).map { _ in try socket.receiveJSON() }
+    }
+
+    @Test func membersArriveChangeAndVanishWithTheirConnection() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let (alice, aliceID) = try Self.connect(daemon), (bob, bobID) = try Self.connect(daemon)
+        try alice.sendText(#"{"type":"join","room":"todo","id":1,"presence":{"name":"alice"}}"#)
+        let aliceJoin = try Self.types(alice, count: 3)
+        #expect(aliceJoin.map { $0["type"]?.stringValue } == ["snapshot", "presence", "ack"])
+        #expect(aliceJoin[1]["members"] == [aliceID: ["user": .string(aliceID), "data": ["name": "alice"]]])
+        let start = aliceJoin[1]["version"]?.intValue ?? -1
+
+        try bob.sendText(#"{"type":"join","room":"todo","id":1,"presence":{"name":"bob"}}"#)
+        let bobJoin = try Self.types(bob, count: 3)
+        #expect(bobJoin.map { $0["type"]?.stringValue } == ["snapshot", "presence", "ack"])
+        #expect(bobJoin[1]["members"]?.objectValue.map { Set($0.keys) } == [aliceID, bobID])
+        let added = try alice.receiveJSON()
+        #expect(added == ["type": "presence_patch", "room": "todo", "from": .int(start), "version": .int(start + 1),
+                          "ops": [["op": "add", "path": .string("/" + bobID), "value": ["user": .string(bobID), "data": ["name": "bob"]]]]])
+
+        try bob.sendText(#"{"type":"presence","room":"todo","data":{"name":"bob","editing":"t1"},"id":2}"#)
+        #expect(try Self.types(bob, count: 2).map { $0["type"]?.stringValue } == ["presence_patch", "ack"])
+        #expect(try alice.receiveJSON()["ops"] == [["op": "replace", "path": .string("/\(bobID)/data"), "value": ["name": "bob", "editing": "t1"]]])
+
+        try bob.sendText(#"{"type":"presence","room":"todo","data":{"name":"\#(String(repeating: "b", count: 1100))"},"id":3}"#)
+        let refused = try bob.receiveJSON()
+        #expect(refused["code"] == "too_large" && refused["id"] == 3)
+
+        // Gone without a close frame: the server sees the socket end and the member leaves.
+        shutdown(bob.socket.fd, Int32(SHUT_RDWR))
+        let removed = try alice.receiveJSON(timeout: .seconds(10))
+        #expect(removed["type"] == "presence_patch" && removed["ops"] == [["op": "remove", "path": .string("/" + bobID)]])
+        #expect(removed["version"]?.intValue == start + 3)
+    }
+
+    @Test func aSilentPeerLeavesWithinTheKeepaliveTimeout() throws {
+        let daemon = try Daemon(arguments: ["--ping-seconds", "1", "--peer-timeout-seconds", "3"])
+        defer { daemon.stop() }
+        let (alice, _) = try Self.connect(daemon), (bob, bobID) = try Self.connect(daemon)
+        try alice.sendText(#"{"type":"join","room":"counter","presence":{"name":"alice"}}"#)
+        _ = try Self.types(alice, count: 2)
+        try bob.sendText(#"{"type":"join","room":"counter","presence":{"name":"bob"}}"#)
+        _ = try alice.receiveJSON()  // bob's add
+        // bob reads nothing from now on, so he answers no ping; alice's reads answer hers.
+        let silentSince = ContinuousClock.now
+        let removed = try alice.receiveJSON(timeout: .seconds(10)) { $0["type"] == "presence_patch" }
+        #expect(removed["ops"] == [["op": "remove", "path": .string("/" + bobID)]])
+        let waited = ContinuousClock.now - silentSince
+        #expect(waited >= .seconds(2) && waited < .seconds(7), "left after \(waited) with a 3 s peer timeout")
+        withExtendedLifetime(bob) {}
+    }
+
+    @Test func theClientLibraryMirrorsWhoIsHere() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        func client(_ name: String) async throws -> TetherClient {
+            var options = ClientOptions(url: daemon.url)
+            options.presence = ["name": .string(name)]
+            let client = TetherClient(options: options)
+            try client.connect()
+            try await client.waitUntilConnected()
+            return client
+        }
+        let kim = try await client("kim"), lee = try await client("lee")
+        let kimRoom = kim.room("counter"), leeRoom = lee.room("counter")
+        try await eventually("both see both") { kimRoom.presentNames == ["kim", "lee"] && leeRoom.presentNames == ["kim", "lee"] }
+        try await leeRoom.setPresence(["name": "lee", "editing": "t1"])
+        try await eventually("kim sees lee's update") { kimRoom.members[lee.session ?? ""]?.data["editing"] == "t1" }
+        leeRoom.leave()
+        #expect(leeRoom.members.count == 0, "a room left lists nobody")
+        try await eventually("lee left") { kimRoom.presentNames == ["kim"] }
+        await lee.close()
+        #expect(kimRoom.state["count"] != nil, "the state stream is there too")
+        await kim.close()
+    }
+}

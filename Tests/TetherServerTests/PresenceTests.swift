@@ -1,0 +1,224 @@
+import Testing
+import TetherBinding
+import TetherDemos
+import TetherJSON
+import TetherProtocol
+import TetherServer
+import TetherState
+import TetherTesting
+
+/// Presence in process (docs/DESIGN.md, Presence): a room's members as their own stream beside
+/// its state, with its own versions, never persisted.
+@Suite("Presence in process")
+struct PresenceTests {
+    static func makeServer(_ configure: (inout ServerConfiguration) -> Void = { _ in }) -> TestServer {
+        var configuration = TestServer.defaultConfiguration
+        configure(&configuration)
+        return TestServer(configuration: configuration, kinds: Demos.kinds + [ViewModelKind("roster", scope: .shared, Roster.self)])
+    }
+
+    /// A client past its hello, with the session id the hello carried (its member id).
+    static func client(_ server: TestServer) -> (client: TestClient, id: String) {
+        let client = server.connect()
+        guard case .hello(_, _, let session)? = client.receive() else {
+            Issue.record("no hello")
+            return (client, "")
+        }
+        return (client, session)
+    }
+
+    static func member(_ user: String, _ data: JSON) -> JSON { ["user": .string(user), "data": data] }
+
+    @Test func aJoinWithPresenceIsListedAndTheOthersGetAPatch() {
+        let server = Self.makeServer()
+        let (alice, aliceID) = Self.client(server), (bob, bobID) = Self.client(server)
+        alice.send(.join(room: "counter", id: 1, presence: ["name": "alice"]))
+        #expect(alice.receiveAll().map(\.type) == ["snapshot", "presence", "ack"], "presence after the room's snapshot, before the ack")
+        #expect(alice.members(of: "counter") == [aliceID: Self.member(aliceID, ["name": "alice"])])
+        #expect(alice.presence["counter"]?.version == 1)
+
+        bob.send(.join(room: "counter", id: 2, presence: ["name": "bob"]))
+        let bobGot = bob.receiveAll()
+        #expect(bobGot.map(\.type) == ["snapshot", "presence", "ack"])
+        #expect(bobGot.last == .ack(id: 2, room: "counter", version: 0), "the ack carries the room's version, not presence's")
+        let aliceGot = alice.receiveAll()
+        #expect(aliceGot == [.presencePatch(room: "counter", from: 1, version: 2,
+                                            operations: [.add(path: JSONPointer(tokens: [bobID]), value: Self.member(bobID, ["name": "bob"]))])])
+        #expect(alice.members(of: "counter") == bob.members(of: "counter"))
+        #expect(bob.members(of: "counter")?[aliceID] != nil && bob.members(of: "counter")?[bobID] != nil)
+        #expect(alice.gaps.isEmpty && bob.gaps.isEmpty)
+
+        // Presence is apart from the room's state: an action moves the room's version only.
+        alice.send(.action(room: "counter", name: "increment", id: 3))
+        #expect(alice.receiveAll().map(\.type) == ["patch", "ack"])
+        #expect(alice.state(of: "counter") == ["count": 1] && alice.presence["counter"]?.version == 2)
+    }
+
+    @Test func anUpdateReachesEveryListenerThenItsAck() {
+        let server = Self.makeServer()
+        let (alice, aliceID) = Self.client(server), (bob, _) = Self.client(server)
+        alice.send(.join(room: "todo", presence: ["name": "alice"]))
+        bob.send(.join(room: "todo", presence: [:]))
+        alice.discardReceived()
+        bob.discardReceived()
+        alice.send(.presence(room: "todo", data: ["name": "alice", "editing": "t3"], id: 7))
+        let got = alice.receiveAll()
+        #expect(got.map(\.type) == ["presence_patch", "ack"])
+        #expect(got.last == .ack(id: 7, room: "todo", version: nil))
+        #expect(bob.receiveAll() == [.presencePatch(room: "todo", from: 2, version: 3,
+                                                   operations: [.replace(path: JSONPointer(tokens: [aliceID, "data"]), value: ["name": "alice", "editing": "t3"])])])
+        alice.send(.presence(room: "todo", data: ["name": "alice", "editing": "t3"], id: 8))
+        #expect(alice.receiveAll() == [.ack(id: 8, room: "todo", version: nil)], "the same data changes nothing")
+        #expect(bob.receiveAll().isEmpty)
+        #expect(alice.members(of: "todo") == bob.members(of: "todo"))
+    }
+
+    @Test func leavingOrDisconnectingRemovesTheMember() {
+        let server = Self.makeServer()
+        let (alice, _) = Self.client(server), (bob, bobID) = Self.client(server), (carol, carolID) = Self.client(server)
+        for client in [alice, bob, carol] { client.send(.join(room: "counter", presence: [:])) }
+        alice.discardReceived()
+        bob.send(.leave(room: "counter", id: 1))
+        #expect(alice.receiveAll() == [.presencePatch(room: "counter", from: 3, version: 4, operations: [.remove(path: JSONPointer(tokens: [bobID]))])])
+        carol.disconnect()
+        #expect(alice.receiveAll() == [.presencePatch(room: "counter", from: 4, version: 5, operations: [.remove(path: JSONPointer(tokens: [carolID]))])])
+        #expect(alice.members(of: "counter")?.objectValue?.count == 1)
+        #expect(bob.receiveAll().last == .ack(id: 1, room: "counter", version: nil))
+        bob.send(.presence(room: "counter", data: ["name": "bob"], id: 2))
+        #expect(bob.receiveAll().compactMap(\.error).map(\.code) == [.invalidArgs], "a member that left can't update")
+    }
+
+    @Test func aJoinWithoutPresenceSeesNoPresenceAndIsNotListed() {
+        let server = Self.makeServer()
+        let (alice, _) = Self.client(server), (watcher, _) = Self.client(server)
+        alice.send(.join(room: "counter", presence: [:]))
+        alice.discardReceived()
+        watcher.send(.join(room: "counter", id: 1))
+        #expect(watcher.receiveAll().map(\.type) == ["snapshot", "ack"], "the protocol without presence is unchanged")
+        #expect(alice.receiveAll().isEmpty)
+        // Rejoining without presence unlists a member.
+        alice.send(.join(room: "counter", id: 2))
+        #expect(alice.receiveAll().map(\.type) == ["snapshot", "ack"])
+        let (bob, _) = Self.client(server)
+        bob.send(.join(room: "counter", presence: [:]))
+        _ = bob.receiveAll()
+        #expect(bob.members(of: "counter")?.objectValue?.count == 1, "only bob is listed")
+    }
+
+    @Test func aResumeGetsAFreshPresenceSnapshot() {
+        let server = Self.makeServer()
+        let (alice, _) = Self.client(server), (bob, bobID) = Self.client(server)
+        alice.send(.join(room: "counter", presence: ["name": "alice"]))
+        bob.send(.join(room: "counter", presence: ["name": "bob"]))
+        _ = bob.receiveAll()
+        guard let epoch = alice.receiveAll().compactMap({ if case .snapshot(_, let epoch, _, _) = $0 { epoch } else { nil } }).first else {
+            Issue.record("no snapshot")
+            return
+        }
+        alice.disconnect()
+        bob.send(.action(room: "counter", name: "increment", id: 1))
+        let (back, backID) = Self.client(server)
+        back.send(.join(room: "counter", id: 2, since: ResumePoint(epoch: epoch, version: 0), presence: ["name": "alice"]))
+        let got = back.receiveAll()
+        #expect(got.map(\.type) == ["patch", "presence", "ack"], "the resume patch, then the whole presence")
+        #expect(back.members(of: "counter") == [bobID: Self.member(bobID, ["name": "bob"]), backID: Self.member(backID, ["name": "alice"])],
+                "the closed connection's member is gone; the new connection is a new member")
+        #expect(bob.receiveAll().map(\.type) == ["presence_patch", "patch", "ack", "presence_patch"])
+        #expect(bob.members(of: "counter") == back.members(of: "counter") && bob.gaps.isEmpty)
+    }
+
+    @Test func roomsWithoutPresenceIgnoreIt() {
+        let server = Self.makeServer()
+        let (client, _) = Self.client(server)
+        for (id, room) in [(1, "login"), (2, "bench:x"), (3, "tether.server")] {
+            client.send(.join(room: room, id: id, presence: ["name": "kim"]))
+        }
+        #expect(!client.receiveAll().contains { $0.type.hasPrefix("presence") }, "per-session, opted-out and the server's own rooms keep none")
+        client.send(.presence(room: "bench:x", data: ["name": "kim"], id: 4))
+        #expect(client.receiveAll().compactMap(\.error).map(\.code) == [.invalidArgs])
+    }
+
+    @Test func badPresenceDataIsRefused() {
+        let server = Self.makeServer()
+        let (client, _) = Self.client(server)
+        client.send(text: #"{"type":"join","room":"counter","id":1,"presence":"kim"}"#)
+        #expect(client.receiveAll().compactMap(\.error) == [ProtocolError(.invalidArgs, "field \"presence\" must be an object, got string", id: 1, room: "counter")])
+        let big = JSON.object(["name": .string(String(repeating: "k", count: TetherProtocol.maxPresenceBytes))])
+        client.send(.join(room: "counter", id: 2, presence: big))
+        let refused = client.receiveAll()
+        #expect(refused.map(\.type) == ["error"], "nothing joined")
+        #expect(refused.first?.error?.code == .tooLarge && refused.first?.error?.message.contains("1024") == true)
+        client.send(.presence(room: "counter", data: ["name": "kim"], id: 3))
+        #expect(client.receiveAll().compactMap(\.error).map(\.code) == [.invalidArgs], "not joined")
+        client.send(.join(room: "counter", presence: [:]))
+        _ = client.receiveAll()
+        client.send(text: #"{"type":"presence","room":"counter","data":[1],"id":4}"#)
+        client.send(text: #"{"type":"presence","room":"counter","id":5}"#)
+        client.send(.presence(room: "counter", data: big, id: 6))
+        #expect(client.receiveAll().compactMap(\.error).map(\.code) == [.invalidArgs, .invalidArgs, .tooLarge])
+    }
+
+    @Test func updatesShareTheActionsTokenBucket() {
+        let server = Self.makeServer { $0.maxActionsPerSecond = 10; $0.actionBurst = 3 }
+        let (client, _) = Self.client(server)
+        client.send(.join(room: "counter", presence: [:]))
+        _ = client.receiveAll()
+        client.send(.action(room: "counter", name: "increment", id: 1))
+        for id in 2...4 { client.send(.presence(room: "counter", data: ["n": .int(id)], id: id)) }
+        let replies = client.receiveAll()
+        #expect(replies.filter { $0.type == "ack" }.count == 3)
+        #expect(replies.compactMap(\.error).map(\.code) == [.rateLimited])
+    }
+
+    @Test func aUsersConnectionsShareTheTokensSubject() {
+        let authority = TokenAuthority(secret: Array("s3cret".utf8))
+        let server = Self.makeServer { $0.auth = authority }
+        let token = authority.mint(AccessClaims(subject: "kim", expires: server.clock.secondsSince1970 + 60, rooms: ["counter"]))
+        let (phone, phoneID) = Self.client(server), (laptop, laptopID) = Self.client(server)
+        phone.send(.join(room: "counter", token: token, presence: ["device": "phone"]))
+        laptop.send(.join(room: "counter", token: token, presence: ["device": "laptop"]))
+        _ = phone.receiveAll()
+        _ = laptop.receiveAll()
+        #expect(laptop.members(of: "counter") == [phoneID: Self.member("kim", ["device": "phone"]), laptopID: Self.member("kim", ["device": "laptop"])],
+                "one member per connection, grouped by user")
+    }
+
+    @Test func aViewModelObservesPresenceAndReacts() {
+        let server = Self.makeServer()
+        let (alice, _) = Self.client(server), (bob, _) = Self.client(server)
+        alice.send(.join(room: "roster", presence: ["name": "alice"]))
+        #expect(alice.receiveAll().map(\.type) == ["snapshot", "presence", "patch"], "the reaction is an ordinary version step")
+        #expect(alice.state(of: "roster") == ["here": ["alice"], "editing": [:]])
+        bob.send(.join(room: "roster", presence: ["name": "bob"]))
+        bob.send(.presence(room: "roster", data: ["name": "bob", "editing": "t1"], id: 1))
+        _ = bob.receiveAll()
+        _ = alice.receiveAll()
+        #expect(alice.state(of: "roster") == ["here": ["alice", "bob"], "editing": ["t1": "bob"]])
+        bob.disconnect()
+        _ = alice.receiveAll()
+        #expect(alice.state(of: "roster") == ["here": ["alice"], "editing": [:]], "bob's item is released when he leaves")
+        #expect(alice.gaps.isEmpty)
+    }
+}
+
+/// Publishes who is here and who edits what, from presence only: the state follows the members.
+final class Roster: ViewModel {
+    let here: Observable<[String]>
+    let editing: ObservableMap<String, String>
+    private let bag = CancellableBag()
+
+    init(context: ViewModelContext) {
+        here = context.property("here", [String]())
+        editing = context.map("editing", [String: String]())
+        context.presence.members.bind { [unowned self] members in
+            here.value = members.values.compactMap { $0.data["name"]?.stringValue }.sorted()
+            let claimed = Dictionary(members.values.compactMap { member in
+                member.data["editing"]?.stringValue.map { ($0, member.data["name"]?.stringValue ?? member.user) }
+            }, uniquingKeysWith: { first, _ in first })
+            for item in Array(editing.keys) where claimed[item] == nil { editing.removeValue(forKey: item) }
+            for (item, name) in claimed where editing[item] != name { editing[item] = name }
+        }.store(in: bag)
+    }
+
+    static let actions = ActionTable<Roster>()
+}
