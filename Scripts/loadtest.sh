@@ -8,8 +8,8 @@
 #
 # Usage: Scripts/loadtest.sh [--quick] [--scenario NAME]... [--runs N] [--out DIR]
 #   --quick          short runs and a smaller matrix (about a minute, plus the build)
-#   --scenario NAME  fanout, rooms, idle, churn, saturation, tls, storm, restart or compression
-#                    (repeatable; default: all)
+#   --scenario NAME  fanout, rooms, idle, churn, saturation, tls, storm, restart, compression or
+#                    viewers (repeatable; default: all)
 #   --runs N         run every configuration N times; the report shows medians (default 1)
 #   --out DIR        report folder (default: loadtest-report-YYYYmmdd-HHMMSS)
 #   --report-only DIR  rebuild DIR's report and plots from its results.jsonl (no runs)
@@ -29,6 +29,9 @@
 # compression measures bytes on the wire and server CPU with permessage-deflate: 1,000-item todo
 # snapshots (Benchmarks/compression/snapshot_bytes.py) and patches at 1,000 subscribers x 100/s,
 # with compression off, on (small frames stay uncompressed) and on for every frame.
+# viewers runs 1,000 subscribers x 100 actions/s in a shared room, in rooms with per-viewer values
+# (10 distinct views; one per subscriber) and in a room with presence, without and with 50
+# members leaving and joining per second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,9 +58,9 @@ while (($#)); do
     shift
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || usage_error "--runs takes a whole number of at least 1, not '$runs'"
-((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation tls storm restart compression)
+((${#scenarios[@]})) || scenarios=(fanout rooms idle churn saturation tls storm restart compression viewers)
 for s in "${scenarios[@]}"; do
-    case "$s" in fanout|rooms|idle|churn|saturation|tls|storm|restart|compression) ;; *) usage_error "unknown scenario '$s'" ;; esac
+    case "$s" in fanout|rooms|idle|churn|saturation|tls|storm|restart|compression|viewers) ;; *) usage_error "unknown scenario '$s'" ;; esac
 done
 # Descriptors: the daemon and tether-load (each its own process, each one per connection) inherit
 # the hard limit. storm and restart use what it allows, keeping 512 for listeners, the database,
@@ -337,6 +340,15 @@ for scenario in "${scenarios[@]}"; do
                 run compression "all-${payload}B" --clients 1000 --rate 100 --payload-bytes "$payload" --compression "${common[@]}"
             done
             server_args=() ;;
+        viewers)
+            # The test kinds: bench-views10, bench-viewers, bench-presence (tetherd --test-kinds).
+            server_args=(--test-kinds)
+            run viewers "shared" --clients 1000 --rate 100 --kind bench "${common[@]}"
+            run viewers "views10" --clients 1000 --rate 100 --kind bench-views10 "${common[@]}"
+            run viewers "view-each" --clients 1000 --rate 100 --kind bench-viewers "${common[@]}"
+            run viewers "presence" --clients 1000 --rate 100 --kind bench-presence --presence "${common[@]}"
+            run viewers "presence-churn50" --clients 1000 --rate 100 --kind bench-presence --presence --churn 50 "${common[@]}"
+            server_args=() ;;
         restart)
             max_connections=$((storm_clients + 64))
             restart_run "${storm_clients}clients" --clients "$storm_clients" --threads 4 --rate 0 --duration 10 --warmup 0 \
@@ -459,8 +471,9 @@ titles = {"fanout": "1. Fan-out: one room", "rooms": "2. Many rooms: 10 clients 
           "idle": "3. Idle connections: memory per connection", "churn": "4. Churn: reconnects with resume while patches flow",
           "saturation": "5. Saturation at 1,000 subscribers", "tls": "6. TLS: wss:// beside plain ws://",
           "storm": "7. Connect storm: every client, no ramp", "restart": "8. Restart storm: the daemon restarts under every client",
-          "compression": "9. Compression: permessage-deflate, bytes and CPU"}
-for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm", "restart", "compression"]:
+          "compression": "9. Compression: permessage-deflate, bytes and CPU",
+          "viewers": "10. Per-viewer values and presence: 1,000 subscribers × 100 actions/s"}
+for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm", "restart", "compression", "viewers"]:
     ms_rows = by_scenario.get(scenario)
     if not ms_rows:
         continue
@@ -508,6 +521,25 @@ for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm
                   "joins with and without the extension alternating. off/on/all-NB: 1,000 subscribers × 100 actions/s with N "
                   "padding bytes per action; off = `--compression off`; on = `--compression on` (frames under 1,024 bytes stay "
                   "uncompressed); all = `--compression-min-bytes 0`."]
+    elif scenario == "viewers":
+        shared = next((m for m in ms_rows if m["config"] == "shared"), None)
+        quiet = next((m for m in ms_rows if m["config"] == "presence"), None)
+        def ratio(m, key, base):
+            return f"{m[key] / base[key]:.2f}×" if base and base is not m and m.get(key) and base.get(key) else ""
+        lines += ["| run | delivered/s | p50 ms | p99 ms | lost | gaps | server µs/delivery | vs shared | p99 vs shared | presence frames | reconnects | exit |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for m in ms_rows:
+            lines.append(f"| {m['config']} | {fmt(m.get('delivered_per_s'))} | {ms(m.get('latency_p50_ms'))} | {ms(m.get('latency_p99_ms'))} "
+                         f"| {fmt(m.get('lost'))} | {fmt(m.get('gaps'))} | {fmt(m.get('server_cpu_us_per_delivery'), '{:.2f}')} "
+                         f"| {ratio(m, 'server_cpu_us_per_delivery', shared)} | {ratio(m, 'latency_p99_ms', shared)} "
+                         f"| {fmt(m.get('presence_frames'))} | {fmt(m.get('reconnects'))} | {m['exit_codes']} |")
+        churn = next((m for m in ms_rows if m["config"] == "presence-churn50"), None)
+        if churn and quiet and churn.get("latency_p99_ms") and quiet.get("latency_p99_ms"):
+            lines += ["", f"Room patches' p99 with 50 members leaving and joining per second: {ms(churn['latency_p99_ms'])} ms, "
+                      f"without: {ms(quiet['latency_p99_ms'])} ms (**{churn['latency_p99_ms'] / quiet['latency_p99_ms']:.2f}×**)."]
+        lines += ["", "shared: `bench`; views10: a per-viewer value changing every turn, 10 distinct views; view-each: one view per "
+                  "subscriber; presence: `bench-presence`, every subscriber a member; presence-churn50: the same while 50 "
+                  "subscribers per second disconnect and rejoin (a presence remove and add each, to 1,000 members)."]
     elif scenario == "idle":
         lines += ["| run | connections | connect s | RSS before MiB | RSS connected MiB | KiB per connection | server cores idle | exit |",
                   "|---|---|---|---|---|---|---|---|"]

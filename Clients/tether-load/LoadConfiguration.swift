@@ -48,6 +48,8 @@ struct LoadConfiguration: Sendable {
     /// The rooms' kind: `bench`, or a kind with `bench`'s `set` action (`bench-views10`,
     /// `bench-viewers`: per-viewer values, with `tetherd --test-kinds`).
     var kind = "bench"
+    /// Subscribers join with presence (`--presence`; the kind must keep presence: `bench-presence`).
+    var presence = false
 
     var roomNames: [String] {
         (1...rooms).map { roomPrefix + String($0) }

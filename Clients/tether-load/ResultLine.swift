@@ -64,6 +64,7 @@ extension RunOutcome {
         out.add("protocol_errors", subscribers.protocolErrors + publishers.protocolErrors)
         out.add("errors", subscribers.errors + publishers.errors)
         out.add("resyncs", subscribers.resyncs)
+        out.add("presence_frames", subscribers.presenceFrames)
         out.add("skipped_by_snapshot", subscribers.skippedBySnapshot)
         out.add("disconnects", subscribers.disconnects + publishers.disconnects)
         out.add("reconnects", subscribers.reconnects)

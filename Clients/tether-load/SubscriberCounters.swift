@@ -26,6 +26,8 @@ struct SubscriberCounters: Sendable {
     var outOfOrder = 0
     /// Snapshots after the stream started (the server resynchronised a slow client).
     var resyncs = 0
+    /// `presence` and `presence_patch` frames (--presence).
+    var presenceFrames = 0
     /// Sequence numbers jumped over by such snapshots (legal, but not delivered as patches).
     var skippedBySnapshot = 0
     /// `error` messages received.
@@ -55,7 +57,7 @@ struct SubscriberCounters: Sendable {
         live += o.live; frames += o.frames; patchFrames += o.patchFrames; mergedFrames += o.mergedFrames
         decodedFrames += o.decodedFrames; deliveries += o.deliveries; foreignOperations += o.foreignOperations
         lost += o.lost; duplicates += o.duplicates; gaps += o.gaps; outOfOrder += o.outOfOrder
-        resyncs += o.resyncs; skippedBySnapshot += o.skippedBySnapshot; errors += o.errors
+        resyncs += o.resyncs; presenceFrames += o.presenceFrames; skippedBySnapshot += o.skippedBySnapshot; errors += o.errors
         protocolErrors += o.protocolErrors; disconnects += o.disconnects; reconnects += o.reconnects
         reconnectFailures += o.reconnectFailures; resumesFromHistory += o.resumesFromHistory
         resumesWithSnapshot += o.resumesWithSnapshot; churnMissed += o.churnMissed

@@ -178,7 +178,8 @@ final class SubscriberShard: @unchecked Sendable {
         }
         subscriber.resuming = since != nil
         subscriber.phase = .joining
-        let join = ClientMessage.join(room: roomNames[subscriber.room], since: since, token: configuration.token).encoded()
+        let join = ClientMessage.join(room: roomNames[subscriber.room], since: since, token: configuration.token,
+                                      presence: configuration.presence ? ["name": "tether-load"] : nil).encoded()
         join.withUnsafeBytes { _ = connection.sendText($0) }
     }
 
@@ -380,6 +381,8 @@ final class SubscriberShard: @unchecked Sendable {
                 acceptPatch(subscriber, sameEpoch: encodedStringContents(epoch) == subscriber.epoch,
                             from: from, version: version, operations: buffer)
             }
+        case .presence, .presencePatch where configuration.presence:
+            counters.presenceFrames += 1
         case .ack, .description, .presence, .presencePatch:
             violation("a subscriber got an unrequested \(message)")
         case .error(let error):

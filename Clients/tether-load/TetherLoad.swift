@@ -56,9 +56,12 @@ struct TetherLoad: ParsableCommand {
     var rooms = 1
 
     @Option(help: ArgumentHelp(
-        "The rooms' kind: bench, or bench-views10 / bench-viewers (per-viewer values: 10 distinct views, or one per subscriber; tetherd --test-kinds).",
+        "The rooms' kind: bench, or bench-views10 / bench-viewers (per-viewer values: 10 distinct views, or one per subscriber), or bench-presence (bench that keeps presence); all but bench need tetherd --test-kinds.",
         valueName: "kind"))
     var kind = "bench"
+
+    @Flag(help: "Subscribers join with presence ({\"name\": \"tether-load\"}): with --kind bench-presence, each join and leave is a presence change every member receives.")
+    var presence = false
 
     @Option(help: "Publisher connections (in addition to --clients). tetherd limits each connection to 1,000 actions/s by default.")
     var publishers = 1
@@ -228,6 +231,7 @@ struct TetherLoad: ParsableCommand {
             connectTimeout: connectTimeout, batchNanos: (batchMicros ?? Self.automaticBatchMicros(connectionsPerThread: clients / max(1, threads))) * 1000, verifyScanner: verifyScanner,
             runTag: Int.random(in: 1..<(1 << 30)))
         configuration.kind = kind
+        configuration.presence = presence
         let runner = LoadRun(configuration: configuration, showProgress: !quiet, label: label)
         let outcome = runner.run()
         if let failure = outcome.setupFailure {

@@ -2,7 +2,7 @@ import TetherJSON
 import TetherState
 
 /// A room whose action fails on the server's side, so tests can reach the `internal` error code.
-/// Registered only with `tetherd --test-kinds` (with the BenchViews kinds).
+/// Registered only with `tetherd --test-kinds` (with the BenchViews and BenchPresence kinds).
 public final class Faulty: ViewModel {
     struct Failure: Error {}
 
@@ -19,5 +19,7 @@ extension Demos {
         // Per-viewer values under load: 10 distinct views per turn, or one per subscriber.
         ViewModelKind("bench-views10", scope: .shared, BenchViews.self) { BenchViews(context: $0, groups: 10) },
         ViewModelKind("bench-viewers", scope: .shared, BenchViews.self) { BenchViews(context: $0, groups: nil) },
+        // Presence churn under load.
+        ViewModelKind("bench-presence", scope: .shared, BenchPresence.self),
     ]
 }

@@ -93,4 +93,25 @@ struct PresenceEndToEndTests {
         #expect(kimRoom.state["count"] != nil, "the state stream is there too")
         await kim.close()
     }
+
+    /// The load tool's presence churn: subscribers joining with presence and reconnecting get
+    /// every presence frame besides a clean room stream (no violation, every delivery once).
+    @Test func tetherLoadChurnsMembersOfAPresenceRoomCleanly() throws {
+        let daemon = try Daemon(arguments: ["--test-kinds", "--memory-only"])
+        defer { daemon.stop() }
+        let clients = 20
+        let run = try runProgram(Daemon.executable("tether-load"), [
+            "--url", daemon.url, "--server-pid", String(daemon.pid), "--kind", "bench-presence", "--presence",
+            "--clients", String(clients), "--rate", "20", "--churn", "5", "--duration", "2", "--warmup", "0.5", "--json", "--quiet",
+        ], timeout: .seconds(60))
+        #expect(run.status == 0, "tether-load failed:\n\(run.stderr)\n\(run.stdout)")
+        let result = try JSON(parsing: run.stdout.split(separator: "\n").last.map(String.init) ?? "")
+        for key in ["lost", "duplicates", "gaps", "out_of_order", "protocol_errors", "errors"] {
+            #expect(result[key]?.intValue == 0, "\(key) should be 0: \(result)")
+        }
+        // At least a snapshot per subscriber, and a patch per other member's arrival.
+        let presenceFrames = try #require(result["presence_frames"]?.intValue)
+        #expect(presenceFrames > clients * clients / 2, "\(result)")
+        #expect((result["reconnects"]?.intValue ?? 0) > 0, "churn reconnected subscribers: \(result)")
+    }
 }
