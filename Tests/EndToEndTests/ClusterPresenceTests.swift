@@ -3,8 +3,8 @@ import Testing
 import TetherJSON
 import TetherTestSupport
 
-/// Presence across two tetherd nodes on a NATS cluster: members on one node are seen on the
-/// other, and a killed node's members leave within a bounded time (heartbeat silence).
+/// Presence across tetherd nodes on a NATS cluster: members on one node are seen on the others,
+/// and a killed node's members leave within a bounded time (heartbeat silence).
 @Suite("End to end: presence on a cluster", .serialized, .timeLimit(.minutes(3)))
 @MainActor
 struct ClusterPresenceTests {
@@ -36,5 +36,56 @@ struct ClusterPresenceTests {
         let removed = try alice.receiveJSON(timeout: .seconds(15)) { $0["type"] == "presence_patch" }
         #expect(removed["ops"] == [["op": "remove", "path": .string("/" + bobID)]], "\(cluster.logs)")
         #expect(ContinuousClock.now - killedAt < .seconds(8), "a killed node's members leave after about 3 s of silence")
+    }
+
+    /// Reads `socket`'s presence frames into `members` until `done` holds; the time it took.
+    static func follow(_ socket: RawWebSocket, _ members: inout Set<String>, timeout: Duration,
+                       until done: (Set<String>) -> Bool) throws -> Duration {
+        let start = ContinuousClock.now
+        while !done(members) {
+            let message = try socket.receiveJSON(timeout: max(.milliseconds(1), timeout - (.now - start))) {
+                $0["type"] == "presence" || $0["type"] == "presence_patch"
+            }
+            if case .object(let all)? = message["members"] { members = Set(all.keys) }
+            if case .array(let operations)? = message["ops"] {
+                for operation in operations {
+                    guard let path = operation["path"]?.stringValue, path.split(separator: "/").count == 1 else { continue }
+                    let id = String(path.dropFirst())
+                    if operation["op"] == "remove" { members.remove(id) } else { members.insert(id) }
+                }
+            }
+        }
+        return .now - start
+    }
+
+    /// Three nodes, a member on each: every node converges on all three, and when one node is
+    /// killed the other two drop its member. The times are printed for docs/CLUSTER.md.
+    @Test func membersOnThreeNodesConvergeAndAKilledNodesMemberLeavesEverywhere() throws {
+        let names = ["n1", "n2", "n3"]
+        let cluster = try ClusterFixture(nodes: names)
+        defer { cluster.stop() }
+        let sockets = try names.map { try RawWebSocket(port: cluster.node($0).port) }
+        let ids = try sockets.map { try $0.receiveJSON()["session"]?.stringValue ?? "" }
+        for (index, socket) in sockets.enumerated() {
+            try socket.sendText(#"{"type":"join","room":"todo:three","id":1,"presence":{"name":"m\#(index)"}}"#)
+        }
+        let joinedAt = ContinuousClock.now
+        var seen = Array(repeating: Set<String>(), count: sockets.count)
+        for index in sockets.indices {
+            _ = try Self.follow(sockets[index], &seen[index], timeout: .seconds(30)) { $0 == Set(ids) }
+        }
+        let converged = ContinuousClock.now - joinedAt
+        #expect(converged < .seconds(10), "every node lists all three members within a few heartbeats")
+
+        cluster.node("n3").kill9()
+        let killedAt = ContinuousClock.now
+        var leaveTimes: [Duration] = []
+        for index in 0..<2 {
+            _ = try Self.follow(sockets[index], &seen[index], timeout: .seconds(15)) { !$0.contains(ids[2]) }
+            leaveTimes.append(ContinuousClock.now - killedAt)
+            #expect(seen[index] == Set(ids[0..<2]), "\(cluster.logs)")
+        }
+        #expect(leaveTimes.allSatisfy { $0 < .seconds(8) }, "a killed node's members leave after about 3 s of silence")
+        print("cluster presence: 3 nodes converged \(converged) after the joins; killed node's member gone on the others after \(leaveTimes)")
     }
 }
