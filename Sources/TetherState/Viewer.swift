@@ -17,6 +17,12 @@ public struct Viewer: Hashable, Sendable {
         self.claims = claims
     }
 
+    /// By `id` alone (equality still compares the claims): rooms look viewers up after every
+    /// turn, and hashing a token's whole payload each time would cost more than the lookup.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+    }
+
     /// The viewer of actions that come with none: tests that don't name one, and actions a
     /// cluster node forwards to a room's owner.
     public static let unidentified = Viewer(id: "")

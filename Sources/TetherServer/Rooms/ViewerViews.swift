@@ -12,7 +12,9 @@ import TetherState
 struct ViewerViews {
     private struct View {
         var projection: [String: JSON]
-        var subscribers: Int
+        /// This viewer's subscribed connections: deliveries are built per viewer, not per
+        /// connection, so a turn looks up each viewer once.
+        var sessions: [SessionHandle]
     }
 
     private var viewerOf: [SessionHandle: Viewer] = [:]
@@ -26,16 +28,16 @@ struct ViewerViews {
         }
         viewerOf[session] = session.viewer
         if views[session.viewer] != nil {
-            views[session.viewer]!.subscribers += 1
+            views[session.viewer]!.sessions.append(session)
         } else {
-            views[session.viewer] = View(projection: host.projection(for: session.viewer), subscribers: 1)
+            views[session.viewer] = View(projection: host.projection(for: session.viewer), sessions: [session])
         }
     }
 
     mutating func remove(_ session: SessionHandle) {
         guard let viewer = viewerOf.removeValue(forKey: session) else { return }
-        views[viewer]!.subscribers -= 1
-        if views[viewer]!.subscribers == 0 { views[viewer] = nil }
+        views[viewer]!.sessions.removeAll { $0 == session }
+        if views[viewer]!.sessions.isEmpty { views[viewer] = nil }
     }
 
     /// What `session`'s document holds beyond the shared one.
@@ -66,28 +68,23 @@ struct ViewerViews {
     func deliveries(of shared: PatchFrame, changes: [Viewer: [PatchOperation]], to subscribers: [SessionHandle],
                     compressAbove: Int?) -> [RoomDelivery] {
         guard !changes.isEmpty else { return [.patch(shared, to: subscribers)] }
-        var frameByOperations: [[PatchOperation]: PatchFrame] = [:]
-        var frameOfViewer: [Viewer: PatchFrame] = [:]
-        for (viewer, operations) in changes {
-            if let frame = frameByOperations[operations] {
-                frameOfViewer[viewer] = frame
-            } else {
-                let frame = PatchFrame(extending: shared, with: operations, compressAbove: compressAbove)
-                frameByOperations[operations] = frame
-                frameOfViewer[viewer] = frame
-            }
-        }
+        var groupOfOperations: [[PatchOperation]: Int] = [:]
+        var groups: [(frame: PatchFrame, sessions: [SessionHandle])] = []
         var plain: [SessionHandle] = []
-        var groups: [ObjectIdentifier: (frame: PatchFrame, sessions: [SessionHandle])] = [:]
-        for session in subscribers {
-            guard let viewer = viewerOf[session], let frame = frameOfViewer[viewer] else {
-                plain.append(session)
+        for (viewer, view) in views {
+            guard let operations = changes[viewer] else {
+                plain += view.sessions
                 continue
             }
-            groups[ObjectIdentifier(frame), default: (frame, [])].sessions.append(session)
+            if let group = groupOfOperations[operations] {
+                groups[group].sessions += view.sessions
+            } else {
+                groupOfOperations[operations] = groups.count
+                groups.append((PatchFrame(extending: shared, with: operations, compressAbove: compressAbove), view.sessions))
+            }
         }
         var deliveries: [RoomDelivery] = plain.isEmpty ? [] : [.patch(shared, to: plain)]
-        for group in groups.values { deliveries.append(.patch(group.frame, to: group.sessions)) }
+        for group in groups { deliveries.append(.patch(group.frame, to: group.sessions)) }
         return deliveries
     }
 }
