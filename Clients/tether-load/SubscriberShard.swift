@@ -208,8 +208,9 @@ final class SubscriberShard: @unchecked Sendable {
         if stopping { subscriber.phase = .idle; return }
         if subscriber.phase != .closing {
             subscriber.closedAt = monotonicNanos()
-            if configuration.expectRestart && code == 1001 {
-                // The server is going away: knock again after a jittered pause, not all at once.
+            if configuration.expectRestart && (code == 1001 || code == nil || code == 1006) {
+                // The server is going away (a 1001, or the socket cut when its shutdown deadline
+                // passed with connections left): knock again after a jittered pause, not all at once.
                 counters.restartCloses += 1
                 counters.reconnects += 1
                 retryLater(subscriber)

@@ -82,7 +82,7 @@ struct TetherLoad: ParsableCommand {
     var maxInFlight = 1000
 
     @Flag(help: ArgumentHelp(
-        "The server restarts during the run: a going-away close (1001) is no failure; subscribers retry with backoff until it listens again, then resume.",
+        "The server restarts during the run: a going-away close (1001), or a connection cut while it stops, is no failure; subscribers retry with backoff until it listens again, then resume.",
         discussion: "Retries back off from 20 ms to 1 s (with jitter) for up to 60 s per subscriber. The --json line adds resumed_all_after_s (first reconnect that opened to the last subscriber resumed) and last_resume_unix_s."))
     var expectRestart = false
 

@@ -93,7 +93,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         self.node = node
         self.environment = environment
         self.output = output
-        self.presence = kind.hasPresence ? ClusterPresence(room: name, node: node) : nil
+        self.presence = kind.hasPresence ? ClusterPresence(room: name, node: node, maxMembers: environment.configuration.maxPresenceMembers) : nil
         self.queue = environment.runtime.makeRoomExecutor(name)
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)

@@ -124,6 +124,7 @@ extension ServerConfiguration {
         }, current: { "\($0.dataDirectory == nil)" }),
         .choice("durability", \.durability, "What an ack promises: strict (fsynced), batch (survives a daemon crash), none (may lose recent acks)."),
         .integer("max-state-bytes", \.maxStateBytes, "Largest encoded state of a room and largest patch of one turn; a turn past it is refused with too_large.", value: "bytes", range: 64...Int.max),
+        .integer("max-presence-members", \.maxPresenceMembers, "Members one room's presence lists (per node on a cluster); past it a join's presence is ignored. Each arrival is a frame to every member.", value: "members", range: 0...Int.max),
         .integer("history-max-patches", \.historyMaxPatches, "Per room: recent patches kept for resuming clients.", range: 0...Int.max),
         .integer("history-max-bytes", \.historyMaxBytes, "Per room: bytes of recent patches kept for resuming clients.", value: "bytes", range: 0...Int.max),
         .integer("max-frame-bytes", \.maxFrameBytes, "Largest frame accepted from a client; larger ones close the connection with 1009.", value: "bytes", range: 64...Int.max),

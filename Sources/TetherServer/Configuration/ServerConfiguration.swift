@@ -81,6 +81,9 @@ public struct ServerConfiguration: Sendable {
     public var ownershipLease: Duration = .seconds(3)
     public var logLevel: Logger.Level = .info
     public var logFormat: LogFormat = .text
+    /// Members one room's presence lists; past it a join's presence is ignored (not listed, no
+    /// stream). Each arrival is a frame to every member, so a join storm costs members² frames.
+    public var maxPresenceMembers = 1_000
 
     public init() {}
 

@@ -25,8 +25,8 @@ final class ClusterPresence: @unchecked Sendable {
     private var remote: [String: (members: Set<String>, heard: ContinuousClock.Instant)] = [:]
     private var subscription: NATSSubscription?
 
-    init(room: String, node: ClusterNode) {
-        document = RoomPresence(room: room)
+    init(room: String, node: ClusterNode, maxMembers: Int) {
+        document = RoomPresence(room: room, maxMembers: maxMembers)
         self.node = node
         subject = "tether.presence.\(node.token(room))"
     }

@@ -12,11 +12,11 @@ struct PresenceJoin: Sendable {
 /// never in the room's patch history: a client that comes back gets a fresh snapshot.
 /// Lives on the room's executor, beside the room's state.
 struct RoomPresence {
-    /// At most this many members per room: past it a join with presence is an ordinary join
-    /// (no stream, not listed), so one crowded room can't make every join cost a frame per member.
-    static let maxMembers = 500
-
     let room: String
+    /// At most this many members (`--max-presence-members`): past it a join with presence is an
+    /// ordinary join (no stream, not listed), so one crowded room can't make every join cost a
+    /// frame per member without bound.
+    let maxMembers: Int
     private(set) var version = 0
     private(set) var members: [String: PresenceMember] = [:]
     /// The sessions listed (and so receiving the stream), and the member id of each.
@@ -25,11 +25,12 @@ struct RoomPresence {
     private(set) var listeners: [SessionHandle] = []
     private var listenerIndex: [SessionHandle: Int] = [:]
 
-    init(room: String) {
+    init(room: String, maxMembers: Int) {
         self.room = room
+        self.maxMembers = maxMembers
     }
 
-    var isFull: Bool { members.count >= Self.maxMembers }
+    var isFull: Bool { members.count >= maxMembers }
 
     func isListed(_ session: SessionHandle) -> Bool { memberIDs[session] != nil }
 

@@ -73,7 +73,7 @@ actor Room: RoomEndpoint {
         let epoch = RandomID.make(length: 10)
         self.epoch = epoch
         self.published = RoomVersionCell(epoch: epoch)
-        self.presence = kind.hasPresence ? RoomPresence(room: name) : nil
+        self.presence = kind.hasPresence ? RoomPresence(room: name, maxMembers: environment.configuration.maxPresenceMembers) : nil
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)
         stopped.enter()
