@@ -14,7 +14,7 @@ struct Tether: AsyncParsableCommand {
         commandName: "tether",
         abstract: "The Tether terminal client: live screens bound to a tetherd room, and commands for scripts.",
         usage: """
-            tether [--url <url>] [--headless] <room>
+            tether [--url <url>] [--name <name>] [--headless] <room>
             tether inspect [--url <url>] <room>
             tether watch [--url <url>] [--state] [--count <n> | --once] [--since <epoch>:<version>] <room> ...
             tether send [--url <url>] <room> <action> [<json-args>]
@@ -23,7 +23,7 @@ struct Tether: AsyncParsableCommand {
             """,
         discussion: """
             Room kinds with their own screen: counter, clock, login, exchange, calculator, gallery, \
-            todo. Any other room (bench, or a kind of your own) opens the live inspector, which also \
+            todo, vote. Any other room (bench, or a kind of your own) opens the live inspector, which also \
             sends actions; `tether inspect ROOM` opens it for any room. A room name is KIND or \
             KIND:INSTANCE, e.g. todo:team-a.
 

@@ -2,7 +2,8 @@ import Testing
 import TetherTestSupport
 
 /// `tether vote` under tmux: two terminals (two anonymous connections, so two voters) see the
-/// same totals, each sees only their own vote marked, and closing shows everyone's ballots.
+/// same totals, each sees only their own vote marked, and closing shows everyone's ballots, each
+/// voter by the name they joined with.
 @Suite("tether vote under tmux", .serialized, .timeLimit(.minutes(3)))
 struct VoteScreenTests {
     @Test func eachTerminalMarksOnlyItsOwnVote() async throws {
@@ -10,10 +11,12 @@ struct VoteScreenTests {
         defer { daemon.stop() }
         let tmux = try Tmux(width: 80, height: 24)
         defer { tmux.kill() }
-        try tmux.startTether("one", ["--url", daemon.url, "vote:lunch"])
-        try tmux.startTether("two", ["--url", daemon.url, "vote:lunch"])
+        try tmux.startTether("one", ["--url", daemon.url, "--name", "ana", "vote:lunch"])
+        try tmux.startTether("two", ["--url", daemon.url, "--name", "bo", "vote:lunch"])
         for name in ["one", "two"] {
-            try await tmux.waitFor(name, "the options") { $0.contains("1  pizza") && $0.contains("3  salad") && $0.statusConnection == "live" }
+            try await tmux.waitFor(name, "the options and who is here") {
+                $0.contains("1  pizza") && $0.contains("3  salad") && $0.statusConnection == "live" && $0.contains("here: ana, bo")
+            }
         }
         try tmux.type("one", "1")
         let one = try await tmux.waitFor("one", "my vote marked") { $0.contains("pizza    █ 1  ← your vote") }
@@ -28,7 +31,7 @@ struct VoteScreenTests {
 
         try tmux.type("one", "c")
         for name in ["one", "two"] {
-            try await tmux.waitFor(name, "the ballots") { $0.contains("closed") && $0.contains("ballots: ") && $0.contains("→ pizza") && $0.contains("→ salad") }
+            try await tmux.waitFor(name, "the ballots, by name") { $0.contains("closed") && $0.contains("ballots: ana → pizza, bo → salad") }
         }
     }
 }
