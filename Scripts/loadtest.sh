@@ -311,7 +311,8 @@ for scenario in "${scenarios[@]}"; do
         storm)
             # No ramp: connections open as fast as STORM_IN_FLIGHT allows.
             max_connections=$((storm_clients + 64))
-            run storm "${storm_clients}clients" --clients "$storm_clients" --rate 0 --duration 1 --warmup 0 \
+            # Two service threads in tether-load: lws's timer list is per context, so each walks half.
+            run storm "${storm_clients}clients" --clients "$storm_clients" --threads 2 --rate 0 --duration 1 --warmup 0 \
                 --ramp 1e9 --max-in-flight "$storm_in_flight" --connect-timeout 30
             max_connections=15000 ;;
         compression)
@@ -354,7 +355,7 @@ for scenario in "${scenarios[@]}"; do
             server_args=() ;;
         restart)
             max_connections=$((storm_clients + 64))
-            restart_run "${storm_clients}clients" --clients "$storm_clients" --threads 4 --rate 0 --duration 10 --warmup 0 \
+            restart_run "${storm_clients}clients" --clients "$storm_clients" --threads 2 --rate 0 --duration 10 --warmup 0 \
                 --ramp 1e9 --max-in-flight "$storm_in_flight" --connect-timeout 30 --drain-timeout 60
             max_connections=15000 ;;
     esac
