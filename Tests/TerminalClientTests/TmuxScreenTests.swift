@@ -93,6 +93,7 @@ struct TmuxScreenTests {
             ("calculator", ["Display", "[ 0 ] [ . ] [ = ] [ + ]", "History"]),
             ("gallery", ["Ada Lovelace", "[ next > ]"]),
             ("todo", ["To-dos", "nothing to do"]),
+            ("vote", ["Where do we eat?", "1  pizza", "3  salad"]),
             ("bench:small", ["kind bench", "Send an action"]),
         ]
         for (width, height) in [(80, 24), (80, 12), (40, 12)] {
