@@ -419,6 +419,12 @@ def perf_row(m):
             f"| {fmt(m.get('server_cpu_us_per_delivery'), '{:.2f}')} | {fmt((m.get('server_rss_bytes') or 0) / 1048576, '{:.1f}')} "
             f"| {fmt(m.get('load_cpu_cores'), '{:.2f}')} | {m['exit_codes']} |")
 
+def versus(m, base, key):
+    """m[key] / base[key] as "1.23×"; empty for the base row itself or a missing figure."""
+    if base is None or base is m or not m.get(key) or not base.get(key):
+        return ""
+    return f"{m[key] / base[key]:.2f}×"
+
 def tls_section(ms_rows):
     """Each configuration over ws and wss, run back to back, with the wss/ws ratios."""
     def ratio(a, b):
@@ -509,9 +515,6 @@ for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm
             kind, variant = m["config"].split("-", 1)
             wanted = "snapshot-plain" if kind == "snapshot" else "off-" + variant
             return next((o for o in ms_rows if o["config"] == wanted), None)
-        def versus(m, key):
-            b = base(m)
-            return f"{m[key] / b[key]:.2f}×" if b and b is not m and m.get(key) and b.get(key) else ""
         def row_order(m):
             kind, variant = m["config"].split("-", 1)
             if kind == "snapshot":
@@ -519,8 +522,8 @@ for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm
             return (1, variant, {"off": 0, "on": 1, "all": 2}.get(kind, 3))
         for m in sorted(ms_rows, key=row_order):
             lines.append(f"| {m['config']} | {'yes' if m.get('compression') else 'no'} | {fmt(m.get('delivered_per_s'))} | {ms(m.get('latency_p99_ms'))} "
-                         f"| {fmt(m.get('lost'))} | {fmt(m.get('server_bytes_per_delivery'))} | {versus(m, 'server_bytes_per_delivery')} "
-                         f"| {fmt(m.get('server_cpu_us_per_delivery'), '{:.2f}')} | {versus(m, 'server_cpu_us_per_delivery')} | {m['exit_codes']} |")
+                         f"| {fmt(m.get('lost'))} | {fmt(m.get('server_bytes_per_delivery'))} | {versus(m, base(m), 'server_bytes_per_delivery')} "
+                         f"| {fmt(m.get('server_cpu_us_per_delivery'), '{:.2f}')} | {versus(m, base(m), 'server_cpu_us_per_delivery')} | {m['exit_codes']} |")
         lines += ["", "snapshot-plain/deflate: one daemon with `--compression on`; each join (hello, snapshot of 1,000 items, ack) counted, "
                   "joins with and without the extension alternating. off/on/all-NB: 1,000 subscribers × 100 actions/s with N "
                   "padding bytes per action (2000B runs at 20 actions/s); off = `--compression off`; on = `--compression on` (frames under 1,024 bytes stay "
@@ -528,14 +531,12 @@ for scenario in ["fanout", "rooms", "idle", "churn", "saturation", "tls", "storm
     elif scenario == "viewers":
         shared = next((m for m in ms_rows if m["config"] == "shared"), None)
         quiet = next((m for m in ms_rows if m["config"] == "presence"), None)
-        def ratio(m, key, base):
-            return f"{m[key] / base[key]:.2f}×" if base and base is not m and m.get(key) and base.get(key) else ""
         lines += ["| run | delivered/s | p50 ms | p99 ms | lost | gaps | server µs/delivery | vs shared | p99 vs shared | presence frames | reconnects | exit |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for m in ms_rows:
             lines.append(f"| {m['config']} | {fmt(m.get('delivered_per_s'))} | {ms(m.get('latency_p50_ms'))} | {ms(m.get('latency_p99_ms'))} "
                          f"| {fmt(m.get('lost'))} | {fmt(m.get('gaps'))} | {fmt(m.get('server_cpu_us_per_delivery'), '{:.2f}')} "
-                         f"| {ratio(m, 'server_cpu_us_per_delivery', shared)} | {ratio(m, 'latency_p99_ms', shared)} "
+                         f"| {versus(m, shared, 'server_cpu_us_per_delivery')} | {versus(m, shared, 'latency_p99_ms')} "
                          f"| {fmt(m.get('presence_frames'))} | {fmt(m.get('reconnects'))} | {m['exit_codes']} |")
         churn = next((m for m in ms_rows if m["config"] == "presence-churn50"), None)
         if churn and quiet and churn.get("latency_p99_ms") and quiet.get("latency_p99_ms"):

@@ -28,6 +28,12 @@ public enum MessageDeflater {
         message.withUnsafeBytes { compress($0) }
     }
 
+    /// `message` compressed when it has at least `threshold` bytes (the server's
+    /// `--compression-min-bytes`; nil: compression is off), else nil.
+    public static func compress(_ message: [UInt8], ifAtLeast threshold: Int?) -> [UInt8]? {
+        threshold.flatMap { message.count >= $0 ? compress(message) : nil }
+    }
+
     /// The message back from a permessage-deflate payload (for tests and tools), or nil when the
     /// bytes are not a deflate stream. Not for untrusted input of unbounded size.
     public static func decompress(_ payload: [UInt8]) -> [UInt8]? {

@@ -20,35 +20,30 @@ public final class PatchFrame: Sendable {
     let createdAt: ContinuousClock.Instant
 
     /// `compressAbove`: compress the frame when it has at least this many bytes (nil: never).
-    public init(room: String, epoch: String, from: Int, version: Int, operations: [PatchOperation], compressAbove: Int? = nil) {
-        self.room = room
-        self.epoch = epoch
-        self.from = from
-        self.version = version
+    public convenience init(room: String, epoch: String, from: Int, version: Int, operations: [PatchOperation], compressAbove: Int? = nil) {
         var encoded: [UInt8] = []
         JSONPatch.writeOperations(operations, to: &encoded)
-        var frame: [UInt8] = []
-        var start = 0
-        ServerMessage.writePatch(room: room, epoch: epoch, from: from, version: version, to: &frame) { bytes in
-            start = bytes.count
-            bytes.append(contentsOf: encoded)
-        }
-        self.frame = frame
-        self.compressedFrame = compressAbove.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
-        self.operations = start..<(start + encoded.count)
-        self.createdAt = .now
+        self.init(room: room, epoch: epoch, from: from, version: version, encodedOperations: encoded,
+                  compressAbove: compressAbove, createdAt: .now)
     }
 
     /// `base`'s operations followed by `extra` (one viewer's own changes in the same version
     /// step): the base's encoded operations are copied, not encoded again.
-    init(extending base: PatchFrame, with extra: [PatchOperation], compressAbove: Int? = nil) {
-        self.room = base.room
-        self.epoch = base.epoch
-        self.from = base.from
-        self.version = base.version
+    convenience init(extending base: PatchFrame, with extra: [PatchOperation], compressAbove: Int? = nil) {
         var encoded = Array(base.encodedOperations)
         if !encoded.isEmpty && !extra.isEmpty { encoded.append(UInt8(ascii: ",")) }
         JSONPatch.writeOperations(extra, to: &encoded)
+        self.init(room: base.room, epoch: base.epoch, from: base.from, version: base.version, encodedOperations: encoded,
+                  compressAbove: compressAbove, createdAt: base.createdAt)
+    }
+
+    /// The frame around operations already encoded (a comma-separated list): where patch frames are built.
+    private init(room: String, epoch: String, from: Int, version: Int, encodedOperations encoded: [UInt8],
+                 compressAbove: Int?, createdAt: ContinuousClock.Instant) {
+        self.room = room
+        self.epoch = epoch
+        self.from = from
+        self.version = version
         var frame: [UInt8] = []
         var start = 0
         ServerMessage.writePatch(room: room, epoch: epoch, from: from, version: version, to: &frame) { bytes in
@@ -56,9 +51,9 @@ public final class PatchFrame: Sendable {
             bytes.append(contentsOf: encoded)
         }
         self.frame = frame
-        self.compressedFrame = compressAbove.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
+        self.compressedFrame = MessageDeflater.compress(frame, ifAtLeast: compressAbove)
         self.operations = start..<(start + encoded.count)
-        self.createdAt = base.createdAt
+        self.createdAt = createdAt
     }
 
     /// A patch frame received whole (from a cluster's log): its bytes are shared as they came.
@@ -72,7 +67,7 @@ public final class PatchFrame: Sendable {
         self.from = from
         self.version = version
         self.frame = frame
-        self.compressedFrame = compressAbove.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
+        self.compressedFrame = MessageDeflater.compress(frame, ifAtLeast: compressAbove)
         self.operations = start..<(frame.count - 2)
         self.createdAt = .now
     }

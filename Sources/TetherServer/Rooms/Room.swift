@@ -33,14 +33,12 @@ actor Room: RoomEndpoint {
     /// time (append, swap-remove): rebuilding it per join made n joins cost O(n²), seconds for a
     /// reconnect storm of 15,000 clients into one room.
     private var subscriberList: [SessionHandle] = []
-    /// The last snapshot frame (and its compressed form) and its version: many joins at one
-    /// version encode (and compress) it once.
-    private var snapshotCache: (version: Int, frame: [UInt8], compressed: [UInt8]?)?
+    /// Snapshot frames (and their compressed forms) of one version, by projection (`[:]`: the
+    /// shared document alone): many joins at one version encode and compress each view once.
+    private var snapshotCache: (version: Int, frames: [[String: JSON]: (frame: [UInt8], compressed: [UInt8]?)]) = (-1, [:])
     /// Who each subscriber is and what they see beyond the shared document, when the ViewModel
     /// publishes values per viewer; nil otherwise (then every subscriber gets the same frames).
     private var viewerViews: ViewerViews?
-    /// Snapshots of this version by projection: viewers who see the same share one.
-    private var viewSnapshotCache: (version: Int, frames: [JSON: (frame: [UInt8], compressed: [UInt8]?)]) = (-1, [:])
     /// Who is here, for kinds that keep presence (Presence/RoomPresence.swift).
     private var presence: RoomPresence?
     private var timers: [any ServerTimer] = []
@@ -307,25 +305,18 @@ actor Room: RoomEndpoint {
     }
 
     private func snapshot(for session: SessionHandle) -> RoomDelivery {
-        if let projection = viewerViews?.projection(of: session), !projection.isEmpty {
-            // Bounded: with one view per viewer, a join storm would otherwise keep a snapshot each.
-            if viewSnapshotCache.version != version || viewSnapshotCache.frames.count >= 64 { viewSnapshotCache = (version, [:]) }
-            let key = JSON.object(projection)
-            if viewSnapshotCache.frames[key] == nil {
-                let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version,
-                                                   state: Projection.document(shared: host.state, projection: projection)).encoded()
-                let compressed = environment.configuration.compressionThreshold.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
-                viewSnapshotCache.frames[key] = (frame, compressed)
-            }
-            let cached = viewSnapshotCache.frames[key]!
-            return .message(.snapshot(room: name, version: version, frame: cached.frame, compressed: cached.compressed), to: session)
+        let projection = viewerViews?.projection(of: session) ?? [:]
+        // Bounded: with one view per viewer, a join storm would otherwise keep a snapshot each.
+        if snapshotCache.version != version || snapshotCache.frames.count >= 64 { snapshotCache = (version, [:]) }
+        let cached: (frame: [UInt8], compressed: [UInt8]?)
+        if let hit = snapshotCache.frames[projection] {
+            cached = hit
+        } else {
+            let state = projection.isEmpty ? host.state : Projection.document(shared: host.state, projection: projection)
+            let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: state).encoded()
+            cached = (frame, MessageDeflater.compress(frame, ifAtLeast: environment.configuration.compressionThreshold))
+            snapshotCache.frames[projection] = cached
         }
-        if snapshotCache?.version != version {
-            let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: host.state).encoded()
-            let compressed = environment.configuration.compressionThreshold.flatMap { frame.count >= $0 ? MessageDeflater.compress(frame) : nil }
-            snapshotCache = (version, frame, compressed)
-        }
-        let cached = snapshotCache!
         return .message(.snapshot(room: name, version: version, frame: cached.frame, compressed: cached.compressed), to: session)
     }
 
