@@ -22,10 +22,12 @@ public final class TestServer {
     public let configuration: ServerConfiguration
     private var connections: [TestConnection] = []
 
-    /// A memory-only configuration with the usual defaults.
+    /// A memory-only configuration with the usual defaults, except that presence changes go
+    /// out at once (a test reads them without advancing time past the presence window).
     public static var defaultConfiguration: ServerConfiguration {
         var configuration = ServerConfiguration()
         configuration.dataDirectory = nil
+        configuration.presenceWindow = .zero
         return configuration
     }
 

@@ -6,6 +6,7 @@ import TetherProtocol
 import TetherServer
 import TetherState
 import TetherTesting
+import TetherTestSupport
 
 /// Presence in process (docs/DESIGN.md, Presence): a room's members as their own stream beside
 /// its state, with its own versions, never persisted.
@@ -198,6 +199,105 @@ struct PresenceTests {
         _ = alice.receiveAll()
         #expect(alice.state(of: "roster") == ["here": ["alice"], "editing": [:]], "bob's item is released when he leaves")
         #expect(alice.gaps.isEmpty)
+    }
+}
+
+/// Presence with its window (the daemon's default, 50 ms): changes gather and go out as one
+/// `presence_patch` per listener when the window ends; a member arriving meanwhile is not kept
+/// waiting for its own snapshot.
+@Suite("Presence window in process")
+struct PresenceWindowTests {
+    static let window: Duration = .milliseconds(50)
+
+    static func makeServer() -> TestServer {
+        PresenceTests.makeServer { $0.presenceWindow = window }
+    }
+
+    static func types(_ messages: [ServerMessage]) -> [String] { messages.map(\.type) }
+
+    @Test func changesWithinAWindowReachEachListenerAsOnePatch() {
+        let server = Self.makeServer()
+        let (alice, aliceID) = PresenceTests.client(server), (bob, bobID) = PresenceTests.client(server)
+        let (carol, carolID) = PresenceTests.client(server)
+        alice.send(.join(room: "counter", id: 1, presence: ["name": "alice"]))
+        #expect(Self.types(alice.receiveAll()) == ["snapshot", "presence", "ack"], "a joiner's snapshot comes at once")
+        #expect(alice.members(of: "counter") == [aliceID: PresenceTests.member(aliceID, ["name": "alice"])], "with itself in it")
+        server.advance(by: Self.window)
+        #expect(alice.receiveAll().isEmpty, "nobody else to tell")
+
+        bob.send(.join(room: "counter", presence: ["name": "bob"]))
+        bob.send(.presence(room: "counter", data: ["name": "bob", "editing": "t1"], id: 2))
+        carol.send(.join(room: "counter", presence: ["name": "carol"]))
+        carol.send(.leave(room: "counter"))
+        #expect(alice.receiveAll().isEmpty, "nothing before the window ends")
+        let bobGot = bob.receiveAll()
+        #expect(Self.types(bobGot) == ["snapshot", "presence", "ack"], "the update's ack does not wait for the window")
+        #expect(bob.members(of: "counter")?[bobID] == PresenceTests.member(bobID, ["name": "bob"]))
+
+        server.advance(by: Self.window)
+        let aliceGot = alice.receiveAll()
+        // Each join made a version step (its snapshot holds the changes before it); alice holds
+        // none of them and gets all three in one frame.
+        #expect(aliceGot == [.presencePatch(room: "counter", from: 1, version: 4, operations: [
+            .add(path: JSONPointer(tokens: [bobID]), value: PresenceTests.member(bobID, ["name": "bob"])),
+            .replace(path: JSONPointer(tokens: [bobID, "data"]), value: ["name": "bob", "editing": "t1"]),
+            .add(path: JSONPointer(tokens: [carolID]), value: PresenceTests.member(carolID, ["name": "carol"])),
+            .remove(path: JSONPointer(tokens: [carolID])),
+        ])], "one frame for the window")
+        #expect(Self.types(bob.receiveAll()) == ["presence_patch"], "bob gets the steps after his snapshot, in one frame")
+        #expect(!(alice.members(of: "counter")?.objectValue?.keys.contains(carolID) ?? true))
+        let expected: JSON = [aliceID: PresenceTests.member(aliceID, ["name": "alice"]), bobID: PresenceTests.member(bobID, ["name": "bob", "editing": "t1"])]
+        #expect(alice.members(of: "counter") == expected && bob.members(of: "counter") == expected)
+        #expect(alice.gaps.isEmpty && bob.gaps.isEmpty)
+        server.advance(by: Self.window * 4)
+        #expect(alice.receiveAll().isEmpty && bob.receiveAll().isEmpty, "a window with no change sends nothing")
+    }
+
+    /// The invariant: whatever members do, and whenever the windows end, every listener's mirror
+    /// applies each frame without a gap and ends equal to every other's, with no more than one
+    /// frame per window.
+    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func randomChurnKeepsEveryMirrorExact(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        let server = Self.makeServer()
+        // Each client, its member id, and its presence data while it is listed.
+        var clients: [(client: TestClient, id: String, data: JSON?)] = (0..<8).map { _ in
+            let (client, id) = PresenceTests.client(server)
+            return (client, id, nil)
+        }
+        var windows = 0
+        for _ in 0..<200 {
+            let index = Int.random(in: 0..<clients.count, using: &rng)
+            let data: JSON = ["n": .int(Int.random(in: 0..<3, using: &rng))]
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0...3:
+                clients[index].client.send(.join(room: "todo", presence: data))
+                clients[index].data = data
+            case 4...5 where clients[index].data != nil:
+                clients[index].client.send(.presence(room: "todo", data: data))
+                clients[index].data = data
+            case 6:
+                clients[index].client.send(.leave(room: "todo"))
+                clients[index].data = nil
+            case 7:
+                clients[index].client.disconnect()
+                let (client, id) = PresenceTests.client(server)
+                clients[index] = (client, id, nil)
+            default:
+                server.advance(by: Self.window)
+                windows += 1
+            }
+        }
+        server.advance(by: Self.window)
+        windows += 1
+        let listed = clients.compactMap { entry in entry.data.map { (entry.id, PresenceTests.member(entry.id, $0)) } }
+        let expected = JSON.object(Dictionary(uniqueKeysWithValues: listed))
+        for entry in clients where entry.data != nil {
+            let got = entry.client.receiveAll()
+            #expect(entry.client.gaps.isEmpty, "seed \(seed): \(entry.client.gaps)")
+            #expect(entry.client.members(of: "todo") == expected, "seed \(seed)")
+            #expect(got.filter { $0.type == "presence_patch" }.count <= windows, "seed \(seed): at most a frame per window")
+        }
     }
 }
 

@@ -18,7 +18,7 @@ struct ReloadTests {
             "host": ["--host", "127.0.0.2"], "port": ["--port", "9999"], "log-level": ["--log-level", "debug"],
             "log-format": ["--log-format", "json"], "data": ["--data", "/tmp/elsewhere"], "memory-only": ["--memory-only"],
             "durability": ["--durability", "strict"], "max-state-bytes": ["--max-state-bytes", "5000"],
-            "max-presence-members": ["--max-presence-members", "10"],
+            "max-presence-members": ["--max-presence-members", "10"], "presence-window-seconds": ["--presence-window-seconds", "0"],
             "history-max-patches": ["--history-max-patches", "7"], "history-max-bytes": ["--history-max-bytes", "777"],
             "max-frame-bytes": ["--max-frame-bytes", "4096"], "max-connections": ["--max-connections", "77"],
             "max-connections-per-ip": ["--max-connections-per-ip", "5"], "send-queue-bytes": ["--send-queue-bytes", "2048"],

@@ -93,7 +93,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         self.node = node
         self.environment = environment
         self.output = output
-        self.presence = kind.hasPresence ? ClusterPresence(room: name, node: node, maxMembers: environment.configuration.maxPresenceMembers) : nil
+        self.presence = kind.hasPresence ? ClusterPresence(room: name, node: node, maxMembers: environment.configuration.maxPresenceMembers,
+                                                                    window: environment.configuration.presenceWindow, clock: environment.runtime.clock) : nil
         self.queue = environment.runtime.makeRoomExecutor(name)
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)
@@ -131,8 +132,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 output.deliver([.message(.control(ServerMessage.error(ProtocolError(.invalidArgs, reason, id: id, room: name)).encoded()), to: session)])
                 return
             }
-            var deliveries: [RoomDelivery] = []
-            if let frame = presence.update(session, data: data) { deliveries.append(.presence(frame, room: name, to: presence.document.listeners)) }
+            var deliveries: [RoomDelivery] = presence.update(session, data: data) ? presenceChanged() : []
             if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), to: session)) }
             output.deliver(deliveries)
         }
@@ -143,24 +143,37 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func startPresence() {
         guard let presence else { return }
         presence.start { [self] message in
-            queue.execute { self.presenceDeliver(self.presence?.receive(message, now: self.environment.runtime.clock.now) ?? []) }
+            queue.execute { self.presenceDeliver(self.presence?.receive(message, now: self.environment.runtime.clock.now) == true) }
         }
         presenceTimer = environment.runtime.clock.startTimer(every: ClusterPresence.heartbeat) { [self] in
-            queue.execute { self.presenceDeliver(self.presence?.tick(now: self.environment.runtime.clock.now) ?? []) }
+            queue.execute { self.presenceDeliver(self.presence?.tick(now: self.environment.runtime.clock.now) == true) }
         }
     }
 
-    private func presenceDeliver(_ frames: [[UInt8]]) {
-        guard let presence, !frames.isEmpty, phase != .stopped else { return }
-        output.deliver(frames.map { .presence($0, room: name, to: presence.document.listeners) })
+    /// After other nodes' members changed (or with `changed` false, when the window ends).
+    private func presenceDeliver(_ changed: Bool) {
+        guard phase != .stopped else { return }
+        let deliveries = changed ? presenceChanged() : presenceFrames()
+        if !deliveries.isEmpty { output.deliver(deliveries) }
+    }
+
+    /// As in `Room`: the frames to send now, or none while the presence window gathers changes.
+    private func presenceChanged() -> [RoomDelivery] {
+        guard let presence, presence.changed(windowEnded: { [self] in queue.execute { self.presenceDeliver(false) } }) else { return [] }
+        return presenceFrames()
+    }
+
+    private func presenceFrames() -> [RoomDelivery] {
+        presence?.flush().map { .presence($0.frame, room: name, to: $0.to) } ?? []
     }
 
     func leave(_ session: SessionHandle) {
         queue.execute { [self] in
             if subscribers.remove(session) != nil { subscriberList = Array(subscribers) }
             waitingJoins.removeAll { $0.0 == session }
-            if let presence, let frame = presence.remove(session) {
-                output.deliver([.presence(frame, room: name, to: presence.document.listeners)])
+            if presence?.remove(session) == true {
+                let deliveries = presenceChanged()
+                if !deliveries.isEmpty { output.deliver(deliveries) }
             }
         }
     }
@@ -370,9 +383,9 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
         if let presence {
             // As in a local room: a join with presence lists the session (one without unlists it).
-            let change = join.map { presence.add(session, $0.member) } ?? presence.remove(session)
-            if let change { deliveries.append(.presence(change, room: name, to: presence.document.listeners.filter { $0 != session })) }
-            if presence.document.isListed(session) { deliveries.append(.message(.control(presence.document.snapshotFrame), to: session)) }
+            let changed = join.map { presence.add(session, $0.member) } ?? presence.remove(session)
+            if presence.document.isListed(session) { deliveries.append(.message(.control(presence.snapshot(for: session)), to: session)) }
+            if changed { deliveries += presenceChanged() }
         }
         if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: version).encoded()), to: session)) }
         output.deliver(deliveries)

@@ -74,9 +74,12 @@ public struct ConfigurationOption: Sendable {
         })
     }
 
-    static func seconds(_ key: String, _ field: WritableKeyPath<ServerConfiguration, Duration> & Sendable, _ help: String, reloadable: Bool = false) -> Self {
+    static func seconds(_ key: String, _ field: WritableKeyPath<ServerConfiguration, Duration> & Sendable, _ help: String,
+                        allowsZero: Bool = false, reloadable: Bool = false) -> Self {
         Self(key, value: "seconds", help, reloadable: reloadable, apply: { config, text throws(ConfigurationError) in
-            guard let seconds = Double(text), seconds.isFinite, seconds > 0 else { throw .badValue(key, text, "a positive number of seconds") }
+            guard let seconds = Double(text), seconds.isFinite, seconds > 0 || (allowsZero && seconds == 0) else {
+                throw .badValue(key, text, allowsZero ? "0 or a positive number of seconds" : "a positive number of seconds")
+            }
             config[keyPath: field] = .milliseconds(Int64(seconds * 1000))
         }, current: { config in
             let components = config[keyPath: field].components
@@ -125,6 +128,7 @@ extension ServerConfiguration {
         .choice("durability", \.durability, "What an ack promises: strict (fsynced), batch (survives a daemon crash), none (may lose recent acks)."),
         .integer("max-state-bytes", \.maxStateBytes, "Largest encoded state of a room and largest patch of one turn; a turn past it is refused with too_large.", value: "bytes", range: 64...Int.max),
         .integer("max-presence-members", \.maxPresenceMembers, "Members one room's presence lists (per node on a cluster); past it a join's presence is ignored. Each arrival is a frame to every member.", value: "members", range: 0...Int.max),
+        .seconds("presence-window-seconds", \.presenceWindow, "Presence changes within this window go to members as one presence_patch (0: each at once).", allowsZero: true),
         .integer("history-max-patches", \.historyMaxPatches, "Per room: recent patches kept for resuming clients.", range: 0...Int.max),
         .integer("history-max-bytes", \.historyMaxBytes, "Per room: bytes of recent patches kept for resuming clients.", value: "bytes", range: 0...Int.max),
         .integer("max-frame-bytes", \.maxFrameBytes, "Largest frame accepted from a client; larger ones close the connection with 1009.", value: "bytes", range: 64...Int.max),

@@ -84,6 +84,10 @@ public struct ServerConfiguration: Sendable {
     /// Members one room's presence lists; past it a join's presence is ignored (not listed, no
     /// stream). Each arrival is a frame to every member, so a join storm costs members² frames.
     public var maxPresenceMembers = 1_000
+    /// Presence changes are gathered this long and sent as one `presence_patch`: with many
+    /// members coming and going, each member gets one frame per window, not one per change.
+    /// Zero sends each change at once.
+    public var presenceWindow: Duration = .milliseconds(50)
 
     public init() {}
 

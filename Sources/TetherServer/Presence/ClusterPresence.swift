@@ -25,8 +25,8 @@ final class ClusterPresence: @unchecked Sendable {
     private var remote: [String: (members: Set<String>, heard: ContinuousClock.Instant)] = [:]
     private var subscription: NATSSubscription?
 
-    init(room: String, node: ClusterNode, maxMembers: Int) {
-        document = RoomPresence(room: room, maxMembers: maxMembers)
+    init(room: String, node: ClusterNode, maxMembers: Int, window: Duration, clock: any ServerClock) {
+        document = RoomPresence(room: room, maxMembers: maxMembers, window: window, clock: clock)
         self.node = node
         subject = "tether.presence.\(node.token(room))"
     }
@@ -40,65 +40,75 @@ final class ClusterPresence: @unchecked Sendable {
     func stop() {
         subscription?.unsubscribe()
         subscription = nil
+        document.stop()
     }
 
     // MARK: This node's sessions
 
-    /// A local join with presence: the change for the other listeners (nil when none).
-    func add(_ session: SessionHandle, _ member: PresenceMember) -> [UInt8]? {
-        guard document.isListed(session) || !document.isFull else { return nil }
-        let frame = document.add(session, member)
-        if frame != nil, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
-        return frame
+    // Each returns whether the document changed (`RoomPresence`'s changes).
+
+    /// A local join with presence (nothing once the room lists its maximum).
+    func add(_ session: SessionHandle, _ member: PresenceMember) -> Bool {
+        guard document.isListed(session) || !document.isFull else { return false }
+        let changed = document.add(session, member)
+        if changed, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
+        return changed
     }
 
-    func update(_ session: SessionHandle, data: JSON) -> [UInt8]? {
-        let frame = document.update(session, data: data)
-        if frame != nil, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
-        return frame
+    func update(_ session: SessionHandle, data: JSON) -> Bool {
+        let changed = document.update(session, data: data)
+        if changed, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
+        return changed
     }
 
-    func remove(_ session: SessionHandle) -> [UInt8]? {
-        guard let left = document.remove(session) else { return nil }
-        publish(["remove": .string(left.memberID)])
-        return left.frame
+    func remove(_ session: SessionHandle) -> Bool {
+        guard let left = document.remove(session) else { return false }
+        publish(["remove": .string(left)])
+        return true
     }
+
+    func snapshot(for session: SessionHandle) -> [UInt8] { document.snapshot(for: session) }
+
+    func changed(windowEnded: @escaping @Sendable () -> Void) -> Bool { document.changed(windowEnded: windowEnded) }
+
+    func flush() -> [(frame: [UInt8], to: [SessionHandle])] { document.flush() }
 
     // MARK: Other nodes
 
-    /// A message from the room's subject: the changes it makes, one frame each.
-    func receive(_ message: NATSMessage, now: ContinuousClock.Instant) -> [[UInt8]] {
-        guard let json = try? JSONParser().parse(message.data), let from = json["node"]?.stringValue, from != node.name else { return [] }
-        var frames: [[UInt8]] = []
+    /// A message from the room's subject: whether it changed the document.
+    func receive(_ message: NATSMessage, now: ContinuousClock.Instant) -> Bool {
+        guard let json = try? JSONParser().parse(message.data), let from = json["node"]?.stringValue, from != node.name else { return false }
+        var changed = false
         var known = remote[from]?.members ?? []
         if let member = json["set"].flatMap(Self.decode) {
             known.insert(member.id)
-            frames += [document.upsert(member)].compactMap { $0 }
+            changed = document.upsert(member)
         } else if let id = json["remove"]?.stringValue {
             known.remove(id)
-            frames += [document.remove(memberID: id)].compactMap { $0 }
+            changed = document.remove(memberID: id)
         } else if let list = json["members"]?.arrayValue {
             let members = list.compactMap(Self.decode)
             let ids = Set(members.map(\.id))
-            for id in known.subtracting(ids) { frames += [document.remove(memberID: id)].compactMap { $0 } }
-            for member in members { frames += [document.upsert(member)].compactMap { $0 } }
+            for id in known.subtracting(ids) { changed = document.remove(memberID: id) || changed }
+            for member in members { changed = document.upsert(member) || changed }
             known = ids
         } else if json["sync"]?.boolValue == true {
             heartbeat()
         }
         remote[from] = (known, now)
-        return frames
+        return changed
     }
 
-    /// Every `heartbeat`: this node's members for the others, and the members of nodes gone silent removed.
-    func tick(now: ContinuousClock.Instant) -> [[UInt8]] {
+    /// Every `heartbeat`: this node's members for the others, and the members of nodes gone
+    /// silent removed (whether that changed the document).
+    func tick(now: ContinuousClock.Instant) -> Bool {
         heartbeat()
-        var frames: [[UInt8]] = []
+        var changed = false
         for (name, entry) in remote where now - entry.heard > Self.silence {
-            for id in entry.members { frames += [document.remove(memberID: id)].compactMap { $0 } }
+            for id in entry.members { changed = document.remove(memberID: id) || changed }
             remote[name] = nil
         }
-        return frames
+        return changed
     }
 
     private func heartbeat() {

@@ -10,13 +10,22 @@ struct PresenceJoin: Sendable {
 /// A room's presence document (docs/DESIGN.md, Presence): member id → `{"user", "data"}`, with
 /// its own version counting from 0 for the room's life in this process. Never persisted and
 /// never in the room's patch history: a client that comes back gets a fresh snapshot.
-/// Lives on the room's executor, beside the room's state.
+/// Lives on the room's executor (or a clustered room's queue), beside the room's state.
+///
+/// Changes are coalesced over a window (`--presence-window-seconds`): the first change starts
+/// it, and its end sends every change since as one `presence_patch`, so n members churning cost
+/// each listener one frame per window instead of one per change. A member arriving meanwhile
+/// gets a snapshot at once (with itself and the window's changes so far in it): the changes
+/// before its snapshot become a version step of their own, and at the window's end each
+/// listener gets one frame from the version it holds. Without a window every change goes out
+/// as it happens.
 struct RoomPresence {
     let room: String
     /// At most this many members (`--max-presence-members`): past it a join with presence is an
     /// ordinary join (no stream, not listed), so one crowded room can't make every join cost a
     /// frame per member without bound.
     let maxMembers: Int
+    /// The newest version step (what a snapshot taken now carries, once `seal()` has run).
     private(set) var version = 0
     private(set) var members: [String: PresenceMember] = [:]
     /// The sessions listed (and so receiving the stream), and the member id of each.
@@ -25,85 +34,171 @@ struct RoomPresence {
     private(set) var listeners: [SessionHandle] = []
     private var listenerIndex: [SessionHandle: Int] = [:]
 
-    init(room: String, maxMembers: Int) {
+    /// Members changed since `version`, in order, each with its value at `version`.
+    private var touched: [String] = []
+    private var before: [String: PresenceMember?] = [:]
+    /// Version steps made since the listeners were last sent one, oldest first.
+    private var steps: [(from: Int, operations: [PatchOperation])] = []
+    /// The version every listener holds, except those that got a snapshot since (`joined`).
+    private var sentVersion = 0
+    private var joined: [SessionHandle: Int] = [:]
+    private var snapshotCache: (version: Int, frame: [UInt8])?
+
+    private let window: Duration
+    private let clock: any ServerClock
+    private var windowTimer: (any ServerTimer)?
+
+    init(room: String, maxMembers: Int, window: Duration, clock: any ServerClock) {
         self.room = room
         self.maxMembers = maxMembers
+        self.window = window
+        self.clock = clock
     }
 
     var isFull: Bool { members.count >= maxMembers }
 
     func isListed(_ session: SessionHandle) -> Bool { memberIDs[session] != nil }
 
-    /// The whole document as a `presence` frame.
-    var snapshotFrame: [UInt8] {
-        ServerMessage.presence(room: room, version: version, members: .object(members.mapValues(\.json))).encoded()
-    }
-
-    /// Lists `session` as `member` (or replaces its data if listed already); returns the change
-    /// as a `presence_patch` frame for the listeners before it, nil when nothing changed.
-    mutating func add(_ session: SessionHandle, _ member: PresenceMember) -> [UInt8]? {
-        if let id = memberIDs[session], let current = members[id] {
-            return update(session, data: member.data, current: current)
-        }
-        memberIDs[session] = member.id
-        listenerIndex[session] = listeners.count
-        listeners.append(session)
-        return upsert(member)
-    }
-
-    /// Lists a member that has no session here (one on another cluster node), or replaces its data.
-    mutating func upsert(_ member: PresenceMember) -> [UInt8]? {
-        if let current = members[member.id] {
-            guard current.data != member.data else { return nil }
-            members[member.id] = member
-            return step([.replace(path: JSONPointer(tokens: [member.id, "data"]), value: member.data)])
-        }
-        members[member.id] = member
-        return step([.add(path: JSONPointer(tokens: [member.id]), value: member.json)])
-    }
-
-    /// Unlists a member that has no session here.
-    mutating func remove(memberID id: String) -> [UInt8]? {
-        guard members.removeValue(forKey: id) != nil else { return nil }
-        return step([.remove(path: JSONPointer(tokens: [id]))])
+    func member(of session: SessionHandle) -> PresenceMember? {
+        memberIDs[session].flatMap { members[$0] }
     }
 
     /// The members listed for this node's sessions.
     var localMembers: [PresenceMember] { memberIDs.values.compactMap { members[$0] } }
 
-    /// Replaces the listed session's data; nil when it is not listed or the data is the same.
-    mutating func update(_ session: SessionHandle, data: JSON) -> [UInt8]? {
-        guard let id = memberIDs[session], let current = members[id] else { return nil }
-        return update(session, data: data, current: current)
+    // MARK: Changes (each returns whether the document changed)
+
+    /// Lists `session` as `member`, or replaces its data if listed already.
+    mutating func add(_ session: SessionHandle, _ member: PresenceMember) -> Bool {
+        if let id = memberIDs[session], let current = members[id] {
+            return set(PresenceMember(id: current.id, user: current.user, data: member.data))
+        }
+        memberIDs[session] = member.id
+        listenerIndex[session] = listeners.count
+        listeners.append(session)
+        return set(member)
     }
 
-    private mutating func update(_ session: SessionHandle, data: JSON, current: PresenceMember) -> [UInt8]? {
-        guard current.data != data else { return nil }
-        var member = current
+    /// Lists a member that has no session here (one on another cluster node), or replaces its data.
+    mutating func upsert(_ member: PresenceMember) -> Bool {
+        set(member)
+    }
+
+    /// Replaces the listed session's data; false when it is not listed or the data is the same.
+    mutating func update(_ session: SessionHandle, data: JSON) -> Bool {
+        guard var member = member(of: session) else { return false }
         member.data = data
-        members[member.id] = member
-        return step([.replace(path: JSONPointer(tokens: [member.id, "data"]), value: data)])
+        return set(member)
     }
 
-    /// Unlists `session`: the removed member and the change, or nil if it was not listed.
-    mutating func remove(_ session: SessionHandle) -> (memberID: String, frame: [UInt8])? {
+    /// Unlists `session`: the id of the member it was, nil if it was not listed.
+    mutating func remove(_ session: SessionHandle) -> String? {
         guard let id = memberIDs.removeValue(forKey: session), let index = listenerIndex.removeValue(forKey: session) else { return nil }
         let last = listeners.removeLast()
         if index < listeners.count {
             listeners[index] = last
             listenerIndex[last] = index
         }
+        joined[session] = nil
+        _ = remove(memberID: id)
+        return id
+    }
+
+    /// Unlists a member that has no session here.
+    mutating func remove(memberID id: String) -> Bool {
+        guard let current = members[id] else { return false }
+        touch(id, was: current)
         members[id] = nil
-        return (id, step([.remove(path: JSONPointer(tokens: [id]))]))
+        return true
     }
 
-    func member(of session: SessionHandle) -> PresenceMember? {
-        memberIDs[session].flatMap { members[$0] }
+    private mutating func set(_ member: PresenceMember) -> Bool {
+        let current = members[member.id]
+        guard current != member else { return false }
+        touch(member.id, was: current)
+        members[member.id] = member
+        return true
     }
 
-    /// One version step, encoded once for every listener.
-    private mutating func step(_ operations: [PatchOperation]) -> [UInt8] {
+    private mutating func touch(_ id: String, was: PresenceMember?) {
+        guard before[id] == nil else { return }
+        before[id] = .some(was)
+        touched.append(id)
+    }
+
+    // MARK: Frames
+
+    /// `session`'s snapshot, at a version that includes every change so far; the listed session
+    /// then gets the changes after it.
+    mutating func snapshot(for session: SessionHandle) -> [UInt8] {
+        seal()
+        if isListed(session) { joined[session] = version }
+        if let cached = snapshotCache, cached.version == version { return cached.frame }
+        let frame = ServerMessage.presence(room: room, version: version, members: .object(members.mapValues(\.json))).encoded()
+        snapshotCache = (version, frame)
+        return frame
+    }
+
+    /// After a change: true when it goes out now (no window); else the window's timer is
+    /// started (once per window) and `windowEnded` runs when it ends, to call `flush()`.
+    mutating func changed(windowEnded: @escaping @Sendable () -> Void) -> Bool {
+        guard window > .zero else { return true }
+        if windowTimer == nil { windowTimer = clock.startTimer(every: window, windowEnded) }
+        return false
+    }
+
+    /// Every change not yet sent, as one `presence_patch` per version a listener holds (most
+    /// hold the same one: one frame, encoded once, for all of them).
+    mutating func flush() -> [(frame: [UInt8], to: [SessionHandle])] {
+        windowTimer?.cancel()
+        windowTimer = nil
+        seal()
+        defer {
+            steps.removeAll()
+            joined.removeAll()
+            sentVersion = version
+        }
+        guard version > sentVersion else { return [] }
+        var frames: [(frame: [UInt8], to: [SessionHandle])] = []
+        let others = joined.isEmpty ? listeners : listeners.filter { joined[$0] == nil }
+        if !others.isEmpty { frames.append((frame(from: sentVersion), others)) }
+        for (from, sessions) in Dictionary(grouping: joined.keys, by: { joined[$0]! }).sorted(by: { $0.key < $1.key }) where from < version {
+            frames.append((frame(from: from), sessions))
+        }
+        return frames
+    }
+
+    /// Stops the window's timer (the room is stopping).
+    mutating func stop() {
+        windowTimer?.cancel()
+        windowTimer = nil
+    }
+
+    /// Makes the changes since `version` one version step.
+    private mutating func seal() {
+        guard !touched.isEmpty else { return }
+        var operations: [PatchOperation] = []
+        for id in touched {
+            let path = JSONPointer(tokens: [id])
+            switch (before[id]!, members[id]) {
+            case let (nil, now?): operations.append(.add(path: path, value: now.json))
+            case (_?, nil): operations.append(.remove(path: path))
+            case let (was?, now?) where was.user == now.user && was.data != now.data:
+                operations.append(.replace(path: JSONPointer(tokens: [id, "data"]), value: now.data))
+            case let (was?, now?) where was != now: operations.append(.replace(path: path, value: now.json))
+            default: break
+            }
+        }
+        touched.removeAll()
+        before.removeAll()
+        guard !operations.isEmpty else { return }
+        steps.append((version, operations))
         version += 1
-        return ServerMessage.presencePatch(room: room, from: version - 1, version: version, operations: operations).encoded()
+    }
+
+    /// The steps after `from` as one frame.
+    private func frame(from: Int) -> [UInt8] {
+        let operations = steps.filter { $0.from >= from }.flatMap(\.operations)
+        return ServerMessage.presencePatch(room: room, from: from, version: version, operations: operations).encoded()
     }
 }

@@ -71,7 +71,8 @@ actor Room: RoomEndpoint {
         let epoch = RandomID.make(length: 10)
         self.epoch = epoch
         self.published = RoomVersionCell(epoch: epoch)
-        self.presence = kind.hasPresence ? RoomPresence(room: name, maxMembers: environment.configuration.maxPresenceMembers) : nil
+        self.presence = kind.hasPresence ? RoomPresence(room: name, maxMembers: environment.configuration.maxPresenceMembers,
+                                                        window: environment.configuration.presenceWindow, clock: environment.runtime.clock) : nil
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)
         stopped.enter()
@@ -164,6 +165,7 @@ actor Room: RoomEndpoint {
         isStopped = true
         for timer in timers { timer.cancel() }
         timers.removeAll()
+        presence?.stop()
         store?.commit(RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: nil, version: version, state: host.state.encoded()))
         stopped.leave()
     }
@@ -243,34 +245,35 @@ actor Room: RoomEndpoint {
             subscribers[last] = index
         }
         if let left = presence?.remove(session) {
-            host.presenceLeft(memberID: left.memberID)
-            output.deliver([.presence(left.frame, room: name, to: presence!.listeners)] + modelReaction())
+            host.presenceLeft(memberID: left)
+            output.deliver(presenceChanged() + modelReaction())
         }
     }
 
     // MARK: Presence
 
     /// A join's presence: lists the session (a rejoin without presence unlists it) and gives it
-    /// the snapshot after the others got the change. Nothing in rooms without presence, or
-    /// once the room lists its maximum of members.
+    /// a snapshot that includes it. Nothing in rooms without presence, or once the room lists its
+    /// maximum of members.
     private func presenceOnJoin(_ session: SessionHandle, _ join: PresenceJoin?) -> [RoomDelivery] {
         guard presence != nil else { return [] }
         guard let join else {
             guard let left = presence!.remove(session) else { return [] }
-            host.presenceLeft(memberID: left.memberID)
-            return [.presence(left.frame, room: name, to: presence!.listeners)] + modelReaction()
+            host.presenceLeft(memberID: left)
+            return presenceChanged() + modelReaction()
         }
         guard presence!.isListed(session) || !presence!.isFull else { return [] }
-        var deliveries: [RoomDelivery] = []
-        if let frame = presence!.add(session, join.member) {
-            deliveries.append(.presence(frame, room: name, to: presence!.listeners.filter { $0 != session }))
+        let changed = presence!.add(session, join.member)
+        var deliveries: [RoomDelivery] = [.message(.control(presence!.snapshot(for: session)), to: session)]
+        if changed {
             host.presenceChanged(presence!.member(of: session)!)
+            deliveries += presenceChanged()
         }
-        deliveries.append(.message(.control(presence!.snapshotFrame), to: session))
         return deliveries + modelReaction()
     }
 
-    /// A presence update: every listener (the sender too) gets the change, then the sender its ack.
+    /// A presence update: every listener (the sender too) gets the change, then the sender its
+    /// ack (which, with a window, comes first: the change goes out when the window ends).
     private func changePresence(_ session: SessionHandle, data: JSON, id: Int?) {
         guard presence?.isListed(session) == true else {
             let reason = presence == nil ? "room \(name) keeps no presence" : "join \(name) with presence before updating it"
@@ -278,13 +281,28 @@ actor Room: RoomEndpoint {
             return
         }
         var deliveries: [RoomDelivery] = []
-        if let frame = presence!.update(session, data: data) {
-            deliveries.append(.presence(frame, room: name, to: presence!.listeners))
+        if presence!.update(session, data: data) {
             host.presenceChanged(presence!.member(of: session)!)
-            deliveries += modelReaction()
+            deliveries += presenceChanged() + modelReaction()
         }
         if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), to: session)) }
         output.deliver(deliveries)
+    }
+
+    /// After a presence change: the frames to send now, or none while a window gathers changes.
+    private func presenceChanged() -> [RoomDelivery] {
+        guard presence!.changed(windowEnded: { self.execute { $0.presenceWindowEnded() } }) else { return [] }
+        return presenceFrames()
+    }
+
+    private func presenceWindowEnded() {
+        guard !isStopped else { return }
+        let deliveries = presenceFrames()
+        if !deliveries.isEmpty { output.deliver(deliveries) }
+    }
+
+    private func presenceFrames() -> [RoomDelivery] {
+        presence!.flush().map { .presence($0.frame, room: name, to: $0.to) }
     }
 
     /// What the ViewModel changed in reaction to presence: one version step like an action's.
