@@ -24,6 +24,9 @@ final class ClusterPresence: @unchecked Sendable {
     /// The other nodes' members in this room, and when each node was last heard.
     private var remote: [String: (members: Set<String>, heard: ContinuousClock.Instant)] = [:]
     private var subscription: NATSSubscription?
+    /// While this node owns the room: members listed or changed, and member ids unlisted, on
+    /// any node (the owner's ViewModel sees them in `context.presence`).
+    var onMemberChange: ((_ listed: [PresenceMember], _ left: [String]) -> Void)?
 
     init(room: String, node: ClusterNode, maxMembers: Int) {
         document = RoomPresence(room: room, maxMembers: maxMembers)
@@ -40,6 +43,7 @@ final class ClusterPresence: @unchecked Sendable {
     func stop() {
         subscription?.unsubscribe()
         subscription = nil
+        onMemberChange = nil
     }
 
     // MARK: This node's sessions
@@ -48,19 +52,26 @@ final class ClusterPresence: @unchecked Sendable {
     func add(_ session: SessionHandle, _ member: PresenceMember) -> [UInt8]? {
         guard document.isListed(session) || !document.isFull else { return nil }
         let frame = document.add(session, member)
-        if frame != nil, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
+        if frame != nil, let listed = document.member(of: session) {
+            publish(["set": Self.encode(listed)])
+            onMemberChange?([listed], [])
+        }
         return frame
     }
 
     func update(_ session: SessionHandle, data: JSON) -> [UInt8]? {
         let frame = document.update(session, data: data)
-        if frame != nil, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
+        if frame != nil, let listed = document.member(of: session) {
+            publish(["set": Self.encode(listed)])
+            onMemberChange?([listed], [])
+        }
         return frame
     }
 
     func remove(_ session: SessionHandle) -> [UInt8]? {
         guard let left = document.remove(session) else { return nil }
         publish(["remove": .string(left.memberID)])
+        onMemberChange?([], [left.memberID])
         return left.frame
     }
 
@@ -69,36 +80,61 @@ final class ClusterPresence: @unchecked Sendable {
     /// A message from the room's subject: the changes it makes, one frame each.
     func receive(_ message: NATSMessage, now: ContinuousClock.Instant) -> [[UInt8]] {
         guard let json = try? JSONParser().parse(message.data), let from = json["node"]?.stringValue, from != node.name else { return [] }
-        var frames: [[UInt8]] = []
+        var changes = Changes()
         var known = remote[from]?.members ?? []
         if let member = json["set"].flatMap(Self.decode) {
             known.insert(member.id)
-            frames += [document.upsert(member)].compactMap { $0 }
+            changes.upsert(member, in: &document)
         } else if let id = json["remove"]?.stringValue {
             known.remove(id)
-            frames += [document.remove(memberID: id)].compactMap { $0 }
+            changes.remove(id, from: &document)
         } else if let list = json["members"]?.arrayValue {
             let members = list.compactMap(Self.decode)
             let ids = Set(members.map(\.id))
-            for id in known.subtracting(ids) { frames += [document.remove(memberID: id)].compactMap { $0 } }
-            for member in members { frames += [document.upsert(member)].compactMap { $0 } }
+            for id in known.subtracting(ids) { changes.remove(id, from: &document) }
+            for member in members { changes.upsert(member, in: &document) }
             known = ids
         } else if json["sync"]?.boolValue == true {
             heartbeat()
         }
         remote[from] = (known, now)
-        return frames
+        return report(changes)
     }
 
     /// Every `heartbeat`: this node's members for the others, and the members of nodes gone silent removed.
     func tick(now: ContinuousClock.Instant) -> [[UInt8]] {
         heartbeat()
-        var frames: [[UInt8]] = []
+        var changes = Changes()
         for (name, entry) in remote where now - entry.heard > Self.silence {
-            for id in entry.members { frames += [document.remove(memberID: id)].compactMap { $0 } }
+            for id in entry.members { changes.remove(id, from: &document) }
             remote[name] = nil
         }
-        return frames
+        return report(changes)
+    }
+
+    /// What other nodes' messages changed: the frames for this node's listeners, and the
+    /// members for the owner's ViewModel.
+    private struct Changes {
+        var frames: [[UInt8]] = []
+        var listed: [PresenceMember] = []
+        var left: [String] = []
+
+        mutating func upsert(_ member: PresenceMember, in document: inout RoomPresence) {
+            guard let frame = document.upsert(member) else { return }
+            frames.append(frame)
+            listed.append(member)
+        }
+
+        mutating func remove(_ id: String, from document: inout RoomPresence) {
+            guard let frame = document.remove(memberID: id) else { return }
+            frames.append(frame)
+            left.append(id)
+        }
+    }
+
+    private func report(_ changes: Changes) -> [[UInt8]] {
+        if !changes.listed.isEmpty || !changes.left.isEmpty { onMemberChange?(changes.listed, changes.left) }
+        return changes.frames
     }
 
     private func heartbeat() {
