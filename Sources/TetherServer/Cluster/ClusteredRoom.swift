@@ -645,7 +645,6 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         let renewal = environment.runtime.clock.startTimer(every: node.lease / 3) { [self] in queue.execute { self.renewLease() } }
         ownership = Ownership(room: room, leaseRevision: leaseRevision, actions: subscription, renewal: renewal)
         node.didTakeOwnership(of: name)
-        feedOwner(room)
         logger.info("cluster: node \(node.name) owns room \(name) from version \(version) of \(restored?.epoch ?? "a new epoch")")
         if restored == nil {
             // A new epoch starts with its snapshot in the log, before any version step.
@@ -654,12 +653,15 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 queue.execute {
                     self.appendQueue.insert(.epochStart(epoch: epoch, version: version, frame: frame), at: 0)
                     self.producedVersion = version
+                    // Only now: a turn the feed causes must follow the epoch's start in the log.
+                    if self.ownership?.room === room { self.feedOwner(room) }
                     self.sendAppend()
                     self.finishAcquiring(true)
                     self.drainWaitingActions()
                 }
             }
         } else {
+            feedOwner(room)
             finishAcquiring(true)
             drainWaitingActions()
         }
