@@ -82,6 +82,54 @@ struct ClusterViewerTests {
         #expect(ana.state["mine"] == "pizza" && cy.state["mine"] == "noodles" && dee.state["mine"] == nil)
     }
 
+    /// Sends an action until it is applied: while the room changes owners, actions get `unavailable`.
+    private func act(_ voter: Voter, _ name: String, _ args: JSON = [:], timeout: Duration = .seconds(20)) throws {
+        let start = ContinuousClock.now
+        while true {
+            do {
+                return try voter.act(name, args)
+            } catch let refused as PerViewerTests.RefusedRequest where refused.message["code"] == "unavailable" {
+                guard ContinuousClock.now - start < timeout else { throw refused }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+    }
+
+    /// The owner dies after the vote closed: the new owner learns every node's viewers again, a
+    /// viewer's new connection gets their value on another node, and later changes reach only
+    /// their viewer.
+    @Test func perViewerValuesSurviveTheOwnersDeath() throws {
+        let names = ["n1", "n2", "n3"]
+        let cluster = try ClusterFixture(nodes: names, arguments: ["--auth-secret", "s3cret"])
+        defer { cluster.stop() }
+        let port = { (name: String) in cluster.node(name).port }
+        // ana's join gives the room an owner; bo and cy are on the two other nodes.
+        let ana = try Voter(port: port("n1"), room: "vote", token: try PerViewerTests.token("ana"), timeout: .seconds(30))
+        let owner = try owner(of: "vote", in: cluster)
+        let others = names.filter { $0 != owner }
+        let bo = try Voter(port: port(others[0]), room: "vote", token: try PerViewerTests.token("bo"), timeout: .seconds(30))
+        let cy = try Voter(port: port(others[1]), room: "vote", token: try PerViewerTests.token("cy"), timeout: .seconds(30))
+        try bo.act("vote", ["option": "salad"])
+        try cy.act("vote", ["option": "noodles"])
+        try cy.act("close")
+        for voter in [ana, bo, cy] { try voter.follow(timeout: .seconds(10)) { $0["ballots"]?["bo"] == "salad" } }
+
+        cluster.node(owner).kill9()
+        // A second connection of bo, on cy's node, where bo was not a viewer yet.
+        let boAgain = try Voter(port: port(others[1]), room: "vote", token: try PerViewerTests.token("bo"), timeout: .seconds(30))
+        try boAgain.follow(timeout: .seconds(15)) { $0["mine"] == "salad" }
+        #expect(bo.state["mine"] == "salad" && cy.state["mine"] == "noodles")
+
+        // Reopened on the new owner, bo changes his vote through his second node.
+        try act(cy, "reopen")
+        try act(boAgain, "vote", ["option": "pizza"])
+        for voter in [bo, boAgain] { try voter.follow(timeout: .seconds(10)) { $0["mine"] == "pizza" } }
+        try cy.follow(timeout: .seconds(10)) { $0["totals"]?["pizza"] == 1 && $0["totals"]?["salad"] == 0 }
+        #expect(cy.state["mine"] == "noodles")
+        #expect(try minesSeen(by: cy) == ["noodles"], "\(cy.frames)")
+        #expect(cluster.owner(of: "vote") != nil && cluster.owner(of: "vote") != owner)
+    }
+
     /// The `roster` test kind publishes who is here from `context.presence`: on a cluster its
     /// ViewModel runs on the owner and sees members on every node, until they disconnect or
     /// their node dies.
