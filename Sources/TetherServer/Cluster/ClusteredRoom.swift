@@ -194,11 +194,6 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         if viewerViews!.projection(of: viewer) == nil { viewers?.remove(viewer) }
     }
 
-    /// The object a log message gives as one viewer's projection.
-    private static func projection(_ json: JSON) -> [String: JSON]? {
-        json.objectValue
-    }
-
     private func presenceDeliver(_ frames: [[UInt8]]) {
         guard let presence, !frames.isEmpty, phase != .stopped else { return }
         output.deliver(frames.map { .presence($0, room: name, to: presence.document.listeners) })
@@ -373,8 +368,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 if viewerViews != nil {
                     // What the owner says this node's viewers see now; the operations are this
                     // node's own, from what its sessions hold (robust against stale messages).
-                    let given = entry.projections?[node.name]
-                    let changes = viewerViews!.update { viewer in given?[viewer.id].flatMap(Self.projection) }
+                    let given = entry.projections?[node.name]?.objectValue
+                    let changes = given == nil ? [:] : viewerViews!.update { viewer in given![viewer.id]?.objectValue }
                     output.deliver(viewerViews!.deliveries(of: patch, changes: changes, to: subscriberList,
                                                            compressAbove: environment.configuration.compressionThreshold))
                 } else if !subscriberList.isEmpty {
@@ -418,8 +413,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         guard let epoch else { return }
         if subscribers.insert(session).inserted { subscriberList = Array(subscribers) }
-        var deliveries: [RoomDelivery]
         addViewer(session)
+        var deliveries: [RoomDelivery]
         // As on one node: the history holds the shared operations only, so a resume of a room
         // with per-viewer values gets a snapshot.
         if let since, since.epoch == epoch, viewerViews == nil, let missing = history.patches(after: since.version, newest: version) {
