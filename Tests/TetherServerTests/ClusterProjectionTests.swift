@@ -1,11 +1,17 @@
+import Logging
+import Synchronization
 import Testing
+import TetherDemos
 import TetherJSON
+import TetherProtocol
 @testable import TetherServer
 import TetherState
+import TetherTesting
 
 /// The parts of per-viewer values on a cluster that need no NATS (docs/CLUSTER.md, "Per-viewer
-/// values"): the log message's layout, the owner's table of what each node holds, and the
-/// viewer a forwarded action carries. The whole path runs in ClusterViewerTests (end to end).
+/// values"): the log message's layout, the owner's table of what each node holds, the owner's
+/// `Room` (projections beside its steps, presence fed to its ViewModel) and the viewer a forwarded
+/// action carries. The whole path runs in ClusterViewerTests (end to end).
 @Suite("Per-viewer values on a cluster: log messages and the owner's table")
 struct ClusterProjectionTests {
     @Test func aLogMessageCarriesChangedProjectionsAfterTheFrameAndAPlainOneIsTheFrameAlone() throws {
@@ -70,5 +76,95 @@ struct ClusterProjectionTests {
         // From a node that sends no viewer: the action has none.
         let bare = try #require(ForwardedAction.parseRequest(Array(#"{"name":"close","args":null}"#.utf8)))
         #expect(bare.viewer == .unidentified && bare.args == nil)
+    }
+
+    /// What a cluster owner's `Room` hands its `OwnerOutput`.
+    final class Captured: RoomOutput {
+        let deliveries = Mutex<[RoomDelivery]>([])
+        func deliver(_ deliveries: [RoomDelivery]) { self.deliveries.withLock { $0 += deliveries } }
+        func take() -> [RoomDelivery] { deliveries.withLock { taken in defer { taken.removeAll() }; return taken } }
+    }
+
+    /// A `Room` as a cluster's owner runs it: no sessions, output captured, on a manual executor.
+    static func ownersRoom(_ kind: ViewModelKind) -> (Room, Captured, ManualScheduler) {
+        let scheduler = ManualScheduler()
+        let runtime = ServerRuntime(clock: TestClock(), hubQueue: scheduler.makeHubQueue()) { _ in scheduler.makeRoomExecutor() }
+        let environment = RoomEnvironment(configuration: TestServer.defaultConfiguration, runtime: runtime, store: nil, metrics: ServerMetrics(),
+                                          logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let output = Captured()
+        let room = Room(name: kind.name, kind: kind, environment: environment, output: output,
+                        restoring: RestoredRoom(epoch: "e", version: 0, state: kind.instantiate(room: kind.name).state))
+        room.start(after: nil)
+        scheduler.runUntilIdle()
+        return (room, output, scheduler)
+    }
+
+    @Test func theOwnersRoomLogsProjectionsOfAnnouncedViewersBesideItsSteps() throws {
+        let (room, output, scheduler) = Self.ownersRoom(ViewModelKind("vote", scope: .shared, Vote.self))
+        let ana = Viewer(id: "ana"), bo = Viewer(id: "bo")
+        let target = { (viewer: Viewer) in ActionReplyTarget.remote(viewer: viewer) { _ in } }
+
+        room.clusterViewersChanged(node: "n2", set: [AnnouncedViewer(viewer: ana, holds: false)], removed: [])
+        scheduler.runUntilIdle()
+        #expect(output.take().isEmpty, "ana has no value yet: nothing to send, no version step")
+
+        // ana votes through another node: the owner's ViewModel knows who she is.
+        room.perform("vote", args: ["option": "pizza"], replyTo: target(ana))
+        scheduler.runUntilIdle()
+        var deliveries = output.take()
+        #expect(deliveries.count == 3, "\(deliveries)")
+        guard case .patch(let patch, _)? = deliveries.first, case .projections(let projections, let version)? = deliveries.dropFirst().first else {
+            Issue.record("expected a patch then its projections: \(deliveries)")
+            return
+        }
+        #expect(patch.version == 1 && version == 1)
+        #expect(projections == ["n2": ["ana": ["mine": "pizza"]]])
+        guard case .reply(.applied(version: 1), .remote(let replyViewer, _))? = deliveries.last else {
+            Issue.record("expected the action's outcome last: \(deliveries)")
+            return
+        }
+        #expect(replyViewer == ana)
+
+        // bo, not announced anywhere yet, votes: his step carries nothing for him...
+        room.perform("vote", args: ["option": "salad"], replyTo: target(bo))
+        scheduler.runUntilIdle()
+        deliveries = output.take()
+        #expect(!deliveries.contains { if case .projections = $0 { true } else { false } }, "\(deliveries)")
+        // ...until his node announces him: a step of its own with empty shared operations.
+        room.clusterViewersChanged(node: "n3", set: [AnnouncedViewer(viewer: bo, holds: false)], removed: [])
+        scheduler.runUntilIdle()
+        deliveries = output.take()
+        guard case .patch(let empty, _)? = deliveries.first, case .projections(let boProjections, _)? = deliveries.last else {
+            Issue.record("expected a step for bo's value: \(deliveries)")
+            return
+        }
+        #expect(empty.version == 3 && PatchFrame(room: "vote", epoch: "e", from: 2, version: 3, operations: []).frame == empty.frame)
+        #expect(boProjections == ["n3": ["bo": ["mine": "salad"]]])
+    }
+
+    @Test func theOwnersRoomGivesItsViewModelTheClustersMembers() throws {
+        let (room, output, scheduler) = Self.ownersRoom(ViewModelKind("roster", scope: .shared, Roster.self))
+        var document: JSON = ["here": [], "editing": [:]]
+        // Applies the version steps delivered since the last call; returns how many there were.
+        func applySteps() throws -> Int {
+            var count = 0
+            for case .patch(let patch, _) in output.take() {
+                guard case .patch(_, _, _, _, let operations) = try ServerMessage.decode(patch.frame) else { continue }
+                try document.apply(operations)
+                count += 1
+            }
+            return count
+        }
+        let alice = PresenceMember(id: "s1", user: "s1", data: ["name": "alice"])
+        let bob = PresenceMember(id: "s2", user: "s2", data: ["name": "bob", "editing": "t1"])
+        room.clusterPresenceChanged(listed: [alice, bob], left: [])
+        scheduler.runUntilIdle()
+        #expect(try applySteps() == 1, "the whole list is one turn")
+        #expect(document == ["here": ["alice", "bob"], "editing": ["t1": "bob"]])
+
+        room.clusterPresenceChanged(listed: [], left: ["s2"])
+        scheduler.runUntilIdle()
+        #expect(try applySteps() == 1)
+        #expect(document == ["here": ["alice"], "editing": [:]], "bob's item is released when he leaves")
     }
 }
