@@ -69,6 +69,13 @@ struct ClusterViewerTests {
         try bo.follow(timeout: .seconds(10)) { $0["mine"] == "pizza" && $0["totals"]?["pizza"] == 2 }
         #expect(boAgain.state["mine"] == "pizza")
 
+        // ana resumes on a node where she has no connection: a snapshot (the history holds the
+        // shared operations only) without her value, which follows from the owner.
+        let anaResumed = try Voter(port: port(names.first { $0 != "n1" }!), room: "vote", token: try PerViewerTests.token("ana"),
+                                   since: ["epoch": .string(ana.epoch), "version": .int(ana.version)], timeout: .seconds(30))
+        #expect(try JSON(parsing: anaResumed.frames.first ?? "")["type"] == "snapshot", "\(anaResumed.frames)")
+        try anaResumed.follow(timeout: .seconds(10)) { $0["mine"] == "pizza" }
+
         // Nothing of another's open choice reached anyone.
         #expect(try minesSeen(by: ana) == ["pizza"])
         #expect(try minesSeen(by: bo) == ["salad", "pizza"])

@@ -16,12 +16,13 @@ struct PerViewerTests {
         /// The connection's session id (its `hello`).
         let sessionID: String
         var state: JSON = .null
+        var epoch = ""
         var version = -1
         /// Every frame received for the room, as text, to check what crossed the wire.
         var frames: [String] = []
         private var nextID = 1
 
-        init(port: Int, room: String, token: String?, presence: JSON? = nil, timeout: Duration = .seconds(5)) throws {
+        init(port: Int, room: String, token: String?, presence: JSON? = nil, since: JSON? = nil, timeout: Duration = .seconds(5)) throws {
             socket = try RawWebSocket(port: port)
             self.room = room
             self.timeout = timeout
@@ -31,6 +32,7 @@ struct PerViewerTests {
             var join: [String: JSON] = ["type": "join", "room": .string(room), "id": 0]
             if let token { join["token"] = .string(token) }
             if let presence { join["presence"] = presence }
+            if let since { join["since"] = since }
             try socket.send(json: .object(join))
             try readUntilAck(0)
         }
@@ -65,9 +67,11 @@ struct PerViewerTests {
             switch message["type"]?.stringValue {
             case "snapshot":
                 state = message["state"]!
+                epoch = message["epoch"]?.stringValue ?? ""
                 version = message["version"]!.intValue!
             case "patch":
                 #expect(message["from"]?.intValue == version, "gapless: \(message)")
+                epoch = message["epoch"]?.stringValue ?? epoch
                 try state.apply(JSONPatch.decode(message["ops"]!))
                 version = message["version"]!.intValue!
             case "error":
