@@ -87,22 +87,28 @@ final class ClusterViewers: @unchecked Sendable {
 
     // MARK: Other nodes
 
-    /// A message from the room's subject.
+    /// A message from the room's subject. A `set` or `remove` costs the same however many
+    /// viewers the node has (a join storm must not cost each node n² work).
     func receive(_ message: NATSMessage, now: ContinuousClock.Instant) {
         guard let json = try? JSONParser().parse(message.data), let from = json["node"]?.stringValue, from != node.name else { return }
-        let known = remote[from]?.viewers ?? [:]
-        var viewers = known
+        // Taken out while changed, so the dictionary is not copied.
+        var viewers = remote.removeValue(forKey: from)?.viewers ?? [:]
+        var set: [AnnouncedViewer] = []
+        var removed: [String] = []
         if let viewer = json["set"].flatMap(Self.decode) {
-            viewers[viewer.viewer.id] = viewer
+            if viewers.updateValue(viewer, forKey: viewer.viewer.id)?.viewer != viewer.viewer { set.append(viewer) }
         } else if let id = json["remove"]?.stringValue {
-            viewers[id] = nil
+            if viewers.removeValue(forKey: id) != nil { removed.append(id) }
         } else if let list = json["viewers"]?.arrayValue {
-            viewers = Dictionary(list.compactMap(Self.decode).map { ($0.viewer.id, $0) }, uniquingKeysWith: { _, last in last })
+            let listed = Dictionary(list.compactMap(Self.decode).map { ($0.viewer.id, $0) }, uniquingKeysWith: { _, last in last })
+            set = listed.values.filter { viewers[$0.viewer.id]?.viewer != $0.viewer }
+            removed = viewers.keys.filter { listed[$0] == nil }
+            viewers = listed
         } else if json["sync"]?.boolValue == true {
             heartbeat()
         }
         remote[from] = (viewers, now)
-        report(from, was: known, now: viewers)
+        if !set.isEmpty || !removed.isEmpty { onChange?(from, set, removed) }
     }
 
     /// Every `heartbeat`: this node's viewers for the others, and the viewers of nodes gone silent dropped.
@@ -110,7 +116,7 @@ final class ClusterViewers: @unchecked Sendable {
         heartbeat()
         for (name, entry) in remote where now - entry.heard > Self.silence {
             remote[name] = nil
-            report(name, was: entry.viewers, now: [:])
+            if !entry.viewers.isEmpty { onChange?(name, [], Array(entry.viewers.keys)) }
         }
     }
 
@@ -119,14 +125,6 @@ final class ClusterViewers: @unchecked Sendable {
         local = Dictionary(viewers.map { ($0.viewer.id, $0) }, uniquingKeysWith: { _, last in last })
         guard !viewers.isEmpty else { return }
         publish(["viewers": .array(viewers.map(Self.encode))])
-    }
-
-    /// Tells the owner (if this node is it) how a node's viewers changed.
-    private func report(_ node: String, was: [String: AnnouncedViewer], now: [String: AnnouncedViewer]) {
-        guard let onChange else { return }
-        let set = now.values.filter { was[$0.viewer.id]?.viewer != $0.viewer }
-        let removed = was.keys.filter { now[$0] == nil }
-        if !set.isEmpty || !removed.isEmpty { onChange(node, Array(set), Array(removed)) }
     }
 
     private func publish(_ fields: [String: JSON]) {
@@ -157,15 +155,22 @@ struct ClusterProjections {
     private var nodes: [String: [String: (viewer: Viewer, held: [String: JSON]?)]] = [:]
 
     /// A node's viewers changed: new ones are assumed to hold nothing unless announced as holding
-    /// something; known ones keep what they hold.
-    mutating func change(node: String, set: [AnnouncedViewer], removed: [String]) {
-        var viewers = nodes[node] ?? [:]
+    /// something; known ones keep what they hold. Returns, like `update`, the projections to send
+    /// to the viewers set (only theirs are computed: nothing else changed since the last turn).
+    mutating func change(node: String, set: [AnnouncedViewer], removed: [String], _ project: (Viewer) -> [String: JSON]) -> JSON? {
+        // Taken out while changed, so the dictionary is not copied.
+        var viewers = nodes.removeValue(forKey: node) ?? [:]
         for id in removed { viewers[id] = nil }
+        var changed: [String: JSON] = [:]
         for announced in set {
-            let held = viewers[announced.viewer.id].map(\.held) ?? (announced.holds ? nil : [:])
-            viewers[announced.viewer.id] = (announced.viewer, held)
+            let id = announced.viewer.id
+            let held = viewers[id].map(\.held) ?? (announced.holds ? nil : [:])
+            let now = project(announced.viewer)
+            viewers[id] = (announced.viewer, now)
+            if held != now { changed[id] = .object(now) }
         }
-        nodes[node] = viewers.isEmpty ? nil : viewers
+        if !viewers.isEmpty { nodes[node] = viewers }
+        return changed.isEmpty ? nil : [node: .object(changed)]
     }
 
     /// After a turn: every announced viewer's projection now, and `{node: {viewerID: projection}}`

@@ -334,9 +334,10 @@ actor Room: RoomEndpoint {
     private func changeClusterViewers(node: String, set: [AnnouncedViewer], removed: [String]) {
         guard viewerViews != nil, !isStopped else { return }
         if clusterProjections == nil { clusterProjections = ClusterProjections() }
-        clusterProjections!.change(node: node, set: set, removed: removed)
-        let deliveries = versionStep([])
-        if !deliveries.isEmpty { output.deliver(deliveries) }
+        guard let changed = clusterProjections!.change(node: node, set: set, removed: removed, { host.projection(for: $0) }) else { return }
+        // Only those viewers' values changed: an empty step for everyone, their projections for the log.
+        let shared = commitTurn([], evenIfEmpty: true)!
+        output.deliver([.patch(shared, to: subscriberList), .projections(changed, version: shared.version)])
     }
 
     /// Members of the room on any cluster node joined, changed or left (this room runs on the
