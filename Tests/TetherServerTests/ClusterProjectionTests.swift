@@ -71,6 +71,27 @@ struct ClusterProjectionTests {
         #expect(projections.update(project) == nil)
     }
 
+    @Test func aCrowdedNodesHeartbeatGoesInPartsThatMakeTheWholeListAgain() {
+        let viewers = (0..<100).map { AnnouncedViewer(viewer: Viewer(id: "viewer-\($0)", claims: ["team": "red"]), holds: $0 % 2 == 0) }
+        let chunks = ClusterViewers.split(viewers.map(ClusterViewers.encode), maxBytes: 400)
+        #expect(chunks.count > 5)
+        #expect(chunks.allSatisfy { JSON.array($0).encoded().count <= 400 })
+        #expect(ClusterViewers.split(viewers.map(ClusterViewers.encode), maxBytes: 1 << 20).count == 1)
+
+        var parts = HeartbeatParts()
+        let decoded = chunks.map { $0.compactMap(ClusterViewers.decode) }
+        // An incomplete beat gives nothing; the next beat starts over and completes.
+        #expect(parts.receive(decoded[0], from: "n2", beat: 1, parts: chunks.count) == nil)
+        var whole: [AnnouncedViewer]?
+        for (index, part) in decoded.enumerated() {
+            whole = parts.receive(part, from: "n2", beat: 2, parts: chunks.count)
+            #expect((whole == nil) == (index < decoded.count - 1))
+        }
+        #expect(whole?.map(\.viewer) == viewers.map(\.viewer))
+        #expect(whole?.map(\.holds) == viewers.map(\.holds))
+        #expect(parts.receive(decoded[0], from: "n3", beat: 9, parts: 1)?.count == decoded[0].count, "one part is the whole list")
+    }
+
     @Test func aForwardedActionCarriesItsViewer() throws {
         let viewer = Viewer(id: "ana", claims: ["sub": "ana", "team": "red"])
         let request = ForwardedAction.request(name: "vote", args: ["option": "pizza"], viewer: viewer)

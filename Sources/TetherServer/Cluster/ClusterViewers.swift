@@ -16,9 +16,11 @@ struct AnnouncedViewer: Sendable {
 ///
 /// - `{"node", "set": {"id", "claims", "holds"}}` and `{"node", "remove": id}` as this node's
 ///   viewers come and go (a viewer is one entry however many sessions it has here);
-/// - `{"node", "viewers": [...]}` every `heartbeat` while the node has viewers (the whole list:
-///   it replaces what others knew of that node), and at once after a `{"node", "sync": true}`,
-///   which a node sends when it becomes the room's owner.
+/// - `{"node", "viewers": [...], "beat", "part", "parts"}` every `heartbeat` while the node has
+///   viewers (the whole list, in parts of at most `maxPartBytes` so a crowded node stays under
+///   NATS's message size; once all parts of a beat arrived the list replaces what others knew of
+///   that node), and at once after a `{"node", "sync": true}`, which a node sends when it becomes
+///   the room's owner.
 ///
 /// A node not heard for `silence` has its viewers dropped. Every node keeps the table, so an
 /// owner has it at once; only the owner acts on it (`onChange`, feeding its `Room`). Confined to
@@ -26,6 +28,8 @@ struct AnnouncedViewer: Sendable {
 final class ClusterViewers: @unchecked Sendable {
     static let heartbeat: Duration = ClusterPresence.heartbeat
     static let silence: Duration = ClusterPresence.silence
+    /// A heartbeat's list is split into messages of about this size (NATS's default limit is 1 MiB).
+    static let maxPartBytes = 256 << 10
 
     private let node: ClusterNode
     private let subject: String
@@ -33,6 +37,9 @@ final class ClusterViewers: @unchecked Sendable {
     private var local: [String: AnnouncedViewer] = [:]
     /// The other nodes' viewers, and when each node was last heard.
     private var remote: [String: (viewers: [String: AnnouncedViewer], heard: ContinuousClock.Instant)] = [:]
+    /// Other nodes' heartbeats in parts.
+    private var parts = HeartbeatParts()
+    private var beat = 0
     private var subscription: NATSSubscription?
     /// While this node owns the room: a node's viewers changed (`set`: added, or their claims
     /// changed; `removed`: ids gone).
@@ -99,8 +106,10 @@ final class ClusterViewers: @unchecked Sendable {
             if viewers.updateValue(viewer, forKey: viewer.viewer.id)?.viewer != viewer.viewer { set.append(viewer) }
         } else if let id = json["remove"]?.stringValue {
             if viewers.removeValue(forKey: id) != nil { removed.append(id) }
-        } else if let list = json["viewers"]?.arrayValue {
-            let listed = Dictionary(list.compactMap(Self.decode).map { ($0.viewer.id, $0) }, uniquingKeysWith: { _, last in last })
+        } else if let list = json["viewers"]?.arrayValue,
+                  let complete = parts.receive(list.compactMap(Self.decode), from: from, beat: json["beat"]?.intValue ?? 0,
+                                               parts: json["parts"]?.intValue ?? 1) {
+            let listed = Dictionary(complete.map { ($0.viewer.id, $0) }, uniquingKeysWith: { _, last in last })
             set = listed.values.filter { viewers[$0.viewer.id]?.viewer != $0.viewer }
             removed = viewers.keys.filter { listed[$0] == nil }
             viewers = listed
@@ -124,7 +133,27 @@ final class ClusterViewers: @unchecked Sendable {
         let viewers = currentViewers()
         local = Dictionary(viewers.map { ($0.viewer.id, $0) }, uniquingKeysWith: { _, last in last })
         guard !viewers.isEmpty else { return }
-        publish(["viewers": .array(viewers.map(Self.encode))])
+        beat += 1
+        let chunks = Self.split(viewers.map(Self.encode), maxBytes: Self.maxPartBytes)
+        for (index, chunk) in chunks.enumerated() {
+            publish(["viewers": .array(chunk), "beat": .int(beat), "part": .int(index), "parts": .int(chunks.count)])
+        }
+    }
+
+    /// `entries` in consecutive parts of at most `maxBytes` encoded (an entry larger than that alone).
+    static func split(_ entries: [JSON], maxBytes: Int) -> [[JSON]] {
+        var chunks: [[JSON]] = [[]]
+        var bytes = 0
+        for entry in entries {
+            let size = entry.encoded().count + 1
+            if bytes + size > maxBytes, !chunks[chunks.count - 1].isEmpty {
+                chunks.append([])
+                bytes = 0
+            }
+            chunks[chunks.count - 1].append(entry)
+            bytes += size
+        }
+        return chunks
     }
 
     private func publish(_ fields: [String: JSON]) {
@@ -142,6 +171,26 @@ final class ClusterViewers: @unchecked Sendable {
     static func decode(_ json: JSON) -> AnnouncedViewer? {
         guard let id = json["id"]?.stringValue else { return nil }
         return AnnouncedViewer(viewer: Viewer(id: id, claims: json["claims"] ?? .object([:])), holds: json["holds"]?.boolValue == true)
+    }
+}
+
+/// Other nodes' heartbeat lists arriving in parts: a node's list is whole once every part of one
+/// beat arrived (a part lost with core NATS leaves that beat incomplete; the next one replaces it).
+struct HeartbeatParts {
+    private var pending: [String: (beat: Int, viewers: [AnnouncedViewer], received: Int)] = [:]
+
+    /// One part from `node`: the node's whole list when it completes its beat, else nil.
+    mutating func receive(_ viewers: [AnnouncedViewer], from node: String, beat: Int, parts: Int) -> [AnnouncedViewer]? {
+        guard parts > 1 else { return viewers }
+        var entry = pending.removeValue(forKey: node) ?? (beat, [], 0)
+        if entry.beat != beat { entry = (beat, [], 0) }
+        entry.viewers += viewers
+        entry.received += 1
+        guard entry.received == parts else {
+            pending[node] = entry
+            return nil
+        }
+        return entry.viewers
     }
 }
 
