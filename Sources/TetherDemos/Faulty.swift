@@ -2,7 +2,7 @@ import TetherJSON
 import TetherState
 
 /// A room whose action fails on the server's side, so tests can reach the `internal` error code.
-/// Registered only with `tetherd --test-kinds` (with the BenchViews and BenchPresence kinds).
+/// Registered only with `tetherd --test-kinds` (with the BenchViews, BenchPresence and Roster kinds).
 public final class Faulty: ViewModel {
     struct Failure: Error {}
 
@@ -21,5 +21,7 @@ extension Demos {
         ViewModelKind("bench-viewers", scope: .shared, BenchViews.self) { BenchViews(context: $0, groups: nil) },
         // Presence churn under load.
         ViewModelKind("bench-presence", scope: .shared, BenchPresence.self),
+        // A ViewModel that follows presence.
+        ViewModelKind("roster", scope: .shared, Roster.self),
     ]
 }

@@ -23,8 +23,7 @@ public struct Viewer: Hashable, Sendable {
         hasher.combine(id)
     }
 
-    /// The viewer of actions that come with none: tests that don't name one, and actions a
-    /// cluster node forwards to a room's owner.
+    /// The viewer of actions that come with none: tests that don't name one.
     public static let unidentified = Viewer(id: "")
 }
 

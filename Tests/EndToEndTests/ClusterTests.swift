@@ -12,10 +12,13 @@ final class ClusterFixture {
     let nats: NATSCluster
     private(set) var nodes: [String: Daemon] = [:]
     let lease: Int
+    /// More tetherd arguments for every node (`--auth-secret`, `--test-kinds`...).
+    let arguments: [String]
 
-    init(nodes names: [String] = ["n1", "n2", "n3"], lease: Int = 2) throws {
+    init(nodes names: [String] = ["n1", "n2", "n3"], lease: Int = 2, arguments: [String] = []) throws {
         nats = try NATSCluster(size: 3)
         self.lease = lease
+        self.arguments = arguments
         do {
             for name in names { try start(name) }
         } catch {
@@ -27,7 +30,7 @@ final class ClusterFixture {
     @discardableResult
     func start(_ name: String, port: Int = 0) throws -> Daemon {
         let daemon = try Daemon(arguments: ["--nats", nats.urls.joined(separator: ","), "--node", name, "--lease-seconds", "\(lease)",
-                                            "--log-level", "info"],
+                                            "--log-level", "info"] + arguments,
                                 port: port, timeout: .seconds(60))
         nodes[name] = daemon
         return daemon

@@ -7,20 +7,32 @@ import TetherTestSupport
 /// own choice and nobody else's; everyone's carry the totals.
 @Suite("End to end: per-viewer values", .serialized)
 struct PerViewerTests {
-    /// One raw connection mirroring one room from the frames it receives.
+    /// One raw connection mirroring one room from the frames it receives (also used by the
+    /// cluster's tests, where a first join may wait for the room to load: `timeout`).
     final class Voter {
         let socket: RawWebSocket
+        let room: String
+        let timeout: Duration
+        /// The connection's session id (its `hello`).
+        let sessionID: String
         var state: JSON = .null
+        var epoch = ""
         var version = -1
         /// Every frame received for the room, as text, to check what crossed the wire.
         var frames: [String] = []
         private var nextID = 1
 
-        init(port: Int, room: String, token: String?) throws {
+        init(port: Int, room: String, token: String?, presence: JSON? = nil, since: JSON? = nil, timeout: Duration = .seconds(5)) throws {
             socket = try RawWebSocket(port: port)
-            #expect(try socket.receiveJSON()["type"] == "hello")
+            self.room = room
+            self.timeout = timeout
+            let hello = try socket.receiveJSON()
+            #expect(hello["type"] == "hello")
+            sessionID = hello["session"]?.stringValue ?? ""
             var join: [String: JSON] = ["type": "join", "room": .string(room), "id": 0]
             if let token { join["token"] = .string(token) }
+            if let presence { join["presence"] = presence }
+            if let since { join["since"] = since }
             try socket.send(json: .object(join))
             try readUntilAck(0)
         }
@@ -28,48 +40,56 @@ struct PerViewerTests {
         func act(_ name: String, _ args: JSON = [:]) throws {
             let id = nextID
             nextID += 1
-            try socket.send(json: ["type": "action", "room": "vote", "name": .string(name), "args": args, "id": .int(id)])
+            try socket.send(json: ["type": "action", "room": .string(room), "name": .string(name), "args": args, "id": .int(id)])
             try readUntilAck(id)
+        }
+
+        /// Reads (and mirrors) until the mirrored state satisfies `done`.
+        func follow(timeout: Duration, until done: (JSON) -> Bool) throws {
+            let start = ContinuousClock.now
+            while !done(state) {
+                try read(try socket.receiveJSON(timeout: max(.milliseconds(1), timeout - (.now - start))))
+            }
         }
 
         /// Reads (and mirrors) until the ack of request `id`.
         func readUntilAck(_ id: Int) throws {
             while true {
-                let message = try socket.receiveJSON()
-                frames.append(String(decoding: message.encoded(), as: UTF8.self))
-                switch message["type"]?.stringValue {
-                case "snapshot":
-                    state = message["state"]!
-                    version = message["version"]!.intValue!
-                case "patch":
-                    #expect(message["from"]?.intValue == version, "gapless: \(message)")
-                    try state.apply(JSONPatch.decode(message["ops"]!))
-                    version = message["version"]!.intValue!
-                case "ack" where message["id"]?.intValue == id:
-                    return
-                case "error":
-                    throw RefusedRequest(message: message)
-                default: break
-                }
+                let message = try socket.receiveJSON(timeout: timeout)
+                if message["type"] == "ack" && message["id"]?.intValue == id { return }
+                try read(message)
+            }
+        }
+
+        /// Mirrors one message (throws on an error frame).
+        private func read(_ message: JSON) throws {
+            frames.append(String(decoding: message.encoded(), as: UTF8.self))
+            switch message["type"]?.stringValue {
+            case "snapshot":
+                state = message["state"]!
+                epoch = message["epoch"]?.stringValue ?? ""
+                version = message["version"]!.intValue!
+            case "patch":
+                #expect(message["from"]?.intValue == version, "gapless: \(message)")
+                epoch = message["epoch"]?.stringValue ?? epoch
+                try state.apply(JSONPatch.decode(message["ops"]!))
+                version = message["version"]!.intValue!
+            case "error":
+                throw RefusedRequest(message: message)
+            default: break
             }
         }
 
         /// Reads whatever else arrives within a short while (patches caused by others).
         func catchUp(to version: Int) throws {
-            while self.version < version {
-                let message = try socket.receiveJSON()
-                frames.append(String(decoding: message.encoded(), as: UTF8.self))
-                guard message["type"] == "patch" else { continue }
-                #expect(message["from"]?.intValue == self.version, "gapless: \(message)")
-                try state.apply(JSONPatch.decode(message["ops"]!))
-                self.version = message["version"]!.intValue!
-            }
+            while self.version < version { try read(try socket.receiveJSON()) }
         }
     }
 
     struct RefusedRequest: Error { let message: JSON }
 
-    private func token(_ subject: String) throws -> String {
+    /// A token for the vote room signed with the secret "s3cret".
+    static func token(_ subject: String) throws -> String {
         let result = try runProgram(Daemon.executable("tetherd"),
                                     ["token", "--secret", "s3cret", "--subject", subject, "--rooms", "vote", "--ttl", "600"])
         #expect(result.status == 0)
@@ -79,9 +99,9 @@ struct PerViewerTests {
     @Test func tokenSubjectsSeeOnlyTheirOwnChoiceAndEveryoneTheTotals() throws {
         let daemon = try Daemon(arguments: ["--auth-secret", "s3cret", "--memory-only"])
         defer { daemon.stop() }
-        let ana = try Voter(port: daemon.port, room: "vote", token: try token("ana"))
-        let bo = try Voter(port: daemon.port, room: "vote", token: try token("bo"))
-        let cy = try Voter(port: daemon.port, room: "vote", token: try token("cy"))
+        let ana = try Voter(port: daemon.port, room: "vote", token: try Self.token("ana"))
+        let bo = try Voter(port: daemon.port, room: "vote", token: try Self.token("bo"))
+        let cy = try Voter(port: daemon.port, room: "vote", token: try Self.token("cy"))
 
         try ana.act("vote", ["option": "pizza"])
         try bo.act("vote", ["option": "salad"])

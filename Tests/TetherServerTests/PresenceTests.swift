@@ -300,25 +300,3 @@ struct PresenceWindowTests {
         }
     }
 }
-
-/// Publishes who is here and who edits what, from presence only: the state follows the members.
-final class Roster: ViewModel {
-    let here: Observable<[String]>
-    let editing: ObservableMap<String, String>
-    private let bag = CancellableBag()
-
-    init(context: ViewModelContext) {
-        here = context.property("here", [String]())
-        editing = context.map("editing", [String: String]())
-        context.presence.members.bind { [unowned self] members in
-            here.value = members.values.compactMap { $0.data["name"]?.stringValue }.sorted()
-            let claimed = Dictionary(members.values.compactMap { member in
-                member.data["editing"]?.stringValue.map { ($0, member.data["name"]?.stringValue ?? member.user) }
-            }, uniquingKeysWith: { first, _ in first })
-            for item in Array(editing.keys) where claimed[item] == nil { editing.removeValue(forKey: item) }
-            for (item, name) in claimed where editing[item] != name { editing[item] = name }
-        }.store(in: bag)
-    }
-
-    static let actions = ActionTable<Roster>()
-}

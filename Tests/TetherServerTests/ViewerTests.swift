@@ -144,11 +144,11 @@ struct ViewerTests {
         let host = ViewModelKind("teams", scope: .shared, Teams.self).instantiate(room: "teams")
         let a1 = Self.subscriber("a1", team: "a"), a2 = Self.subscriber("a2", team: "a"), b1 = Self.subscriber("b1", team: "b")
         var views = ViewerViews()
-        for subscriber in [a1, a2, b1] { views.add(subscriber, host: host) }
+        for subscriber in [a1, a2, b1] { views.add(subscriber) { host.projection(for: $0) } }
 
         try host.perform("promote", args: ["team": "a"])
         let operations = try host.finishTurn(maxEncodedSize: 1 << 20)
-        let changes = views.update(host: host)
+        let changes = views.update { host.projection(for: $0) }
         #expect(changes.count == 2, "computed once per viewer: a1 and a2 each changed")
         let shared = PatchFrame(room: "teams", epoch: "e", from: 0, version: 1, operations: operations)
         let deliveries = views.deliveries(of: shared, changes: changes, to: [a1, a2, b1], compressAbove: nil)
@@ -168,7 +168,7 @@ struct ViewerTests {
         // frame empty for everyone else.
         views.remove(a2)
         host.model(as: Teams.self)!.levels["b"] = 7
-        let onlyB = views.update(host: host)
+        let onlyB = views.update { host.projection(for: $0) }
         #expect(onlyB == [b1.viewer: [.add(path: "/level", value: 7)]])
     }
 }

@@ -42,7 +42,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private var history: PatchHistory
     private var subscribers: Set<SessionHandle> = []
     private var subscriberList: [SessionHandle] = []
-    private var snapshotCache: (version: Int, frame: [UInt8])?
+    /// Snapshot frames of one version, by projection (`[:]`: the shared document alone).
+    private var snapshotCache: (version: Int, frames: [[String: JSON]: [UInt8]]) = (-1, [:])
     private var isCatchingUp = false
     /// Live messages that arrived while the log was being read.
     private var liveBuffer: [NATSMessage] = []
@@ -51,6 +52,13 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     /// Who is here, on every node (Presence/ClusterPresence.swift); nil for kinds without presence.
     private let presence: ClusterPresence?
     private var presenceTimer: (any ServerTimer)?
+    /// When the ViewModel publishes values per viewer (nil otherwise: the plain path): who each
+    /// subscriber here is and the projection each viewer's sessions hold, as the owner's log
+    /// messages give them (Cluster/ClusterViewers.swift).
+    private var viewerViews: ViewerViews?
+    /// This node's viewers announced to the owner, and every node's (for when this node owns).
+    private var viewers: ClusterViewers?
+    private var viewersTimer: (any ServerTimer)?
     private var waitingActions: [(String, JSON?, ActionReplyTarget)] = []
     /// Acks and errors to deliver once the replica reached `version` (patch before ack).
     private var pendingReplies: [(version: Int, delivery: RoomDelivery)] = []
@@ -70,7 +78,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     // Appends (owner only).
     private enum Append {
-        case patch(PatchFrame)
+        /// A version step, with the projections it changed on each node (per-viewer values).
+        case patch(PatchFrame, projections: JSON?)
         case epochStart(epoch: String, version: Int, frame: [UInt8])
     }
     private var appendQueue: [Append] = []
@@ -95,6 +104,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         self.output = output
         self.presence = kind.hasPresence ? ClusterPresence(room: name, node: node, maxMembers: environment.configuration.maxPresenceMembers,
                                                                     window: environment.configuration.presenceWindow, clock: environment.runtime.clock) : nil
+        if kind.instantiate(room: name).hasPerViewerValues { self.viewerViews = ViewerViews() }
         self.queue = environment.runtime.makeRoomExecutor(name)
         self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
                                     maxBytes: environment.configuration.historyMaxBytes)
@@ -108,6 +118,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             predecessor?.waitUntilStopped()
             subscribeToLog()
             startPresence()
+            startViewers()
             loadSnapshot()
             let interval = node.lease / 2
             checkTimer = environment.runtime.clock.startTimer(every: interval) { [self] in queue.execute { self.checkOwner() } }
@@ -150,6 +161,39 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
     }
 
+    // MARK: Per-viewer values
+
+    private func startViewers() {
+        guard viewerViews != nil else { return }
+        let viewers = ClusterViewers(room: name, node: node) { [unowned self] in
+            viewerViews!.viewers.map { AnnouncedViewer(viewer: $0, holds: viewerViews!.projection(of: $0)?.isEmpty == false) }
+        }
+        self.viewers = viewers
+        viewers.start { [self] message in
+            queue.execute { self.viewers?.receive(message, now: self.environment.runtime.clock.now) }
+        }
+        viewersTimer = environment.runtime.clock.startTimer(every: ClusterViewers.heartbeat) { [self] in
+            queue.execute { self.viewers?.tick(now: self.environment.runtime.clock.now) }
+        }
+    }
+
+    /// Records a subscriber's viewer, announcing a viewer new to this node (and one it no longer has).
+    private func addViewer(_ session: SessionHandle) {
+        guard viewerViews != nil, let viewers else { return }
+        let previous = viewerViews!.viewer(of: session)
+        let isNew = viewerViews!.projection(of: session.viewer) == nil
+        // A viewer new to this node sees the shared document alone until the owner's next step brings theirs.
+        viewerViews!.add(session) { _ in [:] }
+        if isNew { viewers.add(AnnouncedViewer(viewer: session.viewer, holds: false)) }
+        if let previous, previous != session.viewer, viewerViews!.projection(of: previous) == nil { viewers.remove(previous) }
+    }
+
+    private func removeViewer(_ session: SessionHandle) {
+        guard viewerViews != nil, let viewer = viewerViews!.viewer(of: session) else { return }
+        viewerViews!.remove(session)
+        if viewerViews!.projection(of: viewer) == nil { viewers?.remove(viewer) }
+    }
+
     /// After other nodes' members changed (or with `changed` false, when the window ends).
     private func presenceDeliver(_ changed: Bool) {
         guard phase != .stopped else { return }
@@ -170,6 +214,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     func leave(_ session: SessionHandle) {
         queue.execute { [self] in
             if subscribers.remove(session) != nil { subscriberList = Array(subscribers) }
+            removeViewer(session)
             waitingJoins.removeAll { $0.0 == session }
             if presence?.remove(session) == true {
                 let deliveries = presenceChanged()
@@ -308,10 +353,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             published.version = newVersion
             document = state
             history.removeAll()
-            snapshotCache = (newVersion, entry.frame)
+            snapshotCache = (newVersion, [[:]: entry.frame])
             lastSequence = sequence
-            // A new epoch: everyone here starts over from its snapshot.
-            output.deliver(subscriberList.map { .message(.snapshot(room: name, version: newVersion, frame: entry.frame), to: $0) })
+            // A new epoch: everyone here starts over from its snapshot (with their projection).
+            output.deliver(subscriberList.map { viewerViews == nil ? .message(.snapshot(room: name, version: newVersion, frame: entry.frame), to: $0) : snapshot(for: $0) })
             serveWaiting()
         case .patch:
             guard entry.epoch == epoch, entry.from == version,
@@ -333,7 +378,16 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             if let patch = PatchFrame(room: name, epoch: entry.epoch, from: entry.from, version: entry.version, encodedFrame: entry.frame,
                                      compressAbove: environment.configuration.compressionThreshold) {
                 history.append(patch)
-                if !subscriberList.isEmpty { output.deliver([.patch(patch, to: subscriberList)]) }
+                if viewerViews != nil {
+                    // What the owner says this node's viewers see now; the operations are this
+                    // node's own, from what its sessions hold (robust against stale messages).
+                    let given = entry.projections?[node.name]?.objectValue
+                    let changes = given == nil ? [:] : viewerViews!.update { viewer in given![viewer.id]?.objectValue }
+                    output.deliver(viewerViews!.deliveries(of: patch, changes: changes, to: subscriberList,
+                                                           compressAbove: environment.configuration.compressionThreshold))
+                } else if !subscriberList.isEmpty {
+                    output.deliver([.patch(patch, to: subscriberList)])
+                }
             }
         }
         releaseReplies()
@@ -347,7 +401,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         document = .null
         lastSequence = 0
         history.removeAll()
-        snapshotCache = nil
+        snapshotCache = (-1, [:])
         loadSnapshot()
     }
 
@@ -372,8 +426,11 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         guard let epoch else { return }
         if subscribers.insert(session).inserted { subscriberList = Array(subscribers) }
+        addViewer(session)
         var deliveries: [RoomDelivery]
-        if let since, since.epoch == epoch, let missing = history.patches(after: since.version, newest: version) {
+        // As on one node: the history holds the shared operations only, so a resume of a room
+        // with per-viewer values gets a snapshot.
+        if let since, since.epoch == epoch, viewerViews == nil, let missing = history.patches(after: since.version, newest: version) {
             node.metrics.resumes(fromHistory: true)
             let patches = missing.isEmpty ? [PatchFrame(room: name, epoch: epoch, from: version, version: version, operations: [])] : missing
             deliveries = patches.map { .message(.patch($0), to: session) }
@@ -392,12 +449,16 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     }
 
     private func snapshot(for session: SessionHandle) -> RoomDelivery {
+        let projection = viewerViews?.projection(of: session) ?? [:]
+        // Bounded, as in `Room`: one view per viewer must not keep a snapshot each.
+        if snapshotCache.version != version || snapshotCache.frames.count >= 64 { snapshotCache = (version, [:]) }
         let frame: [UInt8]
-        if let cached = snapshotCache, cached.version == version {
-            frame = cached.frame
+        if let cached = snapshotCache.frames[projection] {
+            frame = cached
         } else {
-            frame = ServerMessage.snapshot(room: name, epoch: epoch ?? "", version: version, state: document).encoded()
-            snapshotCache = (version, frame)
+            let state = Projection.document(shared: document, projection: projection)
+            frame = ServerMessage.snapshot(room: name, epoch: epoch ?? "", version: version, state: state).encoded()
+            snapshotCache.frames[projection] = frame
         }
         return .message(.snapshot(room: name, version: version, frame: frame), to: session)
     }
@@ -432,7 +493,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             return
         }
         node.metrics.forwardedActions.increment()
-        node.connection.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args), timeout: .seconds(5)) { [self] result in
+        node.connection.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args, viewer: target.viewer), timeout: .seconds(5)) { [self] result in
             queue.execute { self.forwarded(result, action: action, args: args, target: target, attempt: attempt) }
         }
     }
@@ -468,7 +529,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func reply(_ outcome: ActionOutcome, to target: ActionReplyTarget, afterVersion version: Int) {
         switch target {
         case .session: deliver(.reply(outcome, to: target), afterVersion: version)
-        case .remote(let respond): respond(outcome)
+        case .remote(_, let respond): respond(outcome)
         }
     }
 
@@ -482,11 +543,11 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             respond(.failed(Self.unavailable("room \(name) is changing owners; try again")))
             return
         }
-        guard let (action, args) = ForwardedAction.parseRequest(message.data) else {
+        guard let (action, args, viewer) = ForwardedAction.parseRequest(message.data) else {
             respond(.failed(ProtocolError(.badMessage, "unreadable forwarded action")))
             return
         }
-        ownership.room.perform(action, args: args, replyTo: .remote(respond))
+        ownership.room.perform(action, args: args, replyTo: .remote(viewer: viewer, respond: respond))
     }
 
     // MARK: Ownership
@@ -600,14 +661,35 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 queue.execute {
                     self.appendQueue.insert(.epochStart(epoch: epoch, version: version, frame: frame), at: 0)
                     self.producedVersion = version
+                    // Only now: a turn the feed causes must follow the epoch's start in the log.
+                    if self.ownership?.room === room { self.feedOwner(room) }
                     self.sendAppend()
                     self.finishAcquiring(true)
                     self.drainWaitingActions()
                 }
             }
         } else {
+            feedOwner(room)
             finishAcquiring(true)
             drainWaitingActions()
+        }
+    }
+
+    /// Gives the owner's ViewModel what the cluster knows of the room, then every change as it
+    /// arrives: the members on every node (its `context.presence`) and the viewers of every
+    /// node's sessions (for per-viewer values). What nodes hold of projections is not known
+    /// after a change of owner, so each viewer's projection is sent once whatever it is.
+    private func feedOwner(_ room: Room) {
+        if let presence {
+            room.clusterPresenceChanged(listed: Array(presence.document.members.values), left: [])
+            presence.onMemberChange = { listed, left in room.clusterPresenceChanged(listed: listed, left: left) }
+        }
+        if let viewers {
+            for (node, announced) in viewers.all where !announced.isEmpty {
+                room.clusterViewersChanged(node: node, set: announced.map { AnnouncedViewer(viewer: $0.viewer, holds: true) }, removed: [])
+            }
+            viewers.onChange = { node, set, removed in room.clusterViewersChanged(node: node, set: set, removed: removed) }
+            viewers.sync()
         }
     }
 
@@ -638,6 +720,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         guard let ownership else { return }
         logger.notice("cluster: node \(node.name) stops owning room \(name): \(reason)")
         self.ownership = nil
+        presence?.onMemberChange = nil
+        viewers?.onChange = nil
         ownership.room.stop()
         ownership.actions.unsubscribe()
         ownership.renewal.cancel()
@@ -668,9 +752,14 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         for delivery in deliveries {
             switch delivery {
             case .patch(let patch, _):
-                appendQueue.append(.patch(patch))
+                appendQueue.append(.patch(patch, projections: nil))
                 producedVersion = patch.version
-            case .reply(let outcome, .remote(let respond)):
+            case .projections(let projections, let version):
+                // Follows its version's patch, which is still queued (appends start below).
+                if let last = appendQueue.indices.last, case .patch(let patch, nil) = appendQueue[last], patch.version == version {
+                    appendQueue[last] = .patch(patch, projections: projections)
+                }
+            case .reply(let outcome, .remote(_, let respond)):
                 remoteReplies.append((producedVersion, outcome, respond))
             case .reply(let outcome, let target):
                 deliver(.reply(outcome, to: target), afterVersion: producedVersion)
@@ -690,31 +779,45 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         switch appendQueue[0] {
         case .epochStart(let epoch, let version, let frame):
             entry = LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node.name, frame: frame)
-        case .patch(let first):
+        case .patch(let first, let firstProjections):
             var last = first
             var bytes = first.operations.count
-            while count < appendQueue.count, case .patch(let next) = appendQueue[count], next.epoch == first.epoch,
+            while count < appendQueue.count, case .patch(let next, _) = appendQueue[count], next.epoch == first.epoch,
                   next.from == last.version, bytes + next.operations.count <= Self.maxAppendBytes {
                 last = next
                 bytes += next.operations.count
                 count += 1
             }
             var frame = first.frame
+            var projections = firstProjections
             if count > 1 {
-                let patches = appendQueue[0..<count].compactMap { item -> PatchFrame? in
-                    if case .patch(let patch) = item { patch } else { nil }
+                projections = nil
+                var patches: [PatchFrame] = []
+                for case .patch(let patch, let changed) in appendQueue[0..<count] {
+                    patches.append(patch)
+                    if let changed { projections = Self.merge(projections, changed) }
                 }
                 PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &frame)
             }
-            entry = LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node.name, frame: frame)
+            entry = LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node.name, frame: frame,
+                             projections: projections)
         }
         let now = environment.runtime.clock.now
         inFlight = (entry, count, now, now)
         publish(entry)
     }
 
+    /// Projections of consecutive steps in one message: per node and viewer, the later one.
+    private static func merge(_ earlier: JSON?, _ later: JSON) -> JSON {
+        guard var nodes = earlier?.objectValue, let laterNodes = later.objectValue else { return later }
+        for (node, viewers) in laterNodes {
+            nodes[node] = .object((nodes[node]?.objectValue ?? [:]).merging(viewers.objectValue ?? [:]) { _, new in new })
+        }
+        return .object(nodes)
+    }
+
     private func publish(_ entry: LogEntry) {
-        node.jetStream.publish(node.logSubject(name), entry.frame, headers: entry.headers, messageID: entry.messageID(room: name),
+        node.jetStream.publish(node.logSubject(name), entry.data, headers: entry.headers, messageID: entry.messageID(room: name),
                                expectedLastSubjectSequence: appendedSequence, timeout: .seconds(2)) { [self] result in
             queue.execute { self.appendFinished(result, entry: entry) }
         }
@@ -779,6 +882,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         checkTimer?.cancel()
         presence?.stop()
         presenceTimer?.cancel()
+        viewers?.stop()
+        viewersTimer?.cancel()
         let failure = ActionOutcome.failed(Self.unavailable("room \(name) is closing on this node"))
         for (_, _, target) in waitingActions { reply(failure, to: target, afterVersion: 0) }
         waitingActions.removeAll()

@@ -1,10 +1,17 @@
 import TetherJSON
 import TetherNATS
 import TetherProtocol
+import TetherState
 
 /// One message of a room's log in the cluster: a version step (a patch frame, possibly
 /// spanning several versions) or the start of an epoch (a snapshot frame). The data is the
 /// frame exactly as clients receive it; the headers say what it is without parsing it.
+///
+/// In a room with per-viewer values, a version step that changed what some viewers see beyond
+/// the shared document carries their new projections after the frame: the header
+/// `Tether-Frame-Length` gives the frame's length, the rest of the data is
+/// `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift). Without it (every plain
+/// room), the data is the frame alone.
 struct LogEntry: Sendable {
     enum Kind: String, Sendable { case patch, snapshot }
 
@@ -15,10 +22,21 @@ struct LogEntry: Sendable {
     /// The node that appended it (to tell one's own retried append from another owner's).
     var node: String
     var frame: [UInt8]
+    /// The changed projections of viewers on each node, `{node: {viewerID: projection}}`; nil
+    /// when none changed.
+    var projections: JSON?
 
     var headers: NATSHeaders {
-        ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
-         "Tether-Version": String(version), "Tether-Node": node]
+        var headers: NATSHeaders = ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
+                                    "Tether-Version": String(version), "Tether-Node": node]
+        if projections != nil { headers["Tether-Frame-Length"] = String(frame.count) }
+        return headers
+    }
+
+    /// The message's data: the frame, then the projections if any.
+    var data: [UInt8] {
+        guard let projections else { return frame }
+        return frame + projections.encoded()
     }
 
     /// Every append of one slot (room, epoch, first version) carries the same id, so of two
@@ -27,20 +45,29 @@ struct LogEntry: Sendable {
         "\(room)/\(epoch)/\(kind == .snapshot ? "start-" : "")\(from)"
     }
 
-    init(kind: Kind, epoch: String, from: Int, version: Int, node: String, frame: [UInt8]) {
+    init(kind: Kind, epoch: String, from: Int, version: Int, node: String, frame: [UInt8], projections: JSON? = nil) {
         self.kind = kind
         self.epoch = epoch
         self.from = from
         self.version = version
         self.node = node
         self.frame = frame
+        self.projections = projections
     }
 
     init?(headers: NATSHeaders, data: [UInt8]) {
         guard let kind = headers["Tether-Kind"].flatMap(Kind.init(rawValue:)), let epoch = headers["Tether-Epoch"],
               let from = headers["Tether-From"].flatMap({ Int($0) }), let version = headers["Tether-Version"].flatMap({ Int($0) })
         else { return nil }
-        self.init(kind: kind, epoch: epoch, from: from, version: version, node: headers["Tether-Node"] ?? "", frame: data)
+        var frame = data
+        var projections: JSON?
+        if let length = headers["Tether-Frame-Length"].flatMap({ Int($0) }) {
+            guard length <= data.count, let parsed = try? JSONParser().parse(Array(data[length...])) else { return nil }
+            frame = Array(data[..<length])
+            projections = parsed
+        }
+        self.init(kind: kind, epoch: epoch, from: from, version: version, node: headers["Tether-Node"] ?? "", frame: frame,
+                  projections: projections)
     }
 }
 
@@ -71,16 +98,19 @@ struct ClusterSnapshot: Sendable {
     }
 }
 
-/// An action forwarded to a room's owner, and its answer.
+/// An action forwarded to a room's owner, with who sent it, and its answer.
 enum ForwardedAction {
-    static func request(name: String, args: JSON?) -> [UInt8] {
-        JSON.object(["name": .string(name), "args": args ?? .null]).encoded()
+    static func request(name: String, args: JSON?, viewer: Viewer) -> [UInt8] {
+        JSON.object(["name": .string(name), "args": args ?? .null, "viewer": ["id": .string(viewer.id), "claims": viewer.claims]]).encoded()
     }
 
-    static func parseRequest(_ bytes: [UInt8]) -> (name: String, args: JSON?)? {
+    static func parseRequest(_ bytes: [UInt8]) -> (name: String, args: JSON?, viewer: Viewer)? {
         guard let json = try? JSONParser().parse(bytes), let name = json["name"]?.stringValue else { return nil }
         let args = json["args"]
-        return (name, args == .null ? nil : args)
+        let viewer = json["viewer"].flatMap { viewer in
+            viewer["id"]?.stringValue.map { Viewer(id: $0, claims: viewer["claims"] ?? .object([:])) }
+        }
+        return (name, args == .null ? nil : args, viewer ?? .unidentified)
     }
 
     static func reply(_ outcome: ActionOutcome) -> [UInt8] {

@@ -401,8 +401,10 @@ public final class SessionHub: @unchecked Sendable {
             case .reply(let outcome, .session(let handle, let id, let room)):
                 guard !handle.session.isClosed else { continue }
                 enqueue(.control(outcome.frame(id: id, room: room)), for: handle.session, fromRoom: true)
-            case .reply(let outcome, .remote(let respond)):
+            case .reply(let outcome, .remote(_, let respond)):
                 respond(outcome)
+            case .projections:
+                break  // a cluster owner's, for its log: its room has no sessions of its own
             }
         }
     }

@@ -24,6 +24,9 @@ final class ClusterPresence: @unchecked Sendable {
     /// The other nodes' members in this room, and when each node was last heard.
     private var remote: [String: (members: Set<String>, heard: ContinuousClock.Instant)] = [:]
     private var subscription: NATSSubscription?
+    /// While this node owns the room: members listed or changed, and member ids unlisted, on
+    /// any node (the owner's ViewModel sees them in `context.presence`).
+    var onMemberChange: ((_ listed: [PresenceMember], _ left: [String]) -> Void)?
 
     init(room: String, node: ClusterNode, maxMembers: Int, window: Duration, clock: any ServerClock) {
         document = RoomPresence(room: room, maxMembers: maxMembers, window: window, clock: clock)
@@ -41,6 +44,7 @@ final class ClusterPresence: @unchecked Sendable {
         subscription?.unsubscribe()
         subscription = nil
         document.stop()
+        onMemberChange = nil
     }
 
     // MARK: This node's sessions
@@ -50,20 +54,23 @@ final class ClusterPresence: @unchecked Sendable {
     /// A local join with presence (nothing once the room lists its maximum).
     func add(_ session: SessionHandle, _ member: PresenceMember) -> Bool {
         guard document.isListed(session) || !document.isFull else { return false }
-        let changed = document.add(session, member)
-        if changed, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
-        return changed
+        guard document.add(session, member), let listed = document.member(of: session) else { return false }
+        publish(["set": Self.encode(listed)])
+        onMemberChange?([listed], [])
+        return true
     }
 
     func update(_ session: SessionHandle, data: JSON) -> Bool {
-        let changed = document.update(session, data: data)
-        if changed, let listed = document.member(of: session) { publish(["set": Self.encode(listed)]) }
-        return changed
+        guard document.update(session, data: data), let listed = document.member(of: session) else { return false }
+        publish(["set": Self.encode(listed)])
+        onMemberChange?([listed], [])
+        return true
     }
 
     func remove(_ session: SessionHandle) -> Bool {
         guard let left = document.remove(session) else { return false }
         publish(["remove": .string(left)])
+        onMemberChange?([], [left])
         return true
     }
 
@@ -78,37 +85,58 @@ final class ClusterPresence: @unchecked Sendable {
     /// A message from the room's subject: whether it changed the document.
     func receive(_ message: NATSMessage, now: ContinuousClock.Instant) -> Bool {
         guard let json = try? JSONParser().parse(message.data), let from = json["node"]?.stringValue, from != node.name else { return false }
-        var changed = false
+        var changes = Changes()
         var known = remote[from]?.members ?? []
         if let member = json["set"].flatMap(Self.decode) {
             known.insert(member.id)
-            changed = document.upsert(member)
+            changes.upsert(member, in: &document)
         } else if let id = json["remove"]?.stringValue {
             known.remove(id)
-            changed = document.remove(memberID: id)
+            changes.remove(id, from: &document)
         } else if let list = json["members"]?.arrayValue {
             let members = list.compactMap(Self.decode)
             let ids = Set(members.map(\.id))
-            for id in known.subtracting(ids) { changed = document.remove(memberID: id) || changed }
-            for member in members { changed = document.upsert(member) || changed }
+            for id in known.subtracting(ids) { changes.remove(id, from: &document) }
+            for member in members { changes.upsert(member, in: &document) }
             known = ids
         } else if json["sync"]?.boolValue == true {
             heartbeat()
         }
         remote[from] = (known, now)
-        return changed
+        return report(changes)
     }
 
     /// Every `heartbeat`: this node's members for the others, and the members of nodes gone
     /// silent removed (whether that changed the document).
     func tick(now: ContinuousClock.Instant) -> Bool {
         heartbeat()
-        var changed = false
+        var changes = Changes()
         for (name, entry) in remote where now - entry.heard > Self.silence {
-            for id in entry.members { changed = document.remove(memberID: id) || changed }
+            for id in entry.members { changes.remove(id, from: &document) }
             remote[name] = nil
         }
-        return changed
+        return report(changes)
+    }
+
+    /// What other nodes' messages changed: the members for the owner's ViewModel.
+    private struct Changes {
+        var listed: [PresenceMember] = []
+        var left: [String] = []
+
+        mutating func upsert(_ member: PresenceMember, in document: inout RoomPresence) {
+            if document.upsert(member) { listed.append(member) }
+        }
+
+        mutating func remove(_ id: String, from document: inout RoomPresence) {
+            if document.remove(memberID: id) { left.append(id) }
+        }
+    }
+
+    /// Tells the owner's ViewModel; whether the document changed.
+    private func report(_ changes: Changes) -> Bool {
+        guard !changes.listed.isEmpty || !changes.left.isEmpty else { return false }
+        onMemberChange?(changes.listed, changes.left)
+        return true
     }
 
     private func heartbeat() {

@@ -39,6 +39,9 @@ actor Room: RoomEndpoint {
     /// Who each subscriber is and what they see beyond the shared document, when the ViewModel
     /// publishes values per viewer; nil otherwise (then every subscriber gets the same frames).
     private var viewerViews: ViewerViews?
+    /// On a cluster's owner, when the ViewModel publishes values per viewer: the viewers of every
+    /// node's sessions and what each node holds of their projections (Cluster/ClusterViewers.swift).
+    private var clusterProjections: ClusterProjections?
     /// Who is here, for kinds that keep presence (Presence/RoomPresence.swift).
     private var presence: RoomPresence?
     private var timers: [any ServerTimer] = []
@@ -219,7 +222,7 @@ actor Room: RoomEndpoint {
             subscribers[session] = subscriberList.count
             subscriberList.append(session)
         }
-        viewerViews?.add(session, host: host)
+        viewerViews?.add(session) { host.projection(for: $0) }
         var deliveries: [RoomDelivery]
         // The history holds the shared operations only, not what each viewer saw beyond them:
         // with per-viewer values a resume gets a fresh snapshot.
@@ -338,6 +341,37 @@ actor Room: RoomEndpoint {
         return .message(.snapshot(room: name, version: version, frame: cached.frame, compressed: cached.compressed), to: session)
     }
 
+    // MARK: A cluster's owner
+
+    /// The viewers of a cluster node's sessions changed (this room runs on the room's owner, for
+    /// a `ClusteredRoom`): a new viewer's projection goes out in a version step of its own.
+    nonisolated func clusterViewersChanged(node: String, set: [AnnouncedViewer], removed: [String]) {
+        execute { $0.changeClusterViewers(node: node, set: set, removed: removed) }
+    }
+
+    private func changeClusterViewers(node: String, set: [AnnouncedViewer], removed: [String]) {
+        guard viewerViews != nil, !isStopped else { return }
+        if clusterProjections == nil { clusterProjections = ClusterProjections() }
+        guard let changed = clusterProjections!.change(node: node, set: set, removed: removed, { host.projection(for: $0) }) else { return }
+        // Only those viewers' values changed: an empty step for everyone, their projections for the log.
+        let shared = commitTurn([], evenIfEmpty: true)!
+        output.deliver([.patch(shared, to: subscriberList), .projections(changed, version: shared.version)])
+    }
+
+    /// Members of the room on any cluster node joined, changed or left (this room runs on the
+    /// room's owner, which lists no members of its own): the ViewModel's reaction is a turn.
+    nonisolated func clusterPresenceChanged(listed: [PresenceMember], left: [String]) {
+        execute { $0.changeClusterPresence(listed: listed, left: left) }
+    }
+
+    private func changeClusterPresence(listed: [PresenceMember], left: [String]) {
+        guard !isStopped else { return }
+        for id in left { host.presenceLeft(memberID: id) }
+        for member in listed { host.presenceChanged(member) }
+        let deliveries = modelReaction()
+        if !deliveries.isEmpty { output.deliver(deliveries) }
+    }
+
     // MARK: Actions
 
     /// Runs an action: its changes become one patch for every subscriber, then the sender gets
@@ -348,13 +382,8 @@ actor Room: RoomEndpoint {
             return
         }
         var failure: ProtocolError?
-        let viewer: Viewer
-        switch target {
-        case .session(let session, _, _): viewer = session.viewer
-        case .remote: viewer = .unidentified  // a cluster forwards no viewer
-        }
         do {
-            try host.perform(action, args: args, viewer: viewer)
+            try host.perform(action, args: args, viewer: target.viewer)
         } catch let error as ActionError {
             switch error {
             case .unknownAction: failure = ProtocolError(.unknownAction, error.description)
@@ -385,11 +414,14 @@ actor Room: RoomEndpoint {
             return commitTurn(operations).map { [.patch($0, to: subscriberList)] } ?? []
         }
         // In place (`!`): a copy would copy every viewer's entry once per turn.
-        let changes = viewerViews!.update(host: host)
-        guard !operations.isEmpty || !changes.isEmpty else { return [] }
+        let changes = viewerViews!.update { host.projection(for: $0) }
+        let nodeChanges = clusterProjections?.update { host.projection(for: $0) }
+        guard !operations.isEmpty || !changes.isEmpty || nodeChanges != nil else { return [] }
         let shared = commitTurn(operations, evenIfEmpty: true)!
-        return viewerViews!.deliveries(of: shared, changes: changes, to: subscriberList,
-                                compressAbove: environment.configuration.compressionThreshold)
+        var deliveries = viewerViews!.deliveries(of: shared, changes: changes, to: subscriberList,
+                                                 compressAbove: environment.configuration.compressionThreshold)
+        if let nodeChanges { deliveries.append(.projections(nodeChanges, version: shared.version)) }
+        return deliveries
     }
 
     /// Makes the turn's operations one version step (an empty one only when a viewer's own

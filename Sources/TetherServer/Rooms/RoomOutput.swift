@@ -1,4 +1,6 @@
+import TetherJSON
 import TetherProtocol
+import TetherState
 
 /// What a room produced, and for whom.
 public enum RoomDelivery: Sendable {
@@ -10,6 +12,10 @@ public enum RoomDelivery: Sendable {
     case presence([UInt8], room: String, to: [SessionHandle])
     /// How an action went, for whoever sent it.
     case reply(ActionOutcome, to: ActionReplyTarget)
+    /// On a cluster's owner only, after the patch of `version`: the projections that changed
+    /// for viewers of other nodes' sessions, `{node: {viewerID: projection}}`, for the room's log
+    /// (Cluster/ClusterViewers.swift).
+    case projections(JSON, version: Int)
 }
 
 /// How an action went: applied (its effects are in `version` or earlier), or refused.
@@ -22,8 +28,16 @@ public enum ActionOutcome: Sendable, Equatable {
 public enum ActionReplyTarget: Sendable {
     /// A session of this server; the reply carries the client's `id` and the room's name.
     case session(SessionHandle, id: Int, room: String)
-    /// Another cluster node that forwarded the action.
-    case remote(@Sendable (ActionOutcome) -> Void)
+    /// Another cluster node that forwarded the action of `viewer` (who sent it there).
+    case remote(viewer: Viewer, respond: @Sendable (ActionOutcome) -> Void)
+
+    /// Who sent the action: the ViewModel's action handler receives them.
+    var viewer: Viewer {
+        switch self {
+        case .session(let session, _, _): session.viewer
+        case .remote(let viewer, _): viewer
+        }
+    }
 }
 
 extension ActionOutcome {

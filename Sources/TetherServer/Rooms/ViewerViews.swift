@@ -3,7 +3,8 @@ import TetherState
 
 /// The per-viewer side of a room whose ViewModel publishes values per viewer
 /// (`ViewModelContext.perViewer`): who each subscriber is, and each subscribed viewer's
-/// projection as their subscribers hold it. On the room's executor.
+/// projection as their subscribers hold it. On the room's executor (a `Room`, or on a cluster
+/// each node's `ClusteredRoom`, whose projections come from the owner through the log).
 ///
 /// A viewer's document is the shared document plus their projection. The room's version is one
 /// counter for everyone: a version step's frame for a viewer is the shared operations followed by
@@ -21,7 +22,9 @@ struct ViewerViews {
     private var views: [Viewer: View] = [:]
 
     /// Records `session` (as `session.viewer`); a second join with another token moves it.
-    mutating func add(_ session: SessionHandle, host: ViewModelHost) {
+    /// `project` gives a viewer new here their projection (the ViewModel's, or on a cluster
+    /// node the one it knows).
+    mutating func add(_ session: SessionHandle, project: (Viewer) -> [String: JSON]) {
         if let previous = viewerOf[session] {
             guard previous != session.viewer else { return }
             remove(session)
@@ -30,7 +33,7 @@ struct ViewerViews {
         if views[session.viewer] != nil {
             views[session.viewer]!.sessions.append(session)
         } else {
-            views[session.viewer] = View(projection: host.projection(for: session.viewer), sessions: [session])
+            views[session.viewer] = View(projection: project(session.viewer), sessions: [session])
         }
     }
 
@@ -45,13 +48,27 @@ struct ViewerViews {
         viewerOf[session].flatMap { views[$0]?.projection } ?? [:]
     }
 
-    /// After a turn: recomputes the projection of every subscribed viewer (once per viewer,
-    /// whatever their number of connections) and returns the operations of those that changed.
-    mutating func update(host: ViewModelHost) -> [Viewer: [PatchOperation]] {
+    /// What `viewer`'s subscribers hold beyond the shared document; nil when none is subscribed.
+    func projection(of viewer: Viewer) -> [String: JSON]? {
+        views[viewer]?.projection
+    }
+
+    /// The viewer `session` subscribed as, if it did.
+    func viewer(of session: SessionHandle) -> Viewer? {
+        viewerOf[session]
+    }
+
+    /// Every subscribed viewer.
+    var viewers: [Viewer] { Array(views.keys) }
+
+    /// After a turn: the projection of every subscribed viewer now (`project` runs once per
+    /// viewer, whatever their number of connections; nil: unchanged), and the operations of
+    /// those that changed.
+    mutating func update(_ project: (Viewer) -> [String: JSON]?) -> [Viewer: [PatchOperation]] {
         var changes: [Viewer: [PatchOperation]] = [:]
         var changed: [(Viewer, [String: JSON])] = []
         for (viewer, view) in views {
-            let now = host.projection(for: viewer)
+            guard let now = project(viewer) else { continue }
             let operations = Projection.changes(from: view.projection, to: now)
             guard !operations.isEmpty else { continue }
             changes[viewer] = operations
