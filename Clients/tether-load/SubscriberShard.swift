@@ -297,10 +297,16 @@ final class SubscriberShard: @unchecked Sendable {
             if configuration.verifyScanner { verifyScan(payload) }
             acceptPatch(subscriber, sameEpoch: sameEpoch, from: scanner.from, version: scanner.version,
                         operations: UnsafeBufferPointer(start: scanner.operations, count: scanner.operationCount))
+        } else if configuration.presence, payload.starts(with: Self.presencePrefix) {
+            // `presence` and `presence_patch`, counted unread: a snapshot of 1,000 members is
+            // 70 KB, and decoding one per join would make this client, not the server, the limit.
+            counters.presenceFrames += 1
         } else {
             decodeAndHandle(payload, for: subscriber)
         }
     }
+
+    private static let presencePrefix = Array(#"{"type":"presence"#.utf8)
 
     private func acceptPatch(_ subscriber: Subscriber, sameEpoch: Bool, from: Int, version: Int,
                              operations: UnsafeBufferPointer<ScannedOperation>) {
