@@ -39,7 +39,7 @@ struct PresenceEndToEndTests {
                           "ops": [["op": "add", "path": .string("/" + bobID), "value": ["user": .string(bobID), "data": ["name": "bob"]]]]])
 
         try bob.sendText(#"{"type":"presence","room":"todo","data":{"name":"bob","editing":"t1"},"id":2}"#)
-        // The ack does not wait for the presence window (50 ms by default); the change follows it.
+        // The ack does not wait for the presence window (250 ms by default); the change follows it.
         #expect(try Self.types(bob, count: 2).map { $0["type"]?.stringValue } == ["ack", "presence_patch"])
         #expect(try alice.receiveJSON()["ops"] == [["op": "replace", "path": .string("/\(bobID)/data"), "value": ["name": "bob", "editing": "t1"]]])
 

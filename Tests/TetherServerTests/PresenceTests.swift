@@ -202,7 +202,7 @@ struct PresenceTests {
     }
 }
 
-/// Presence with its window (the daemon's default, 50 ms): changes gather and go out as one
+/// Presence with a window (50 ms here; the daemon's default is 250 ms): changes gather and go out as one
 /// `presence_patch` per listener when the window ends; a member arriving meanwhile is not kept
 /// waiting for its own snapshot.
 @Suite("Presence window in process")
