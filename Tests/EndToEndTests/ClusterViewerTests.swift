@@ -22,6 +22,11 @@ struct ClusterViewerTests {
         return owner!
     }
 
+    /// `name` voting in room `vote` through `node`, with a token of their own.
+    private func voter(_ name: String, on node: String, in cluster: ClusterFixture) throws -> Voter {
+        try Voter(port: cluster.node(node).port, room: "vote", token: try PerViewerTests.token(name), timeout: .seconds(30))
+    }
+
     /// Every `mine` a voter's frames carried (snapshots' and patches'), to check that nothing of
     /// another voter's choice crossed the wire to them.
     private func minesSeen(by voter: Voter) throws -> Set<String> {
@@ -41,15 +46,15 @@ struct ClusterViewerTests {
         let cluster = try ClusterFixture(nodes: names, arguments: ["--auth-secret", "s3cret"])
         defer { cluster.stop() }
         let port = { (name: String) in cluster.node(name).port }
-        let ana = try Voter(port: port("n1"), room: "vote", token: try PerViewerTests.token("ana"), timeout: .seconds(30))
+        let ana = try voter("ana", on: "n1", in: cluster)
         let owner = try owner(of: "vote", in: cluster)
         let others = names.filter { $0 != owner }
         // bo and cy vote through nodes that don't own the room; bo has a second connection on
         // cy's node, and dee (who never votes) shares bo's first node.
-        let bo = try Voter(port: port(others[0]), room: "vote", token: try PerViewerTests.token("bo"), timeout: .seconds(30))
-        let boAgain = try Voter(port: port(others[1]), room: "vote", token: try PerViewerTests.token("bo"), timeout: .seconds(30))
-        let cy = try Voter(port: port(others[1]), room: "vote", token: try PerViewerTests.token("cy"), timeout: .seconds(30))
-        let dee = try Voter(port: port(others[0]), room: "vote", token: try PerViewerTests.token("dee"), timeout: .seconds(30))
+        let bo = try voter("bo", on: others[0], in: cluster)
+        let boAgain = try voter("bo", on: others[1], in: cluster)
+        let cy = try voter("cy", on: others[1], in: cluster)
+        let dee = try voter("dee", on: others[0], in: cluster)
         let everyone = [ana, bo, boAgain, cy, dee]
 
         try ana.act("vote", ["option": "pizza"])
@@ -109,13 +114,12 @@ struct ClusterViewerTests {
         let names = ["n1", "n2", "n3"]
         let cluster = try ClusterFixture(nodes: names, arguments: ["--auth-secret", "s3cret"])
         defer { cluster.stop() }
-        let port = { (name: String) in cluster.node(name).port }
         // ana's join gives the room an owner; bo and cy are on the two other nodes.
-        let ana = try Voter(port: port("n1"), room: "vote", token: try PerViewerTests.token("ana"), timeout: .seconds(30))
+        let ana = try voter("ana", on: "n1", in: cluster)
         let owner = try owner(of: "vote", in: cluster)
         let others = names.filter { $0 != owner }
-        let bo = try Voter(port: port(others[0]), room: "vote", token: try PerViewerTests.token("bo"), timeout: .seconds(30))
-        let cy = try Voter(port: port(others[1]), room: "vote", token: try PerViewerTests.token("cy"), timeout: .seconds(30))
+        let bo = try voter("bo", on: others[0], in: cluster)
+        let cy = try voter("cy", on: others[1], in: cluster)
         try bo.act("vote", ["option": "salad"])
         try cy.act("vote", ["option": "noodles"])
         try cy.act("close")
@@ -123,7 +127,7 @@ struct ClusterViewerTests {
 
         cluster.node(owner).kill9()
         // A second connection of bo, on cy's node, where bo was not a viewer yet.
-        let boAgain = try Voter(port: port(others[1]), room: "vote", token: try PerViewerTests.token("bo"), timeout: .seconds(30))
+        let boAgain = try voter("bo", on: others[1], in: cluster)
         try boAgain.follow(timeout: .seconds(15)) { $0["mine"] == "salad" }
         #expect(bo.state["mine"] == "salad" && cy.state["mine"] == "noodles")
 
