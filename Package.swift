@@ -81,6 +81,7 @@ let package = Package(
                 "TetherJSON", "TetherState", "TetherProtocol", "TetherTransport", "TetherNATS", "CSQLite", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),

@@ -154,10 +154,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func startPresence() {
         guard let presence else { return }
         presence.start { [self] message in
-            queue.execute { self.presenceDeliver(self.presence?.receive(message, now: self.environment.runtime.clock.now) == true) }
+            queue.execute { self.deliverPresence(ifChanged: self.presence?.receive(message, now: self.environment.runtime.clock.now) == true) }
         }
         presenceTimer = environment.runtime.clock.startTimer(every: ClusterPresence.heartbeat) { [self] in
-            queue.execute { self.presenceDeliver(self.presence?.tick(now: self.environment.runtime.clock.now) == true) }
+            queue.execute { self.deliverPresence(ifChanged: self.presence?.tick(now: self.environment.runtime.clock.now) == true) }
         }
     }
 
@@ -194,21 +194,21 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         if viewerViews!.projection(of: viewer) == nil { viewers?.remove(viewer) }
     }
 
-    /// After other nodes' members changed (or with `changed` false, when the window ends).
-    private func presenceDeliver(_ changed: Bool) {
-        guard phase != .stopped else { return }
-        let deliveries = changed ? presenceChanged() : presenceFrames()
+    /// After other nodes' members changed.
+    private func deliverPresence(ifChanged changed: Bool) {
+        guard changed, phase != .stopped else { return }
+        let deliveries = presenceChanged()
         if !deliveries.isEmpty { output.deliver(deliveries) }
     }
 
     /// As in `Room`: the frames to send now, or none while the presence window gathers changes.
     private func presenceChanged() -> [RoomDelivery] {
-        guard let presence, presence.changed(windowEnded: { [self] in queue.execute { self.presenceDeliver(false) } }) else { return [] }
-        return presenceFrames()
+        presence?.deliveriesAfterChange { [self] in queue.execute { self.presenceWindowEnded() } } ?? []
     }
 
-    private func presenceFrames() -> [RoomDelivery] {
-        presence?.flush().map { .presence($0.frame, room: name, to: $0.to) } ?? []
+    private func presenceWindowEnded() {
+        guard phase != .stopped, let deliveries = presence?.flush(), !deliveries.isEmpty else { return }
+        output.deliver(deliveries)
     }
 
     func leave(_ session: SessionHandle) {

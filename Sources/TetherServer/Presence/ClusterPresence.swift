@@ -76,9 +76,11 @@ final class ClusterPresence: @unchecked Sendable {
 
     func snapshot(for session: SessionHandle) -> [UInt8] { document.snapshot(for: session) }
 
-    func changed(windowEnded: @escaping @Sendable () -> Void) -> Bool { document.changed(windowEnded: windowEnded) }
+    func deliveriesAfterChange(windowEnded: @escaping @Sendable () -> Void) -> [RoomDelivery] {
+        document.deliveriesAfterChange(windowEnded: windowEnded)
+    }
 
-    func flush() -> [(frame: [UInt8], to: [SessionHandle])] { document.flush() }
+    func flush() -> [RoomDelivery] { document.flush() }
 
     // MARK: Other nodes
 

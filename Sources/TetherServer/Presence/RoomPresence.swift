@@ -1,3 +1,4 @@
+import OrderedCollections
 import TetherJSON
 import TetherProtocol
 import TetherState
@@ -34,9 +35,8 @@ struct RoomPresence {
     private(set) var listeners: [SessionHandle] = []
     private var listenerIndex: [SessionHandle: Int] = [:]
 
-    /// Members changed since `version`, in order, each with its value at `version`.
-    private var touched: [String] = []
-    private var before: [String: PresenceMember?] = [:]
+    /// Members changed since `version`, in the order they first changed, each with its value at `version`.
+    private var changedSince: OrderedDictionary<String, PresenceMember?> = [:]
     /// Version steps made since the listeners were last sent one, oldest first.
     private var steps: [(from: Int, operations: [PatchOperation])] = []
     /// The version every listener holds, except those that got a snapshot since (`joined`).
@@ -121,9 +121,7 @@ struct RoomPresence {
     }
 
     private mutating func touch(_ id: String, was: PresenceMember?) {
-        guard before[id] == nil else { return }
-        before[id] = .some(was)
-        touched.append(id)
+        if changedSince[id] == nil { changedSince[id] = .some(was) }
     }
 
     // MARK: Frames
@@ -139,17 +137,18 @@ struct RoomPresence {
         return frame
     }
 
-    /// After a change: true when it goes out now (no window); else the window's timer is
-    /// started (once per window) and `windowEnded` runs when it ends, to call `flush()`.
-    mutating func changed(windowEnded: @escaping @Sendable () -> Void) -> Bool {
-        guard window > .zero else { return true }
+    /// After a change: what to send now (everything, without a window), or nothing while the
+    /// window gathers changes. The first change of a window starts its timer, and
+    /// `windowEnded` runs when it ends, to call `flush()`.
+    mutating func deliveriesAfterChange(windowEnded: @escaping @Sendable () -> Void) -> [RoomDelivery] {
+        guard window > .zero else { return flush() }
         if windowTimer == nil { windowTimer = clock.startTimer(every: window, windowEnded) }
-        return false
+        return []
     }
 
     /// Every change not yet sent, as one `presence_patch` per version a listener holds (most
     /// hold the same one: one frame, encoded once, for all of them).
-    mutating func flush() -> [(frame: [UInt8], to: [SessionHandle])] {
+    mutating func flush() -> [RoomDelivery] {
         windowTimer?.cancel()
         windowTimer = nil
         seal()
@@ -159,13 +158,13 @@ struct RoomPresence {
             sentVersion = version
         }
         guard version > sentVersion else { return [] }
-        var frames: [(frame: [UInt8], to: [SessionHandle])] = []
+        var deliveries: [RoomDelivery] = []
         let others = joined.isEmpty ? listeners : listeners.filter { joined[$0] == nil }
-        if !others.isEmpty { frames.append((frame(from: sentVersion), others)) }
+        if !others.isEmpty { deliveries.append(.presence(frame(from: sentVersion), room: room, to: others)) }
         for (from, sessions) in Dictionary(grouping: joined.keys, by: { joined[$0]! }).sorted(by: { $0.key < $1.key }) where from < version {
-            frames.append((frame(from: from), sessions))
+            deliveries.append(.presence(frame(from: from), room: room, to: sessions))
         }
-        return frames
+        return deliveries
     }
 
     /// Stops the window's timer (the room is stopping).
@@ -176,11 +175,11 @@ struct RoomPresence {
 
     /// Makes the changes since `version` one version step.
     private mutating func seal() {
-        guard !touched.isEmpty else { return }
+        guard !changedSince.isEmpty else { return }
         var operations: [PatchOperation] = []
-        for id in touched {
+        for (id, was) in changedSince {
             let path = JSONPointer(tokens: [id])
-            switch (before[id]!, members[id]) {
+            switch (was, members[id]) {
             case let (nil, now?): operations.append(.add(path: path, value: now.json))
             case (_?, nil): operations.append(.remove(path: path))
             case let (was?, now?) where was.user == now.user && was.data != now.data:
@@ -189,8 +188,7 @@ struct RoomPresence {
             default: break
             }
         }
-        touched.removeAll()
-        before.removeAll()
+        changedSince.removeAll()
         guard !operations.isEmpty else { return }
         steps.append((version, operations))
         version += 1

@@ -294,18 +294,13 @@ actor Room: RoomEndpoint {
 
     /// After a presence change: the frames to send now, or none while a window gathers changes.
     private func presenceChanged() -> [RoomDelivery] {
-        guard presence!.changed(windowEnded: { self.execute { $0.presenceWindowEnded() } }) else { return [] }
-        return presenceFrames()
+        presence!.deliveriesAfterChange { self.execute { $0.presenceWindowEnded() } }
     }
 
     private func presenceWindowEnded() {
         guard !isStopped else { return }
-        let deliveries = presenceFrames()
+        let deliveries = presence!.flush()
         if !deliveries.isEmpty { output.deliver(deliveries) }
-    }
-
-    private func presenceFrames() -> [RoomDelivery] {
-        presence!.flush().map { .presence($0.frame, room: name, to: $0.to) }
     }
 
     /// What the ViewModel changed in reaction to presence: one version step like an action's.
