@@ -2,7 +2,7 @@ import TetherJSON
 import TetherState
 
 /// A room whose action fails on the server's side, so tests can reach the `internal` error code.
-/// Registered only with `tetherd --test-kinds` (with the BenchViews, BenchPresence and Roster kinds).
+/// Registered only with `tetherd --test-kinds` (with the BenchViews, BenchPresence, Roster and Ledger kinds).
 public final class Faulty: ViewModel {
     struct Failure: Error {}
 
@@ -23,5 +23,7 @@ extension Demos {
         ViewModelKind("bench-presence", scope: .shared, BenchPresence.self),
         // A ViewModel that follows presence.
         ViewModelKind("roster", scope: .shared, Roster.self),
+        // Attributable actions for the fault-injection test (Tests/Jepsen).
+        ViewModelKind("ledger", scope: .shared, Ledger.self),
     ]
 }

@@ -106,7 +106,7 @@ public enum ErrorCode: String, Hashable, Sendable, CaseIterable {
     case rateLimited = "rate_limited"
     case tooLarge = "too_large"
     /// The room can't take actions right now (its cluster log is unreachable, or its owner is
-    /// changing); the action may not have been applied: retry.
+    /// changing). Whether the action was applied is in the error's `applied`.
     case unavailable
     case `internal`
 }
@@ -117,17 +117,30 @@ public struct ProtocolError: Error, Hashable, Sendable, CustomStringConvertible 
     public var message: String
     public var id: Int?
     public var room: String?
+    /// Whether the request this error answers changed anything: `.no` for certain (safe to send
+    /// again), or `.unknown` (the server lost track of it: it may have been applied).
+    public var applied: Applied
 
-    public init(_ code: ErrorCode, _ message: String, id: Int? = nil, room: String? = nil) {
+    /// An error's claim about its request. There is no "yes": an applied action gets an `ack`.
+    public enum Applied: String, Hashable, Sendable {
+        /// Nothing changed: the request may be sent again.
+        case no
+        /// It may or may not have been applied (the room's owner was lost while it was in flight).
+        case unknown
+    }
+
+    public init(_ code: ErrorCode, _ message: String, id: Int? = nil, room: String? = nil, applied: Applied = .no) {
         self.code = code
         self.message = message
         self.id = id
         self.room = room
+        self.applied = applied
     }
 
     public var description: String {
         var text = "\(code.rawValue): \(message)"
         if let room { text += " (room \(room))" }
+        if applied == .unknown { text += " (it may or may not have been applied)" }
         return text
     }
 }
