@@ -1,15 +1,25 @@
+import TetherBinding
 import TetherJSON
 import TetherState
 
-/// A room whose action fails on the server's side, so tests can reach the `internal` error code.
+/// A room whose actions fail on the server's side, so tests can reach the `internal` error code
+/// and see a failed turn taken back (`changeThenFail` changes `/changes`, then throws).
 /// Registered only with `tetherd --test-kinds` (with the BenchViews, BenchPresence, Roster and Ledger kinds).
 public final class Faulty: ViewModel {
     struct Failure: Error {}
 
-    public init(context: ViewModelContext) {}
+    let changes: Observable<Int>
+
+    public init(context: ViewModelContext) {
+        changes = context.property("changes", 0)
+    }
 
     public static let actions = ActionTable<Faulty>()
         .on("fail") { _ in throw Failure() }
+        .on("changeThenFail") { model in
+            model.changes.value += 1
+            throw Failure()
+        }
 }
 
 extension Demos {

@@ -210,13 +210,21 @@ public final class ViewModelHost {
                 || document.measureEncodedSize() <= maxEncodedSize)
         guard fits else {
             let size = document.estimatedTurnSize > maxEncodedSize ? "its patch" : "the state"
-            // Put the observables back; their changes bring the document back with them.
-            let before = document.stateBeforeTurn()
-            document.discardTurn()
-            try? context.restore(from: before)
+            takeBackTurn()
             throw .tooLarge("refused: \(size) would exceed the server's limit of \(maxEncodedSize) bytes (--max-state-bytes); nothing changed")
         }
         return document.takeChanges()
+    }
+
+    /// Takes the turn back: the document and every published value are as before it (an
+    /// action that fails changes nothing clients see). Private values the ViewModel keeps for
+    /// itself are not rolled back.
+    public func takeBackTurn() {
+        let document = context.document
+        // Put the observables back; their changes bring the document back with them.
+        let before = document.stateBeforeTurn()
+        document.discardTurn()
+        try? context.restore(from: before)
     }
 
     public var timers: [ViewModelTimer] { context.timers }

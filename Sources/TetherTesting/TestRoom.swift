@@ -104,9 +104,9 @@ public final class TestRoom<Model: ViewModel> {
         return operations
     }
 
-    /// Performs an action that must fail with `error`. A handler's changes made before it threw
-    /// still stand and are broadcast (the document follows the observables): assert them in
-    /// `produces`. A turn refused for size is `.tooLarge` and produces nothing.
+    /// Performs an action that must fail with `error`. A failed turn is taken back, as the
+    /// server does: the published values are as before it, and it produces nothing (unless a
+    /// viewer's projection reads private state the handler changed before it threw).
     @discardableResult
     public func send(_ action: String, _ args: JSON? = nil, as viewer: Viewer = .unidentified, fails expectedError: ActionError,
                      produces expected: [PatchOperation] = [], sourceLocation: SourceLocation = #_sourceLocation) -> [PatchOperation] {
@@ -182,13 +182,16 @@ public final class TestRoom<Model: ViewModel> {
 
     // MARK: One turn
 
-    /// Runs `body` as the server runs a turn: its changes, then `finishTurn`, which may take the
-    /// turn back for size. Returns the turn's operations and the error the sender would get.
+    /// Runs `body` as the server runs a turn: its changes (taken back if it throws), then
+    /// `finishTurn`, which may take the turn back for size. Returns the turn's operations and the error the sender would get.
     private func turn(describedAs what: String, _ expectedViews: [Viewer: [PatchOperation]], _ sourceLocation: SourceLocation,
                       _ body: () throws -> Void) -> (operations: [PatchOperation], error: (any Error)?) {
         let before = host.state
         var failure: (any Error)?
-        do { try body() } catch { failure = error }
+        do { try body() } catch {
+            failure = error
+            host.takeBackTurn()
+        }
         var operations: [PatchOperation] = []
         do {
             operations = try host.finishTurn(maxEncodedSize: maxStateBytes)

@@ -167,6 +167,7 @@ struct HubTests {
             let error = client.receiveAll().compactMap(\.error).first
             #expect(error?.code == code, "\(text)")
             #expect(error?.message.isEmpty == false)
+            #expect(error?.applied == .no, "\(text): the error says nothing was applied")
         }
         client.sendBinary()
         #expect(Self.errorCode(client) == .badMessage)
@@ -174,6 +175,22 @@ struct HubTests {
         #expect(client.receiveAll() == [.ack(id: 8, room: "counter", version: 1)], "still served after errors")
         #expect(bystander.receiveAll().map(\.type) == ["snapshot", "patch"])
         #expect(bystander.gaps.isEmpty)
+    }
+
+    @Test func aFailedActionIsTakenBackAndSaysSo() {
+        let server = Self.makeServer()
+        let watcher = Self.client(server), client = Self.client(server)
+        watcher.send(.join(room: "faulty"))
+        #expect(watcher.receiveAll().map(\.type) == ["snapshot"])
+        client.send(text: #"{"type":"action","room":"faulty","name":"changeThenFail","id":1}"#)
+        let replies = client.receiveAll()
+        #expect(replies.count == 1)
+        #expect(replies.first?.error?.code == .internal && replies.first?.error?.applied == .no)
+        #expect(watcher.receiveAll().isEmpty, "no patch: the change made before the throw is taken back")
+        #expect(watcher.state(of: "faulty") == ["changes": 0])
+        client.send(text: #"{"type":"join","room":"faulty","id":2}"#)
+        _ = client.receiveAll()
+        #expect(client.state(of: "faulty") == ["changes": 0], "a fresh snapshot agrees")
     }
 
     @Test func aTurnPastTheStateLimitIsTooLargeAndChangesNothing() {

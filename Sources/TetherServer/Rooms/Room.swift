@@ -370,7 +370,8 @@ actor Room: RoomEndpoint {
     // MARK: Actions
 
     /// Runs an action: its changes become one patch for every subscriber, then the sender gets
-    /// its outcome with that version (or an error, after any changes made before it failed).
+    /// its outcome with that version; or, when it fails, the turn is taken back and the sender
+    /// gets an error that says nothing was applied.
     private func act(_ action: String, args: JSON?, replyTo target: ActionReplyTarget) {
         guard !isStopped else {
             output.deliver([.reply(.failed(ProtocolError(.unavailable, "room \(name) is moving; try again")), to: target)])
@@ -390,6 +391,7 @@ actor Room: RoomEndpoint {
             failure = ProtocolError(.internal, "the action failed on the server")
         }
         var deliveries: [RoomDelivery]
+        if failure != nil { host.takeBackTurn() }
         do {
             deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
         } catch {
