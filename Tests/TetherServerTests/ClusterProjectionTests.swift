@@ -16,16 +16,20 @@ import TetherTesting
 struct ClusterProjectionTests {
     @Test func aLogMessageCarriesChangedProjectionsAfterTheFrameAndAPlainOneIsTheFrameAlone() throws {
         let frame = Array(#"{"type":"patch","room":"vote","epoch":"e","from":3,"version":4,"ops":[]}"#.utf8)
-        let plain = LogEntry(kind: .patch, epoch: "e", from: 3, version: 4, node: "n1", frame: frame)
+        let plain = LogEntry(kind: .patch, epoch: "e", from: 3, version: 4, node: "n1", term: "t1", frame: frame)
         #expect(plain.data == frame, "a room without per-viewer values logs the frame byte for byte")
         #expect(plain.headers["Tether-Frame-Length"] == nil)
 
         let projections: JSON = ["n2": ["ana": ["mine": "pizza"], "bo": [:]]]
-        let entry = LogEntry(kind: .patch, epoch: "e", from: 3, version: 4, node: "n1", frame: frame, projections: projections)
+        let entry = LogEntry(kind: .patch, epoch: "e", from: 3, version: 4, node: "n1", term: "t1", frame: frame, projections: projections)
         #expect(entry.headers["Tether-Frame-Length"] == String(frame.count))
         #expect(Array(entry.data.prefix(frame.count)) == frame)
         let read = try #require(LogEntry(headers: entry.headers, data: entry.data))
         #expect(read.frame == frame && read.projections == projections && read.version == 4)
+        #expect(read.isSameAppend(as: entry), "the entry's identity (owner term, slot) survives the log")
+        var otherOwner = entry
+        otherOwner.term = "t2"
+        #expect(!read.isSameAppend(as: otherOwner), "another owner's entry for the same slot is not ours")
 
         // A length past the data, or projections that don't parse, make no entry.
         var headers = entry.headers

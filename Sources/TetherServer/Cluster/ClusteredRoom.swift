@@ -20,6 +20,13 @@ import TetherState
 /// safety. Actions arriving on another node are forwarded to the owner; acks return to the
 /// client only once its node's replica has delivered that version, so "patch before ack" holds.
 ///
+/// An ack names the log entry that carries the action: the owner holds each reply until the
+/// log holds *its own* entry with that version step (same owner term and slot), learned from the
+/// append's acknowledgement or from the replica meeting the entry in the log. Another owner's
+/// entry in that place means the action was not stored: its sender hears "not applied". An
+/// append whose fate the owner lost track of (it stopped owning with one in flight) is decided
+/// by the entry the log holds in its place, or reported as unknown.
+///
 /// Threading rule: all state is confined to `queue` (a room executor); NATS callbacks, the
 /// hub and the owner's `Room` hand their work to it. Hence `@unchecked Sendable`.
 final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
@@ -60,14 +67,19 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private var viewers: ClusterViewers?
     private var viewersTimer: (any ServerTimer)?
     private var waitingActions: [(String, JSON?, ActionReplyTarget)] = []
-    /// Acks and errors to deliver once the replica reached `version` (patch before ack).
+    /// Forwarded actions' outcomes to deliver once the replica reached `version` (patch before ack).
     private var pendingReplies: [(version: Int, delivery: RoomDelivery)] = []
+    /// The owner's replies whose version step the log holds at `sequence`: this node's sessions
+    /// get theirs once the replica applied that entry (patch before ack).
+    private var storedReplies: [(sequence: UInt64, delivery: RoomDelivery)] = []
     private var lastSnapshotVersion = 0
     private var checkTimer: (any ServerTimer)?
 
     // Ownership.
     private struct Ownership {
         let room: Room
+        /// Names this time of owning the room in every entry it appends (LogEntry.term).
+        let term: String
         var leaseRevision: UInt64
         let actions: NATSSubscription
         let renewal: any ServerTimer
@@ -84,16 +96,29 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     }
     private var appendQueue: [Append] = []
     private var inFlight: (entry: LogEntry, count: Int, firstTried: ContinuousClock.Instant, sent: ContinuousClock.Instant)?
+    /// Where the owner's last stored entry is in the log, and the version it brought.
     private var appendedSequence: UInt64 = 0
     private var appendedVersion = 0
     /// The owner's last produced version: replies produced now wait for it.
     private var producedVersion = 0
-    /// Replies for forwarding nodes, released once their version is stored.
-    private var remoteReplies: [(version: Int, outcome: ActionOutcome, respond: @Sendable (ActionOutcome) -> Void)] = []
+    /// The owner's replies, in the order produced, each waiting for the entry of its version step.
+    private var heldReplies: [HeldReply] = []
+    /// After a step-down with an append in flight: that append, decided by the entry the log
+    /// holds after `after` (it, or another owner's), or unknown once `deadline` passes.
+    private var undecided: (entry: LogEntry, after: UInt64, replies: [HeldReply], deadline: ContinuousClock.Instant)?
+
+    private struct HeldReply {
+        let version: Int
+        let outcome: ActionOutcome
+        let target: ActionReplyTarget
+    }
 
     nonisolated let stopped = DispatchGroup()
     let published = RoomVersionCell(epoch: "")
     static let appendGiveUp: Duration = .seconds(10)
+    /// How long an append whose fate its owner lost may take to show up in the log (a retry's
+    /// timeout) before its actions are answered as unknown.
+    static let undecidedLimit: Duration = .seconds(5)
     static let maxAppendBytes = 256 << 10
 
     init(name: String, kind: ViewModelKind, node: ClusterNode, environment: RoomEnvironment, output: any RoomOutput) {
@@ -120,7 +145,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             startPresence()
             startViewers()
             loadSnapshot()
-            let interval = node.lease / 2
+            // A quarter lease: a dead or paused owner's room has a new owner within 1.25 leases.
+            let interval = node.lease / 4
             checkTimer = environment.runtime.clock.startTimer(every: interval) { [self] in queue.execute { self.checkOwner() } }
         }
     }
@@ -274,6 +300,11 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             retry(after: .milliseconds(500)) { $0.loadSnapshot() }
         case .success(let entry):
             if let entry, let snapshot = ClusterSnapshot(entry.value) {
+                if let undecided, snapshot.sequence > undecided.after {
+                    // The entry that would decide it is behind the snapshot: not read any more.
+                    self.undecided?.deadline = environment.runtime.clock.now
+                    giveUpUndecided()
+                }
                 epoch = snapshot.epoch
                 version = snapshot.version
                 published.epoch = snapshot.epoch
@@ -344,6 +375,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             lastSequence = sequence
             return
         }
+        decide(entry, at: sequence)
         switch entry.kind {
         case .snapshot:
             guard case .snapshot(_, let newEpoch, let newVersion, let state)? = try? ServerMessage.decode(entry.frame) else { return }
@@ -391,6 +423,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             }
         }
         releaseReplies()
+        releaseStoredReplies()
         if ownership != nil, version - lastSnapshotVersion >= ClusterNode.snapshotInterval { writeSnapshot() }
     }
 
@@ -483,7 +516,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     // MARK: Actions
 
     private func act(_ action: String, args: JSON?, replyTo target: ActionReplyTarget, attempt: Int = 0) {
-        guard phase != .stopped else { return reply(.failed(Self.unavailable("room \(name) is closing on this node")), to: target, afterVersion: 0) }
+        guard phase != .stopped else { return reply(.failed(Self.notApplied("room \(name) is closing on this node")), to: target, afterVersion: 0) }
         if let ownership {
             ownership.room.perform(action, args: args, replyTo: target)
             return
@@ -493,7 +526,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             return
         }
         node.metrics.forwardedActions.increment()
-        node.connection.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args, viewer: target.viewer), timeout: .seconds(5)) { [self] result in
+        node.connection.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args, viewer: target.viewer),
+                                timeout: forwardTimeout) { [self] result in
             queue.execute { self.forwarded(result, action: action, args: args, target: target, attempt: attempt) }
         }
     }
@@ -511,7 +545,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             // Nobody owns the room (or its owner just died): take it, or wait for its lease to end.
             let limit = Int((node.lease + .seconds(3)) / .milliseconds(250))
             guard attempt < limit else {
-                return reply(.failed(Self.unavailable("room \(name) has no owner the cluster can reach")), to: target, afterVersion: 0)
+                return reply(.failed(Self.notApplied("room \(name) has no owner the cluster can reach")), to: target, afterVersion: 0)
             }
             acquireOwnership { [self] acquired in
                 if acquired {
@@ -521,7 +555,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 }
             }
         case .failure(let error):
-            reply(.failed(Self.unavailable("the room's owner did not answer (\(error)); the action may or may not have been applied")),
+            reply(.failed(ProtocolError(.unavailable, "the room's owner did not answer (\(error))", applied: .unknown)),
                   to: target, afterVersion: 0)
         }
     }
@@ -533,14 +567,19 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
     }
 
-    static func unavailable(_ message: String) -> ProtocolError { ProtocolError(.unavailable, message) }
+    /// `unavailable` for an action certainly not applied: safe to send again.
+    static func notApplied(_ message: String) -> ProtocolError { ProtocolError(.unavailable, message + "; nothing was applied: try again") }
+
+    /// A forwarded action's owner answers within its append's retries, or is paused, cut off or
+    /// dead: then the answer is unknown, and sooner is better (a new owner takes over in a lease).
+    private var forwardTimeout: Duration { max(node.lease, .seconds(1)) }
 
     /// An action forwarded here by another node.
     private func receiveForwarded(_ message: NATSMessage) {
         let respond: @Sendable (ActionOutcome) -> Void = { outcome in try? message.respond(ForwardedAction.reply(outcome)) }
         guard let ownership else {
             // Not the owner any more: the sender's node sees this and retries on the new owner.
-            respond(.failed(Self.unavailable("room \(name) is changing owners; try again")))
+            respond(.failed(Self.notApplied("room \(name) is changing owners")))
             return
         }
         guard let (action, args, viewer) = ForwardedAction.parseRequest(message.data) else {
@@ -562,7 +601,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
     }
 
-    /// Every half lease: a room with subscribers here and no owner gets one (failover).
+    /// Every quarter lease: a room with subscribers here and no owner gets one (failover).
     private func checkOwner() {
         guard phase == .ready, ownership == nil, !subscribers.isEmpty || !waitingJoins.isEmpty else { return }
         ensureOwner()
@@ -604,18 +643,23 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         for done in waiting { done(acquired) }
     }
 
-    /// The lease is ours: read the log to its end, then run the ViewModel from its state.
-    private func takeOver(leaseRevision: UInt64) {
+    /// The lease is ours: read the log to its end, then run the ViewModel from its state. A read
+    /// that fails (its stream electing a leader) is tried again for a lease before giving up.
+    private func takeOver(leaseRevision: UInt64, since started: ContinuousClock.Instant? = nil) {
         guard phase != .stopped else { return finishAcquiring(false) }
+        let started = started ?? environment.runtime.clock.now
         // Catch up first: the previous owner's last versions may not have reached us yet.
         node.jetStream.read(stream: node.stream(name), subject: node.logSubject(name), from: lastSequence + 1, handler: { [self] stored in
             queue.execute { self.apply(stored.headers, stored.data, sequence: stored.sequence) }
         }, completion: { [self] result in
             queue.execute {
                 if case .failure(let error) = result {
-                    self.logger.warning("cluster: room \(self.name): cannot read its log to take it over (\(error))")
-                    self.node.owners.delete(self.node.token(self.name)) { _ in }
-                    return self.finishAcquiring(false)
+                    guard self.environment.runtime.clock.now - started < self.node.lease else {
+                        self.logger.warning("cluster: room \(self.name): cannot read its log to take it over (\(error))")
+                        self.node.owners.delete(self.node.token(self.name)) { _ in }
+                        return self.finishAcquiring(false)
+                    }
+                    return self.retry(after: .milliseconds(100)) { $0.takeOver(leaseRevision: leaseRevision, since: started) }
                 }
                 self.becomeOwner(leaseRevision: leaseRevision)
             }
@@ -634,7 +678,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
         var ownerEnvironment = environment
         ownerEnvironment.store = nil
-        let room = Room(name: name, kind: kind, environment: ownerEnvironment, output: OwnerOutput(room: self), restoring: restored)
+        let term = RandomID.make(length: 10)
+        let room = Room(name: name, kind: kind, environment: ownerEnvironment, output: OwnerOutput(room: self, term: term), restoring: restored)
         room.start(after: nil)
         appendedSequence = lastSequence
         appendedVersion = version
@@ -651,7 +696,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             return finishAcquiring(false)
         }
         let renewal = environment.runtime.clock.startTimer(every: node.lease / 3) { [self] in queue.execute { self.renewLease() } }
-        ownership = Ownership(room: room, leaseRevision: leaseRevision, actions: subscription, renewal: renewal)
+        ownership = Ownership(room: room, term: term, leaseRevision: leaseRevision, actions: subscription, renewal: renewal)
         node.didTakeOwnership(of: name)
         logger.info("cluster: node \(node.name) owns room \(name) from version \(version) of \(restored?.epoch ?? "a new epoch")")
         if restored == nil {
@@ -706,7 +751,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 switch result {
                 case .success(let newRevision): self.ownership?.leaseRevision = newRevision
                 case .failure(.wrongRevision), .failure(.keyExists):
-                    self.stepDown("another node holds its lease now", releaseLease: false)
+                    self.stepDown("another node holds its lease now", releaseLease: false, fenced: false)
                 case .failure(let error):
                     self.logger.debug("cluster: room \(self.name): lease not renewed (\(error)); the log still fences")
                 }
@@ -714,9 +759,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
     }
 
-    /// Stops owning: the ViewModel stops, unstored turns are dropped (their actions get
-    /// `unavailable`), the replica goes on following the log.
-    private func stepDown(_ reason: String, releaseLease: Bool) {
+    /// Stops owning: the ViewModel stops and the replica goes on following the log. Turns not
+    /// appended are dropped: their actions were not applied. The append in flight, if any, was
+    /// refused when `fenced` (another owner's entry holds its place); else the log decides it.
+    private func stepDown(_ reason: String, releaseLease: Bool, fenced: Bool) {
         guard let ownership else { return }
         logger.notice("cluster: node \(node.name) stops owning room \(name): \(reason)")
         self.ownership = nil
@@ -728,24 +774,75 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         node.didReleaseOwnership(of: name)
         if releaseLease { node.owners.delete(node.token(name)) { _ in } }
         appendQueue.removeAll()
+        let notStored = ActionOutcome.failed(Self.notApplied("room \(name) changed owners before this action was stored"))
+        var inDoubt: [HeldReply] = []
+        for held in heldReplies {
+            if case .applied = held.outcome, !fenced, let inFlight, held.version <= inFlight.entry.version {
+                inDoubt.append(held)
+            } else if case .failed = held.outcome {
+                answer(held.outcome, to: held.target, storedAt: nil)  // an error is true whatever the log holds
+            } else {
+                answer(notStored, to: held.target, storedAt: nil)
+            }
+        }
+        heldReplies.removeAll()
+        if let inFlight, !inDoubt.isEmpty {
+            undecided = (inFlight.entry, appendedSequence, inDoubt, environment.runtime.clock.now + Self.undecidedLimit)
+            retry(after: Self.undecidedLimit) { $0.giveUpUndecided() }
+        }
         inFlight = nil
-        let failure = ActionOutcome.failed(Self.unavailable("room \(name) changed owners before this action was stored; try again"))
-        for pending in remoteReplies { pending.respond(failure) }
-        remoteReplies.removeAll()
-        let unreached = pendingReplies.filter { $0.version > version }
-        pendingReplies.removeAll { $0.version > version }
-        for pending in unreached {
-            if case .reply(_, let target) = pending.delivery { output.deliver([.reply(failure, to: target)]) }
+    }
+
+    /// The undecided append did not show up in the log in time: its actions' fate is unknown.
+    private func giveUpUndecided() {
+        guard let undecided, environment.runtime.clock.now >= undecided.deadline || phase == .stopped else { return }
+        self.undecided = nil
+        let unknown = ActionOutcome.failed(ProtocolError(.unavailable, "room \(name) lost its owner while this action was being stored",
+                                                         applied: .unknown))
+        for held in undecided.replies { answer(unknown, to: held.target, storedAt: nil) }
+    }
+
+    /// Answers an owner's reply: at once for another node, or for a session of this node once the
+    /// replica applied the entry at `storedAt` (nil: the reply does not wait for the log).
+    private func answer(_ outcome: ActionOutcome, to target: ActionReplyTarget, storedAt sequence: UInt64?) {
+        switch target {
+        case .remote(_, let respond):
+            respond(outcome)
+        case .session:
+            if let sequence, sequence > lastSequence {
+                storedReplies.append((sequence, .reply(outcome, to: target)))
+            } else {
+                output.deliver([.reply(outcome, to: target)])
+            }
+        }
+    }
+
+    /// The log entry at `sequence` comes right after the owner's last stored one (or after the
+    /// undecided append's place): it is the owner's append in flight, stored, or another owner's,
+    /// and then the append never will be.
+    private func decide(_ entry: LogEntry, at sequence: UInt64) {
+        if let undecided, sequence > undecided.after {
+            self.undecided = nil
+            let stored = entry.isSameAppend(as: undecided.entry)
+            let notStored = ActionOutcome.failed(Self.notApplied("room \(name) changed owners before this action was stored"))
+            for held in undecided.replies { answer(stored ? held.outcome : notStored, to: held.target, storedAt: stored ? sequence : nil) }
+        }
+        guard ownership != nil, sequence > appendedSequence else { return }
+        if let inFlight, entry.isSameAppend(as: inFlight.entry) {
+            confirm(sequence)  // its acknowledgement may still be on its way, or lost
+        } else {
+            stepDown("another node appended to its log (fenced)", releaseLease: false, fenced: true)
         }
     }
 
     // MARK: Appending (owner)
 
-    /// What the owner's ViewModel produced (from its `Room`).
-    fileprivate func ownerProduced(_ deliveries: [RoomDelivery]) {
-        guard ownership != nil else {
+    /// What the owner's ViewModel produced (from its `Room`, in owner term `term`).
+    fileprivate func ownerProduced(_ deliveries: [RoomDelivery], term: String) {
+        guard ownership?.term == term else {
+            // A ViewModel that stopped owning: none of its turns reach the log.
             for case .reply(_, let target) in deliveries {
-                reply(.failed(Self.unavailable("room \(name) changed owners; try again")), to: target, afterVersion: 0)
+                answer(.failed(Self.notApplied("room \(name) changed owners before this action was stored")), to: target, storedAt: nil)
             }
             return
         }
@@ -759,26 +856,27 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 if let last = appendQueue.indices.last, case .patch(let patch, nil) = appendQueue[last], patch.version == version {
                     appendQueue[last] = .patch(patch, projections: projections)
                 }
-            case .reply(let outcome, .remote(_, let respond)):
-                remoteReplies.append((producedVersion, outcome, respond))
             case .reply(let outcome, let target):
-                deliver(.reply(outcome, to: target), afterVersion: producedVersion)
+                if producedVersion <= appendedVersion {
+                    answer(outcome, to: target, storedAt: appendedSequence)
+                } else {
+                    heldReplies.append(HeldReply(version: producedVersion, outcome: outcome, target: target))
+                }
             case .message, .presence:
                 break  // the owner's Room has no subscribers: this node's replica serves them
             }
         }
-        releaseRemoteReplies()
         sendAppend()
     }
 
     /// Appends the next batch: one epoch start, or consecutive patches merged into one message.
     private func sendAppend() {
-        guard inFlight == nil, !appendQueue.isEmpty, ownership != nil else { return }
+        guard inFlight == nil, !appendQueue.isEmpty, let term = ownership?.term else { return }
         let entry: LogEntry
         var count = 1
         switch appendQueue[0] {
         case .epochStart(let epoch, let version, let frame):
-            entry = LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node.name, frame: frame)
+            entry = LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node.name, term: term, frame: frame)
         case .patch(let first, let firstProjections):
             var last = first
             var bytes = first.operations.count
@@ -799,8 +897,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 }
                 PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &frame)
             }
-            entry = LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node.name, frame: frame,
-                             projections: projections)
+            entry = LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node.name, term: term,
+                             frame: frame, projections: projections)
         }
         let now = environment.runtime.clock.now
         inFlight = (entry, count, now, now)
@@ -824,26 +922,17 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     }
 
     private func appendFinished(_ result: Result<UInt64, NATSError>, entry: LogEntry) {
-        guard let current = inFlight, current.entry.messageID(room: name) == entry.messageID(room: name), ownership != nil else { return }
+        guard let current = inFlight, current.entry.isSameAppend(as: entry), ownership != nil else { return }
         switch result {
         case .success(let sequence):
             confirm(sequence)
         case .failure(.duplicate), .failure(.wrongLastSequence):
-            // Our own earlier try that was stored after all, or another owner's append: the
-            // subject's last message says which.
-            node.jetStream.lastMessage(stream: node.stream(name), subject: node.logSubject(name)) { [self] last in
-                queue.execute {
-                    if case .success(let stored?) = last, let storedEntry = LogEntry(headers: stored.headers, data: stored.data),
-                       storedEntry.node == self.node.name, storedEntry.messageID(room: self.name) == entry.messageID(room: self.name) {
-                        self.confirm(stored.sequence)
-                    } else {
-                        self.stepDown("another node appended to its log (fenced)", releaseLease: false)
-                    }
-                }
-            }
+            // Something holds the place after our last entry: our own earlier try, stored after
+            // all, or another owner's entry. The replica reads it and decides (`decide`).
+            readLogToDecide(entry, since: environment.runtime.clock.now)
         case .failure(let error):
             guard environment.runtime.clock.now - current.firstTried < Self.appendGiveUp else {
-                stepDown("its log did not take a version for \(Self.appendGiveUp) (\(error))", releaseLease: true)
+                stepDown("its log did not take a version for \(Self.appendGiveUp) (\(error))", releaseLease: true, fenced: false)
                 return
             }
             retry(after: .milliseconds(250)) { room in
@@ -853,6 +942,23 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
     }
 
+    /// Reads the log after the replica's position until the entry after our last stored one
+    /// decides the append in flight; tries again while the place is not readable yet.
+    private func readLogToDecide(_ entry: LogEntry, since started: ContinuousClock.Instant) {
+        node.jetStream.read(stream: node.stream(name), subject: node.logSubject(name), from: lastSequence + 1, handler: { [self] stored in
+            queue.execute { self.apply(stored.headers, stored.data, sequence: stored.sequence) }
+        }, completion: { [self] _ in
+            queue.execute {
+                guard self.ownership != nil, self.inFlight?.entry.isSameAppend(as: entry) == true else { return }  // decided
+                guard self.environment.runtime.clock.now - started < Self.appendGiveUp else {
+                    return self.stepDown("its log's entry after version \(self.appendedVersion) could not be read", releaseLease: true, fenced: false)
+                }
+                self.retry(after: .milliseconds(250)) { $0.readLogToDecide(entry, since: started) }
+            }
+        })
+    }
+
+    /// The append in flight is in the log at `sequence`: its replies go out.
     private func confirm(_ sequence: UInt64) {
         guard let current = inFlight else { return }
         node.metrics.appendLatency.record(environment.runtime.clock.now - current.sent)
@@ -860,23 +966,27 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         appendedVersion = current.entry.version
         appendQueue.removeFirst(current.count)
         inFlight = nil
-        releaseRemoteReplies()
+        let due = heldReplies.prefix { $0.version <= appendedVersion }
+        heldReplies.removeFirst(due.count)
+        for held in due { answer(held.outcome, to: held.target, storedAt: sequence) }
         sendAppend()
     }
 
-    private func releaseRemoteReplies() {
-        guard !remoteReplies.isEmpty else { return }
-        let due = remoteReplies.filter { $0.version <= appendedVersion }
-        remoteReplies.removeAll { $0.version <= appendedVersion }
-        for reply in due { reply.respond(reply.outcome) }
+    /// Session replies whose entry the replica has now applied.
+    private func releaseStoredReplies() {
+        guard let first = storedReplies.first, first.sequence <= lastSequence else { return }
+        let due = storedReplies.prefix { $0.sequence <= lastSequence }
+        storedReplies.removeFirst(due.count)
+        output.deliver(due.map(\.delivery))
     }
 
     // MARK: Stopping
 
     private func finish() {
         guard phase != .stopped else { return }
-        stepDown("the room left this node's memory", releaseLease: true)
+        stepDown("the room left this node's memory", releaseLease: true, fenced: false)
         phase = .stopped
+        giveUpUndecided()
         fanSubscription?.unsubscribe()
         fanSubscription = nil
         checkTimer?.cancel()
@@ -884,7 +994,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         presenceTimer?.cancel()
         viewers?.stop()
         viewersTimer?.cancel()
-        let failure = ActionOutcome.failed(Self.unavailable("room \(name) is closing on this node"))
+        let failure = ActionOutcome.failed(Self.notApplied("room \(name) is closing on this node"))
         for (_, _, target) in waitingActions { reply(failure, to: target, afterVersion: 0) }
         waitingActions.removeAll()
         stopped.leave()
@@ -907,9 +1017,10 @@ private final class TimerBox: @unchecked Sendable {
 /// The owner's `Room` delivers here: its version steps go to the log, its replies wait for them.
 private struct OwnerOutput: RoomOutput {
     let room: ClusteredRoom
+    let term: String
 
     func deliver(_ deliveries: [RoomDelivery]) {
-        let room = self.room
-        room.queue.execute { room.ownerProduced(deliveries) }
+        let room = self.room, term = self.term
+        room.queue.execute { room.ownerProduced(deliveries, term: term) }
     }
 }

@@ -19,8 +19,12 @@ struct LogEntry: Sendable {
     var epoch: String
     var from: Int
     var version: Int
-    /// The node that appended it (to tell one's own retried append from another owner's).
+    /// The node that appended it.
     var node: String
+    /// The owner's term: a random id per time a node takes the room. With the message id it is
+    /// the entry's identity: an owner acks an action only when the log holds *its* entry
+    /// (same term and slot), never because the log reached some version.
+    var term: String
     var frame: [UInt8]
     /// The changed projections of viewers on each node, `{node: {viewerID: projection}}`; nil
     /// when none changed.
@@ -28,7 +32,7 @@ struct LogEntry: Sendable {
 
     var headers: NATSHeaders {
         var headers: NATSHeaders = ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
-                                    "Tether-Version": String(version), "Tether-Node": node]
+                                    "Tether-Version": String(version), "Tether-Node": node, "Tether-Term": term]
         if projections != nil { headers["Tether-Frame-Length"] = String(frame.count) }
         return headers
     }
@@ -45,12 +49,18 @@ struct LogEntry: Sendable {
         "\(room)/\(epoch)/\(kind == .snapshot ? "start-" : "")\(from)"
     }
 
-    init(kind: Kind, epoch: String, from: Int, version: Int, node: String, frame: [UInt8], projections: JSON? = nil) {
+    /// Whether `other` is this very append (not another owner's entry for the same slot).
+    func isSameAppend(as other: LogEntry) -> Bool {
+        term == other.term && node == other.node && kind == other.kind && epoch == other.epoch && from == other.from && version == other.version
+    }
+
+    init(kind: Kind, epoch: String, from: Int, version: Int, node: String, term: String, frame: [UInt8], projections: JSON? = nil) {
         self.kind = kind
         self.epoch = epoch
         self.from = from
         self.version = version
         self.node = node
+        self.term = term
         self.frame = frame
         self.projections = projections
     }
@@ -66,8 +76,8 @@ struct LogEntry: Sendable {
             frame = Array(data[..<length])
             projections = parsed
         }
-        self.init(kind: kind, epoch: epoch, from: from, version: version, node: headers["Tether-Node"] ?? "", frame: frame,
-                  projections: projections)
+        self.init(kind: kind, epoch: epoch, from: from, version: version, node: headers["Tether-Node"] ?? "",
+                  term: headers["Tether-Term"] ?? "", frame: frame, projections: projections)
     }
 }
 
@@ -116,16 +126,18 @@ enum ForwardedAction {
     static func reply(_ outcome: ActionOutcome) -> [UInt8] {
         switch outcome {
         case .applied(let version): return JSON.object(["version": .int(version)]).encoded()
-        case .failed(let error): return JSON.object(["code": .string(error.code.rawValue), "message": .string(error.message)]).encoded()
+        case .failed(let error):
+            return JSON.object(["code": .string(error.code.rawValue), "message": .string(error.message),
+                                "applied": error.applied == .no ? .bool(false) : .string("unknown")]).encoded()
         }
     }
 
     static func parseReply(_ bytes: [UInt8]) -> ActionOutcome {
         guard let json = try? JSONParser().parse(bytes) else {
-            return .failed(ProtocolError(.internal, "the room's owner answered something unreadable"))
+            return .failed(ProtocolError(.internal, "the room's owner answered something unreadable", applied: .unknown))
         }
         if let version = json["version"]?.intValue { return .applied(version: version) }
         let code = json["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) ?? .internal
-        return .failed(ProtocolError(code, json["message"]?.stringValue ?? "failed"))
+        return .failed(ProtocolError(code, json["message"]?.stringValue ?? "failed", applied: json["applied"] == .bool(false) ? .no : .unknown))
     }
 }
