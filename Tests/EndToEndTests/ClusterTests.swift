@@ -296,42 +296,53 @@ struct ClusterTests {
         print("cluster: stream leader \(leader.name) killed; appends acknowledged again after \(resumedAt.map { "\($0 - killedAt)" } ?? "?"); lost \(lost.count)")
     }
 
-    @Test func aPausedOwnerIsFencedWhenItWakesUp() async throws {
-        let cluster = try ClusterFixture()
+    /// The owner is paused past its lease with actions of its own clients in its sockets; another
+    /// node takes the room and acts. When the old owner wakes up, every answer must be true: an
+    /// ack names the version whose step holds that very action (the ledger names each step's
+    /// action), an error that says "not applied" names an action that is nowhere in the log.
+    @Test func aPausedOwnerAcksNothingItDidNotStore() async throws {
+        let cluster = try ClusterFixture(arguments: ["--test-kinds"])
         defer { cluster.stop() }
-        let room = "counter:fence"
+        let room = "ledger:fence"
         var observers: [StreamObserver] = []
         for name in ["n1", "n2", "n3"] {
             let client = try await cluster.client(at: name)
             observers.append(StreamObserver(client: client, room: client.room(room)))
         }
         try await eventually("synced", timeout: .seconds(30)) { observers.allSatisfy(\.room.isSynced) }
+        _ = try await observers[0].client.send("add", to: room, args: ["id": "first", "by": 1])
         try await eventually("an owner", timeout: .seconds(10)) { cluster.owner(of: room) != nil }
         let owner = try #require(cluster.owner(of: room))
         let ownerDaemon = cluster.node(owner)
-        _ = try await observers[0].client.send("increment", to: room)
 
-        // A client of the owner's node sends an action; the node is paused before it reads it.
-        let socket = try RawWebSocket(port: ownerDaemon.port)
-        _ = try socket.receiveJSON()
+        // Clients of the owner's node send actions; the node is paused before it reads them.
+        var sockets: [RawWebSocket] = []
+        for _ in 0..<4 {
+            let socket = try RawWebSocket(port: ownerDaemon.port)
+            _ = try socket.receiveJSON()
+            sockets.append(socket)
+        }
         kill(ownerDaemon.pid, SIGSTOP)
-        try socket.send(json: ["type": "action", "room": .string(room), "name": "increment", "id": 77])
+        for (index, socket) in sockets.enumerated() {
+            try socket.send(json: ["type": "action", "room": .string(room), "name": "add", "args": ["id": .string("paused-\(index)"), "by": 1], "id": 77])
+        }
 
         // Past the lease, another node takes the room and acts on it.
         let other = try #require(observers.first { !$0.client.currentURL.hasPrefix(ownerDaemon.url) })
         let deadline = ContinuousClock.now + .seconds(30)
-        while (try? await other.client.send("increment", to: room)) == nil {
+        var sent = 0
+        while (try? await other.client.send("add", to: room, args: ["id": .string("other-\(sent)"), "by": 1])) == nil {
+            sent += 1
             guard ContinuousClock.now < deadline else { Issue.record("no other node took the room"); return }
             try await Task.sleep(for: .milliseconds(200))
         }
-        for _ in 0..<3 { _ = try await other.client.send("increment", to: room) }
+        for index in 0..<6 { _ = try await other.client.send("add", to: room, args: ["id": .string("after-\(index)"), "by": 1]) }
 
-        // The old owner wakes up with the action in its socket: its append is refused, it steps
-        // down, and the client hears `unavailable` (or an ack from the new owner if it already
-        // stepped down when the action ran): never a fork.
         kill(ownerDaemon.pid, SIGCONT)
-        let reply = try socket.receiveJSON(timeout: .seconds(20), until: { $0["id"] == 77 })
-        if reply["type"] == "error" { #expect(reply["code"] == "unavailable", "\(reply)") }
+        var replies: [String: JSON] = [:]
+        for (index, socket) in sockets.enumerated() {
+            replies["paused-\(index)"] = try socket.receiveJSON(timeout: .seconds(20), until: { $0["id"] == 77 })
+        }
         try await eventually("the old owner stepped down", timeout: .seconds(10)) { cluster.owner(of: room) != owner }
 
         let referenceClient = try await cluster.client(at: "n3")
@@ -339,6 +350,23 @@ struct ClusterTests {
         try await eventually("a fresh mirror", timeout: .seconds(20)) { reference.isSynced }
         try await eventually("converges", timeout: .seconds(20)) { observers.allSatisfy { $0.room.version == reference.version } }
         Self.checkObservers(observers, equal: reference)
+        // The ledger's `recent` holds the ids of the last versions, the newest last.
+        let recent = reference.state["recent"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let newest = try #require(reference.version)
+        #expect(recent.count < 32, "the whole test's history is in the ledger's window")
+        func version(of id: String) -> Int? { recent.firstIndex(of: id).map { newest - recent.count + 1 + $0 } }
+        for (id, reply) in replies.sorted(by: { $0.key < $1.key }) {
+            switch reply["type"]?.stringValue {
+            case "ack":
+                #expect(reply["version"]?.intValue == version(of: id), "\(id) acked at \(reply["version"] ?? .null), but the log has it at \(version(of: id).map(String.init) ?? "no version"): \(recent)")
+            case "error":
+                #expect(reply["code"] == "unavailable", "\(reply)")
+                if reply["applied"] == .bool(false) { #expect(version(of: id) == nil, "\(id) said not applied, but the log has it: \(recent)") }
+            default:
+                Issue.record("\(id): unexpected reply \(reply)")
+            }
+        }
+        #expect(recent.count == Set(recent).count, "no action applied twice: \(recent)")
         let stopped = ownerDaemon.stderr
         #expect(stopped.contains("stops owning room \(room)"), "the old owner says it stepped down:\n\(stopped.suffix(2000))")
     }
