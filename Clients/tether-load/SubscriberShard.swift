@@ -388,7 +388,7 @@ final class SubscriberShard: @unchecked Sendable {
                 acceptPatch(subscriber, sameEpoch: encodedStringContents(epoch) == subscriber.epoch,
                             from: from, version: version, operations: buffer)
             }
-        case .presence, .presencePatch where configuration.presence:
+        case .presence where configuration.presence, .presencePatch where configuration.presence:
             counters.presenceFrames += 1
         case .ack, .description, .presence, .presencePatch:
             violation("a subscriber got an unrequested \(message)")

@@ -232,7 +232,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         guard length > 0 else { return 0 }
         var header = [CChar](repeating: 0, count: length + 1)
         guard lws_hdr_copy(wsi, &header, Int32(header.count), WSI_TOKEN_EXTENSIONS) >= 0 else { return 1 }
-        let offer = String(cString: header).lowercased().split(separator: ",").first ?? ""
+        let offer = String(decoding: header.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).lowercased().split(separator: ",").first ?? ""
         for parameter in offer.split(separator: ";") {
             let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.filter { $0 != " " && $0 != "\t" && $0 != "\"" } }
             if pair.count == 2, pair[0] == "server_max_window_bits", Int(pair[1]) ?? 0 < 15 { return 1 }

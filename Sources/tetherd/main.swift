@@ -23,11 +23,11 @@ enum Tetherd {
         var arguments = Array(CommandLine.arguments.dropFirst())
         switch arguments.first {
         case "token":
-            await MintToken.main(Array(arguments.dropFirst()))
+            MintToken.main(Array(arguments.dropFirst()))
         case "backup":
-            await BackupCommand.main(Array(arguments.dropFirst()))
+            BackupCommand.main(Array(arguments.dropFirst()))
         case "restore":
-            await RestoreCommand.main(Array(arguments.dropFirst()))
+            RestoreCommand.main(Array(arguments.dropFirst()))
         case "check":
             check(Array(arguments.dropFirst()))
         case "sample-config":
@@ -195,7 +195,7 @@ struct ReloadOnHangup: Service {
     let reloader: Reloader
 
     func run() async throws {
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             for await _ in hangups { await reloader.reload() }
         }
     }

@@ -19,8 +19,8 @@ struct DebianPackageTests {
     func withInstalledPackage(_ body: () throws -> Void) throws {
         let userExisted = try Self.sh("getent passwd tether").status == 0
         defer {
-            try? Self.sh("dpkg --purge tether")
-            if !userExisted { try? Self.sh("userdel tether; groupdel tether 2>/dev/null") }
+            _ = try? Self.sh("dpkg --purge tether")
+            if !userExisted { _ = try? Self.sh("userdel tether; groupdel tether 2>/dev/null") }
         }
         let install = try Self.sh("dpkg --install \(Self.deb)")
         try #require(install.status == 0, "dpkg --install: \(install.stdout) \(install.stderr)")

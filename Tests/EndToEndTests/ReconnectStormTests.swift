@@ -17,7 +17,7 @@ struct ReconnectStormTests {
 
         // tether-load in the background; its stderr says when every subscriber joined.
         let errorFile = Daemon.temporaryDirectory() + "/load.err"
-        FileManager.default.createFile(atPath: errorFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorFile, contents: nil)
         let load = Process()
         load.executableURL = Daemon.executable("tether-load")
         load.arguments = ["--url", daemon.url, "--clients", String(clients), "--rate", "0", "--duration", "4",

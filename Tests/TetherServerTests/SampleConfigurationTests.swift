@@ -15,7 +15,7 @@ struct SampleConfigurationTests {
         }
         // Uncommenting every line that shows a default must read back as the defaults.
         let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
-            guard line.hasPrefix("# "), let option = visible.first(where: { line.hasPrefix("# \($0.key): ") }),
+            guard line.hasPrefix("# "), visible.contains(where: { line.hasPrefix("# \($0.key): ") }),
                   !line.contains(": <") else { return line }
             return line.dropFirst(2)
         }.joined(separator: "\n")

@@ -108,10 +108,6 @@ public struct ConfigurationOption: Sendable {
     }
 }
 
-extension Logger.Level: @retroactive CaseIterable {
-    public static var allCases: [Logger.Level] { [.trace, .debug, .info, .notice, .warning, .error, .critical] }
-}
-
 extension ServerConfiguration {
     /// Every setting, in the order `tetherd --help` lists them.
     public static let options: [ConfigurationOption] = [

@@ -125,7 +125,7 @@ public enum DatabaseBackup {
             rooms.append(Summary.Room(name: name, epoch: room.epoch, version: room.version))
         }
         let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        return Summary(rooms: rooms, bytes: bytes ?? 0)
+        return Summary(rooms: rooms, bytes: bytes)
     }
 
     /// Copies into a new single-file database at `path`, flushed to disk.
