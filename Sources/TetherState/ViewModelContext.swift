@@ -130,8 +130,10 @@ public final class ViewModelContext {
 
     // MARK: Timers
 
-    /// Runs `tick` every `interval` on the room's executor while the room lives; the changes a
-    /// tick makes are broadcast as one patch, like an action's.
+    /// Runs `tick` every `interval` on the room's executor while the room lives, and once when
+    /// the room starts, before its first snapshot (so values a timer keeps current are current
+    /// in a room restored from storage); the changes a tick makes are broadcast as one patch,
+    /// like an action's.
     public func every(_ interval: Duration, _ tick: @escaping () -> Void) {
         timers.append(ViewModelTimer(interval: interval, tick: tick))
     }

@@ -115,4 +115,34 @@ struct PersistenceTests {
         let snapshot = try socket.receiveJSON()
         #expect(snapshot["epoch"] == epoch && snapshot["version"] == 1 && snapshot["state"] == ["count": 1])
     }
+    /// A room that wakes from storage ticks its timers before its first snapshot: the clock's
+    /// snapshot shows the time now, not the time it was stored at.
+    @Test func aRoomWakingFromStorageIsCurrentInItsFirstSnapshot() async throws {
+        let daemon = try Daemon(arguments: ["--idle-room-seconds", "1"])
+        defer { daemon.stop() }
+        let socket = try RawWebSocket(port: daemon.port)
+        _ = try socket.receiveJSON()
+        try socket.send(json: ["type": "join", "room": "clock"])
+        let stored = try #require(try socket.receiveJSON()["state"]?["time"]?.stringValue)
+        try socket.send(json: ["type": "leave", "room": "clock"])
+        try await eventually("the idle room is dropped", timeout: .seconds(10)) {
+            (try? daemon.httpGET("/metrics").body.contains("tether_rooms 0.0")) == true
+        }
+        // The stored time is at least two seconds old now (the clock shows whole seconds).
+        try await Task.sleep(for: .seconds(2))
+        let before = Self.wallClock()
+        try socket.send(json: ["type": "join", "room": "clock"])
+        let woke = try #require(try socket.receiveJSON(until: { $0["type"] == "snapshot" })["state"]?["time"]?.stringValue)
+        let after = Self.wallClock()
+        #expect(woke != stored, "the snapshot still shows the stored time \(stored)")
+        #expect(woke >= before && woke <= after || before > after, "snapshot \(woke), wall clock \(before)...\(after)")
+    }
+
+    /// HH:mm:ss in local time, as the clock demo shows it.
+    static func wallClock() -> String {
+        var seconds = time(nil)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        return String(format: "%02d:%02d:%02d", parts.tm_hour, parts.tm_min, parts.tm_sec)
+    }
 }

@@ -161,6 +161,9 @@ actor Room: RoomEndpoint {
                 self.execute { room in room.tick(index) }
             })
         }
+        // A room that wakes (restored, or taken over on a cluster) ticks each timer once before
+        // it serves anyone: a stored clock must not show the time it was stored at.
+        for index in host.timers.indices { tick(index) }
     }
 
     private func finish() {
