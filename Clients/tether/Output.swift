@@ -57,7 +57,7 @@ enum Output {
     static func describe(_ error: any Error) -> String {
         switch error {
         case TetherClientError.server(let error): return "\(error.code.rawValue): \(error.message)"
-        case TetherClientError.disconnected(let reason): return reason
+        case TetherClientError.notConnected(let reason): return reason
         case let error as TetherClientError: return error.description
         case let error as ProtocolError: return "\(error.code.rawValue): \(error.message)"
         default: return "\(error)"

@@ -105,7 +105,7 @@ struct DiscoveryAndErrorTests {
         try client.connect()
         do {
             try await client.waitUntilConnected()
-        } catch TetherClientError.disconnected(let reason) {
+        } catch TetherClientError.notConnected(let reason) {
             return reason
         }
         await client.close()
