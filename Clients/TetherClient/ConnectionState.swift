@@ -31,21 +31,37 @@ public enum ConnectionState: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
+/// Why a request failed, and whether it may have been applied (`applied`): a retry after
+/// `.no` is safe; after `.unknown` it may apply the request a second time.
 public enum TetherClientError: Error, Equatable, CustomStringConvertible {
-    /// The server answered with an error message.
+    /// The server answered with an error; its `applied` says whether the request changed anything.
     case server(ProtocolError)
-    /// Not connected when sending, or the connection dropped before the ack (the action may or
-    /// may not have been applied).
+    /// Not connected, so nothing was sent and nothing applied (`reason` says why: the failed
+    /// connection, or the state the client is in).
+    case notConnected(String)
+    /// The connection dropped after the request was sent, before its answer: it may have been applied.
     case disconnected(String)
+    /// No answer within `ClientOptions.actionTimeout`: it may have been applied.
     case timedOut
+    /// `close()` was called while the answer was awaited: it may have been applied.
     case closed
+
+    /// Whether the failed request may have changed anything on the server.
+    public var applied: ProtocolError.Applied {
+        switch self {
+        case .server(let error): return error.applied
+        case .notConnected: return .no
+        case .disconnected, .timedOut, .closed: return .unknown
+        }
+    }
 
     public var description: String {
         switch self {
         case .server(let error): return error.description
-        case .disconnected(let reason): return "disconnected: \(reason)"
+        case .notConnected(let reason): return "not connected: \(reason)"
+        case .disconnected(let reason): return "the connection dropped before the answer: \(reason)"
         case .timedOut: return "no answer from the server in time"
-        case .closed: return "the client was closed"
+        case .closed: return "the client was closed before the answer"
         }
     }
 }

@@ -106,7 +106,7 @@ public final class RemoteRoom {
     /// Sends an action to this room; returns the ack's version or throws the server's error.
     @discardableResult
     public func send(_ action: String, _ args: JSON? = nil) async throws -> Int {
-        guard let client else { throw TetherClientError.closed }
+        guard let client else { throw TetherClientError.notConnected("the client no longer exists") }
         return try await client.send(action, to: name, args: args)
     }
 

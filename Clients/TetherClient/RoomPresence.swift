@@ -35,7 +35,7 @@ extension RemoteRoom {
     /// Throws the server's error (`invalid_args`, `too_large`, `rate_limited`).
     public func setPresence(_ data: JSON) async throws {
         presenceData = data
-        guard let client else { throw TetherClientError.closed }
+        guard let client else { throw TetherClientError.notConnected("the client no longer exists") }
         try await client.request { id in ClientMessage.presence(room: name, data: data, id: id) }
     }
 

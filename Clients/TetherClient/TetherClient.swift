@@ -70,7 +70,7 @@ public final class TetherClient {
     /// Waits for the server's `hello`; throws when the connection fails and reconnecting is off.
     public func waitUntilConnected() async throws {
         if session != nil, connectionState.value.isConnected { return }
-        if case .closed(let reason) = connectionState.value { throw TetherClientError.disconnected(reason) }
+        if case .closed(let reason) = connectionState.value { throw TetherClientError.notConnected(reason) }
         try await withCheckedThrowingContinuation { helloWaiters.append($0) }
     }
 
@@ -88,7 +88,7 @@ public final class TetherClient {
         return room
     }
 
-    /// Closes the connection for good; pending actions fail with `.closed`.
+    /// Closes the connection for good; pending actions fail with `.closed` (they may have been applied).
     public func close() async {
         guard !isClosed else { return }
         isClosed = true
@@ -99,7 +99,8 @@ public final class TetherClient {
 
     // MARK: Actions
 
-    /// Sends `action` to `room` and returns the version of the ack, or throws the server's error.
+    /// Sends `action` to `room` and returns the version of the ack, or throws a `TetherClientError`
+    /// whose `applied` says whether the action may have been applied.
     @discardableResult
     public func send(_ action: String, to room: String, args: JSON? = nil) async throws -> Int {
         try await request { id in ClientMessage.action(room: room, name: action, args: args, id: id) }
@@ -109,7 +110,7 @@ public final class TetherClient {
     @discardableResult
     func request(_ message: (Int) -> ClientMessage) async throws -> Int {
         guard let link, session != nil, !isClosed else {
-            throw TetherClientError.disconnected("not connected")
+            throw TetherClientError.notConnected(connectionState.value.description)
         }
         let id = nextActionID
         nextActionID += 1
@@ -132,7 +133,7 @@ public final class TetherClient {
     /// `bad_message` from a server too old to know `describe`).
     public func describe(kind: String? = nil) async throws -> [KindDescription] {
         guard let link, session != nil, !isClosed else {
-            throw TetherClientError.disconnected("not connected")
+            throw TetherClientError.notConnected(connectionState.value.description)
         }
         let id = nextActionID
         nextActionID += 1
@@ -233,7 +234,7 @@ public final class TetherClient {
             stateStorage.value = .closed(reason: reason)
             let waiters = helloWaiters
             helloWaiters.removeAll()
-            for waiter in waiters { waiter.resume(throwing: TetherClientError.disconnected(reason)) }
+            for waiter in waiters { waiter.resume(throwing: TetherClientError.notConnected(reason)) }
             return
         }
         reconnectAttempt += 1

@@ -60,7 +60,7 @@ enum OneShot {
             if let error = mirror.lastError.value {
                 if let joinRefusal { Output.writeLine(joinRefusal) }
                 await client.close()
-                throw Output.failure("cannot join \(room): \(Output.describe(error))", code: Output.serverError)
+                throw Output.failure("cannot join \(room): \(Output.describe(error)); not applied", code: Output.serverError)
             }
         }
 
@@ -68,13 +68,10 @@ enum OneShot {
             _ = try await client.send(action, to: room, args: args?.value)
             if let raw = answers.values.first { Output.writeLine(raw) }
             await client.close()
-        } catch TetherClientError.server(let error) {
-            if let id = error.id, let raw = answers[id] { Output.writeLine(raw) }
+        } catch let error as TetherClientError {
+            if case .server(let refusal) = error, let id = refusal.id, let raw = answers[id] { Output.writeLine(raw) }
             await client.close()
-            throw Output.failure(Output.describe(error), code: Output.serverError)
-        } catch {
-            await client.close()
-            throw Output.failure(Output.describe(error))
+            throw Output.actionFailure(error)
         }
     }
 }

@@ -13,8 +13,11 @@ import Glibc
 enum Output {
     /// The connection failed: unreachable, handshake refused, bad URL, no answer in time.
     static let connectionFailure: Int32 = 1
-    /// The server answered with an error.
+    /// The server answered with an error (for an action: one that says it was not applied).
     static let serverError: Int32 = 2
+    /// An action's outcome is unknown: it was sent, then no answer came in time, the connection
+    /// dropped, or the server's error says it may have been applied.
+    static let outcomeUnknown: Int32 = 3
 
     /// Writes `bytes` and a newline to stdout at once (no buffering: a script reading a pipe sees
     /// each line as it arrives). A reader that went away ends the process quietly.
@@ -53,11 +56,21 @@ enum Output {
         }
     }
 
+    /// A failed action as one line that says whether it was applied, and the exit code that
+    /// tells a script the same: 1 not sent, 2 refused (not applied), 3 it may have been applied.
+    static func actionFailure(_ error: TetherClientError) -> ExitCode {
+        switch error {
+        case .notConnected(let reason): return failure("not sent (\(reason)); not applied", code: connectionFailure)
+        case _ where error.applied == .no: return failure(describe(error) + "; not applied", code: serverError)
+        default: return failure(describe(error) + "; it may or may not have been applied", code: outcomeUnknown)
+        }
+    }
+
     /// A client error as one short line.
     static func describe(_ error: any Error) -> String {
         switch error {
         case TetherClientError.server(let error): return "\(error.code.rawValue): \(error.message)"
-        case TetherClientError.disconnected(let reason): return reason
+        case TetherClientError.notConnected(let reason): return reason
         case let error as TetherClientError: return error.description
         case let error as ProtocolError: return "\(error.code.rawValue): \(error.message)"
         default: return "\(error)"

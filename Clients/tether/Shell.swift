@@ -11,9 +11,10 @@ import TetherTUI
 /// closed. Transient news ("resynced from a snapshot") disappears after `transientDuration`.
 ///
 /// The notice line says what happened to an action that failed: not sent (pressed while
-/// disconnected: it is dropped, not queued, and the notice says so), refused by the server, or
-/// unanswered. It clears on the next action that succeeds, when the connection comes back, or
-/// after `noticeDuration`.
+/// disconnected: it is dropped, not queued, and the notice says so), refused by the server ("✗":
+/// not applied), or of unknown outcome ("?": unanswered, or the server lost track of it). It
+/// clears on the next action that succeeds, when the connection comes back, or after
+/// `noticeDuration`.
 @MainActor
 final class Shell {
     let root: Stack
@@ -162,14 +163,12 @@ final class Shell {
             return
         }
         switch error {
-        case TetherClientError.disconnected(let reason) where reason == "not connected":
+        case TetherClientError.notConnected:
             showNotice("✗ \(action) was not sent: not connected to the server; press again once live", aboutTheConnection: true)
-        case TetherClientError.disconnected:
-            showNotice("? \(action): the connection dropped before the answer; it may or may not have been applied")
-        case TetherClientError.timedOut:
-            showNotice("? \(action): no answer from the server in time; it may or may not have been applied")
         case TetherClientError.closed:
-            break
+            break  // the screen is closing
+        case let error as TetherClientError where error.applied == .unknown:
+            showNotice("? \(action): \(Output.describe(error)); it may or may not have been applied")
         default:
             showNotice("✗ \(action): \(Output.describe(error))")
         }

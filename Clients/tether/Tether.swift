@@ -31,8 +31,10 @@ struct Tether: AsyncParsableCommand {
             token, instead of --token or --token-file); a flag beats its variable.
 
             Exit status: 0 success, 1 connection failure (unreachable, handshake refused, bad URL, \
-            no answer), 2 the server answered with an error (a refused join, an action's error), \
-            64 usage error.
+            no answer; an action was not sent), 2 the server answered with an error (a refused \
+            join, an action's error that says it was not applied), 3 an action may or may not have \
+            been applied (no answer in time, the connection dropped, or the server's error says it \
+            lost track of it), 64 usage error.
             """,
         version: "0.1.0",
         subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self],
@@ -184,10 +186,14 @@ struct Send: AsyncParsableCommand {
             tether send todo:team-a add '{"title":"milk"}'
 
             With a token the room is joined first (the server takes actions only on joined rooms). \
-            Exits 0 on an ack; 2 when the server answers with an error, the action's or the join's \
-            (the error frame is printed on stdout, a one-line summary on stderr); 1 when the server \
-            cannot be reached or does not answer within --timeout; 64 when JSON-ARGS is not a JSON \
-            object.
+            Exits 0 on an ack; 1 when the server cannot be reached (within --timeout): the action \
+            was not sent; 2 when the server answers with an error that says the action was not \
+            applied, or refuses the join (the error frame is printed on stdout, a one-line summary \
+            on stderr); 3 when the action may or may not have been applied: no answer within \
+            --timeout after sending it, the connection dropped before the answer, or the server's \
+            error says "applied":"unknown" (the frame is printed too); 64 when JSON-ARGS is not a \
+            JSON object. With status 2 or 3 the summary on stderr ends with "not applied" or "it may \
+            or may not have been applied".
             """)
 
     @OptionGroup var connection: ConnectionOptions

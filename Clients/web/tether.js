@@ -249,14 +249,21 @@ class PatchEditor {
 // MARK: - Events and errors
 
 /** An error from the server (`code` as in PROTOCOL.md) or from the client: `timeout`,
- * `disconnected` (the action may or may not have been applied), `closed`, `left`. */
+ * `disconnected`, `closed`, `left`.
+ *
+ * A server error, and every error that fails a request (`send`, `describe`), has `applied`:
+ * `false` when the request certainly changed nothing (safe to send again: the server said so,
+ * or it was never sent because the client was not connected), `"unknown"` when it may have been
+ * applied (the server says so or does not say; no answer in time; the connection dropped or the
+ * client was closed after it was sent). */
 export class TetherError extends Error {
-  constructor(code, message, { id, room } = {}) {
+  constructor(code, message, { id, room, applied } = {}) {
     super(message);
     this.name = "TetherError";
     this.code = code;
     if (id !== undefined) this.id = id;
     if (room !== undefined) this.room = room;
+    if (applied !== undefined) this.applied = applied;
   }
 }
 
@@ -554,8 +561,9 @@ export class TetherClient extends Emitter {
 
   /**
    * Sends `action` to `room`: resolves with the ack ({type, id, room, version}), rejects with a
-   * TetherError carrying the server's {code, message}, or `timeout` (after `timeout` ms, default
-   * `actionTimeout`), or `disconnected`/`closed`. Fails at once when not connected.
+   * TetherError carrying the server's {code, message, applied}, or `timeout` (after `timeout` ms,
+   * default `actionTimeout`), or `disconnected`/`closed`; its `applied` says whether the action
+   * may have been applied. Fails at once when not connected (`applied: false`): nothing is queued.
    */
   send(room, action, args, { timeout = this.actionTimeout } = {}) {
     const message = { type: "action", room, name: action };
@@ -589,8 +597,8 @@ export class TetherClient extends Emitter {
     this.#socket = null;
     this.session = null;
     try { socket?.close(1000, "client closing"); } catch { /* already closing */ }
+    this.#failPending(new TetherError("closed", "the client was closed before the answer", { applied: "unknown" }));
     const error = new TetherError("closed", "the client was closed");
-    this.#failPending(error);
     for (const room of this.#rooms.values()) room._closed(error);
     for (const waiter of this.#connectedWaiters.splice(0)) waiter.reject(error);
     this.#setState("closed", { reason: "closed by the client" });
@@ -599,13 +607,14 @@ export class TetherClient extends Emitter {
   // MARK: Requests
 
   #request(message, timeout) {
-    if (this.#closed) return Promise.reject(new TetherError("closed", "the client was closed"));
-    if (this.state !== "live") return Promise.reject(new TetherError("disconnected", "not connected"));
+    // Not sent, so certainly not applied.
+    if (this.#closed) return Promise.reject(new TetherError("closed", "the client was closed", { applied: false }));
+    if (this.state !== "live") return Promise.reject(new TetherError("disconnected", "not connected", { applied: false }));
     const id = this.#nextID++;
     return new Promise((resolve, reject) => {
       const timer = timeout > 0 && Number.isFinite(timeout)
         ? setTimeout(() => {
-          if (this.#pending.delete(id)) reject(new TetherError("timeout", `no answer from the server in ${timeout} ms`, { id }));
+          if (this.#pending.delete(id)) reject(new TetherError("timeout", `no answer from the server in ${timeout} ms`, { id, applied: "unknown" }));
         }, timeout)
         : null;
       this.#pending.set(id, { resolve, reject, timer });
@@ -709,7 +718,7 @@ export class TetherClient extends Emitter {
   #lost(reason) {
     this.#socket = null;
     this.session = null;
-    this.#failPending(new TetherError("disconnected", reason));
+    this.#failPending(new TetherError("disconnected", reason, { applied: "unknown" }));
     for (const room of this.#rooms.values()) room._disconnected();
     if (!this.reconnect.enabled) {
       this.#closed = true;
@@ -790,7 +799,9 @@ export class TetherClient extends Emitter {
   #receiveError(message) {
     const code = typeof message.code === "string" ? message.code : "unknown";
     const text = typeof message.message === "string" ? message.message : code;
-    const error = new TetherError(code, text, { id: message.id, room: message.room });
+    // A server that does not say whether the request was applied is taken as not knowing.
+    const applied = message.applied === false ? false : "unknown";
+    const error = new TetherError(code, text, { id: message.id, room: message.room, applied });
     if (message.id !== undefined && this.#answer(message.id, error)) return;
     const room = typeof message.room === "string" ? this.#rooms.get(message.room) : undefined;
     room?._receiveError(error);

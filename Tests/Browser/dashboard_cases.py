@@ -311,6 +311,8 @@ class DashboardCases:
         result = self.click_action("toggle", id="no-such-item")
         self.assertEqual(result.get_attribute("data-kind"), "error")
         self.assertIn("The arguments don't fit the action", result.text)
+        self.assertIn("Nothing was changed.", result.text)
+        self.assertNotIn("may or may not", result.text)
         self.assertIn("invalid_args", result.text)
         b.find(".free-form summary").click()
         b.find('.free-form input').send_keys("fly")

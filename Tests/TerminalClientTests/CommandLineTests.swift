@@ -145,7 +145,7 @@ struct CommandLineTests {
     @Test func describeOnAServerThatDoesNotKnowItSaysSo() async throws {
         let server = try ScriptedServer(greeting: [hello]) { text in
             guard let id = (try? JSONParser().parse(text))?["id"]?.intValue else { return [] }
-            return [#"{"type":"error","code":"bad_message","message":"unknown message type \"describe\"","id":\#(id)}"#]
+            return [#"{"type":"error","code":"bad_message","message":"unknown message type \"describe\"","id":\#(id),"applied":false}"#]
         }
         defer { server.stop() }
         let result = try await runTether(["kinds", "--url", server.url])
@@ -178,7 +178,7 @@ struct CommandLineTests {
             case nil: return [#"{"type":"description","id":\#(id),"kinds":[\#(counter),\#(login)]}"#]
             case "counter": return [#"{"type":"description","id":\#(id),"kinds":[\#(counter)]}"#]
             case "login": return [#"{"type":"description","id":\#(id),"kinds":[\#(login)]}"#]
-            case let kind?: return [#"{"type":"error","code":"unknown_room","message":"no room kind \"\#(kind)\"; kinds are counter, login","id":\#(id)}"#]
+            case let kind?: return [#"{"type":"error","code":"unknown_room","message":"no room kind \"\#(kind)\"; kinds are counter, login","id":\#(id),"applied":false}"#]
             }
         }
     }

@@ -47,6 +47,46 @@ struct ScriptingTests {
         #expect(try jsonLines(wrongType.stdout).first?["code"] == "invalid_args")
     }
 
+    /// Exit 2 and "not applied" for an error that says so; exit 3 and "may or may not have been
+    /// applied" when the outcome is unknown: the server says so, or no answer comes in time.
+    @Test func sendTellsWhetherTheActionWasApplied() async throws {
+        let hello = #"{"type":"hello","protocol":1,"server":"scripted","session":"s1"}"#
+        let server = try ScriptedServer(greeting: [hello]) { text in
+            guard let request = try? JSONParser().parse(text), let id = request["id"]?.intValue else { return [] }
+            let error = #"{"type":"error","code":"unavailable","message":"owner lost","id":\#(id),"room":"r","applied":"#
+            switch request["name"]?.stringValue {
+            case "refuse": return [error + "false}"]
+            case "lose": return [error + #""unknown"}"#]
+            default: return []
+            }
+        }
+        defer { server.stop() }
+
+        let refused = try await runTether(["send", "--url", server.url, "r", "refuse"])
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(try jsonLines(refused.stdout).first?["applied"] == false)
+        #expect(refused.stderr == "tether: unavailable: owner lost; not applied\n", "\(refused.stderr)")
+
+        let lost = try await runTether(["send", "--url", server.url, "r", "lose"])
+        #expect(lost.status == 3, "\(lost.stderr)")
+        #expect(try jsonLines(lost.stdout).first?["applied"] == "unknown")
+        #expect(lost.stderr == "tether: unavailable: owner lost; it may or may not have been applied\n", "\(lost.stderr)")
+
+        let unanswered = try await runTether(["send", "--url", server.url, "--timeout", "0.5", "r", "ignore"])
+        #expect(unanswered.status == 3, "\(unanswered.stderr)")
+        #expect(unanswered.stdout.isEmpty)
+        #expect(unanswered.stderr == "tether: no answer from the server in time; it may or may not have been applied\n", "\(unanswered.stderr)")
+
+        // The connection drops after the action was sent.
+        async let dropped = runTether(["send", "--url", server.url, "r", "drop"])
+        try await eventually("the action reaches the server") { server.received.contains { $0.contains(#""name":"drop""#) } }
+        server.dropAll()
+        let droppedResult = try await dropped
+        #expect(droppedResult.status == 3, "\(droppedResult.stderr)")
+        #expect(droppedResult.stderr.hasPrefix("tether: the connection dropped before the answer: "), "\(droppedResult.stderr)")
+        #expect(droppedResult.stderr.hasSuffix("; it may or may not have been applied\n"), "\(droppedResult.stderr)")
+    }
+
     @Test func badJSONArgumentsAreRefusedBeforeConnecting() async throws {
         let port = try freePort()
         for args in [#"{"by":"#, "[1]", "2"] {

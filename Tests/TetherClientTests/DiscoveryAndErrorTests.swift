@@ -25,7 +25,7 @@ struct DiscoveryAndErrorTests {
             switch request["kind"]?.stringValue {
             case nil: return [#"{"type":"description","id":\#(id),"kinds":[\#(counter),\#(todo)]}"#]
             case "todo": return [#"{"type":"description","id":\#(id),"kinds":[\#(todo)]}"#]
-            case let kind?: return [#"{"type":"error","code":"unknown_room","message":"no room kind \"\#(kind)\"; kinds are counter, todo","id":\#(id)}"#]
+            case let kind?: return [#"{"type":"error","code":"unknown_room","message":"no room kind \"\#(kind)\"; kinds are counter, todo","id":\#(id),"applied":false}"#]
             }
         }
     }
@@ -105,7 +105,7 @@ struct DiscoveryAndErrorTests {
         try client.connect()
         do {
             try await client.waitUntilConnected()
-        } catch TetherClientError.disconnected(let reason) {
+        } catch TetherClientError.notConnected(let reason) {
             return reason
         }
         await client.close()

@@ -265,12 +265,22 @@ describe("actions and requests", () => {
       && error.message === 'unknown action "fly"' && error.id === action.id && error.room === "counter");
   });
 
+  test("a server error's applied is passed through; without one it is unknown", async (t) => {
+    const { client, connection } = await connect(t);
+    for (const [applied, expected] of [[false, false], ["unknown", "unknown"], [undefined, "unknown"]]) {
+      const sent = client.send("counter", "increment");
+      const action = await connection.next();
+      connection.send({ type: "error", code: "unavailable", message: "owner lost", id: action.id, room: "counter", applied });
+      await assert.rejects(sent, (error) => error.code === "unavailable" && error.applied === expected);
+    }
+  });
+
   test("an action without an answer times out; a late ack is ignored", async (t) => {
     const { client, connection } = await connect(t, { actionTimeout: 150 });
     const started = Date.now();
     const sent = client.send("counter", "increment");
     const action = await connection.next();
-    await assert.rejects(sent, { code: "timeout" });
+    await assert.rejects(sent, { code: "timeout", applied: "unknown" });
     assert.ok(Date.now() - started >= 140, "not before the timeout");
     connection.send({ type: "ack", id: action.id, room: "counter", version: 1 });
     const perCall = client.send("counter", "increment", undefined, { timeout: 50 });
@@ -297,8 +307,8 @@ describe("actions and requests", () => {
     const server = await ScriptedServer.start({ hello: false });
     const client = new TetherClient(server.url);
     t.after(async () => { client.close(); await server.close(); });
-    await assert.rejects(client.send("counter", "increment"), { code: "disconnected" });
-    await assert.rejects(client.describe(), { code: "disconnected" });
+    await assert.rejects(client.send("counter", "increment"), { code: "disconnected", applied: false });
+    await assert.rejects(client.describe(), { code: "disconnected", applied: false });
   });
 
   test("a dropped connection fails pending actions with disconnected", async (t) => {
@@ -306,7 +316,7 @@ describe("actions and requests", () => {
     const sent = client.send("counter", "increment");
     await connection.next();
     connection.drop();
-    await assert.rejects(sent, { code: "disconnected" });
+    await assert.rejects(sent, { code: "disconnected", applied: "unknown" });
   });
 });
 
@@ -426,13 +436,13 @@ describe("reconnecting", () => {
     await connection.next();
     client.close();
     assert.equal(client.state, "closed");
-    await assert.rejects(sent, { code: "closed" });
+    await assert.rejects(sent, { code: "closed", applied: "unknown" });
     await assert.rejects(ready, { code: "closed" });
     await connection.closed;
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(server.unclaimedConnections, 0, "no reconnect after close");
     assert.equal(server.attempts.length, 1);
-    await assert.rejects(client.send("counter", "increment"), { code: "closed" });
+    await assert.rejects(client.send("counter", "increment"), { code: "closed", applied: false });
   });
 
   test("an unreachable server keeps the client reconnecting", async (t) => {

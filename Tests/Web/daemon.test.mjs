@@ -84,7 +84,7 @@ test("after a daemon restart on the same data, the client resumes with a patch, 
 
   assert.equal(await first.stop(), 0, first.stderr);
   await waitFor(() => c.state === "reconnecting", "reconnecting");
-  await assert.rejects(room.send("increment"), { code: "disconnected" });
+  await assert.rejects(room.send("increment"), { code: "disconnected", applied: false });
   // The daemon locks its data directory: the second starts once the first has exited.
   const second = await startDaemon(t, { port: first.port, args: ["--data", data] });
 
@@ -142,8 +142,9 @@ test("200 random todo actions from two clients converge to the daemon's snapshot
         burst.push(room.send(...request).then(
           () => { outcomes.acked++; },
           (error) => {
-            // Another client may have removed the item first: the server says so.
-            if (error.code !== "invalid_args") throw error;
+            // Another client may have removed the item first: the server says so, and that
+            // nothing changed.
+            if (error.code !== "invalid_args" || error.applied !== false) throw error;
             outcomes.refused++;
           }));
       }

@@ -53,7 +53,10 @@ test("errors are explained in plain words, with the server's own message kept", 
   assert.match(explainError({ code: "unauthorized", message: "unauthorized" }).headline, /token/);
   assert.equal(explainError({ code: "unauthorized", message: "unauthorized" }).detail, "", "a message that only repeats the code is dropped");
   assert.match(explainError({ code: "something_new", message: "x" }).headline, /something_new/);
-  assert.match(explainError({ code: "disconnected" }).headline, /may or may not/);
+  assert.match(explainError({ code: "disconnected", applied: "unknown" }).outcome, /may or may not/);
+  assert.equal(explainError({ code: "disconnected", applied: false }).outcome, "Nothing was changed.", "not sent: not applied");
+  assert.equal(explainError({ code: "unavailable", applied: false }).outcome, "Nothing was changed.");
+  assert.equal(explainError({ code: "unknown_room" }).outcome, "", "an error that answers no request");
 });
 
 test("durations, sizes, numbers and connection states read naturally", () => {

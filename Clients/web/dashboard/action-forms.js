@@ -229,8 +229,8 @@ export class ActionForms {
       for (const input of result.form?.querySelectorAll("input[type=text]") ?? []) input.value = "";
       this.#showResult(result, "ok", `✓ done: the room is at version ${ack.version} (${ms} ms)`);
     } catch (error) {
-      const { code, headline, detail } = explainError(error);
-      this.#showResult(result, "error", `✗ ${headline}${detail ? ` Server says: ${detail}` : ""} [${code}]`);
+      const { code, headline, outcome, detail } = explainError(error);
+      this.#showResult(result, "error", `✗ ${headline}${outcome ? ` ${outcome}` : ""}${detail ? ` Server says: ${detail}` : ""} [${code}]`);
     } finally {
       button.disabled = false;
     }

@@ -49,20 +49,25 @@ const errorExplanations = {
   invalid_args: "The arguments don't fit the action.",
   rate_limited: "Too many requests: the server is limiting this connection for now.",
   too_large: "Too large: the server will not hold a value that big.",
+  unavailable: "The room cannot take actions right now: it is moving between servers, or closing.",
   internal: "The server failed while handling this; the room keeps running.",
   bad_message: "The server did not understand the request.",
   timeout: "No answer from the server in time.",
-  disconnected: "The connection dropped before the server answered: the change may or may not have been made.",
+  disconnected: "The connection to the server was lost.",
   closed: "The connection is closed.",
   left: "This page left the room.",
 };
 
-/** An error as a sentence, then the server's own words: {headline, detail}. */
+/** An error as a sentence, what became of the request, then the server's own words:
+ * {headline, outcome, detail}; `outcome` is "" for an error without `applied`. */
 export function explainError(error) {
   const code = error?.code ?? "error";
   const headline = errorExplanations[code] ?? `The server answered with an error (${code}).`;
+  // What became of the request: tether.js sets `applied` on every failed one.
+  const outcome = error?.applied === false ? "Nothing was changed."
+    : error?.applied === "unknown" ? "The change may or may not have been made." : "";
   const detail = error?.message && error.message !== code ? error.message : "";
-  return { code, headline, detail };
+  return { code, headline, outcome, detail };
 }
 
 /** What the connection badge says for a client state and its info. */

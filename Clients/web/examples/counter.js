@@ -20,7 +20,9 @@ async function send(action) {
     await room.send(action);        // resolves with the ack once the change is applied
     $("error").textContent = "";
   } catch (error) {                 // the server's {code, message}, or timeout / disconnected
-    $("error").textContent = `${error.code}: ${error.message}`;
+    // `applied` is false (nothing changed) or "unknown" (it may have been applied).
+    const maybe = error.applied === "unknown" ? " (it may or may not have been applied)" : "";
+    $("error").textContent = `${error.code}: ${error.message}${maybe}`;
   }
 }
 $("increment").addEventListener("click", () => send("increment"));

@@ -236,8 +236,8 @@ export class ActionForms {
       for (const input of result.form?.querySelectorAll("input[type=text]") ?? []) input.value = "";
       this.#showResult(result, "ok", `✓ done: the room is at version ${ack.version} (${ms} ms)`);
     } catch (error) {
-      const { code, headline, detail } = explainError(error);
-      this.#showResult(result, "error", `✗ ${headline}${detail ? ` Server says: ${detail}` : ""} [${code}]`);
+      const { code, headline, outcome, detail } = explainError(error);
+      this.#showResult(result, "error", `✗ ${headline}${outcome ? ` ${outcome}` : ""}${detail ? ` Server says: ${detail}` : ""} [${code}]`);
     } finally {
       button.disabled = false;
     }
@@ -879,20 +879,25 @@ const errorExplanations = {
   invalid_args: "The arguments don't fit the action.",
   rate_limited: "Too many requests: the server is limiting this connection for now.",
   too_large: "Too large: the server will not hold a value that big.",
+  unavailable: "The room cannot take actions right now: it is moving between servers, or closing.",
   internal: "The server failed while handling this; the room keeps running.",
   bad_message: "The server did not understand the request.",
   timeout: "No answer from the server in time.",
-  disconnected: "The connection dropped before the server answered: the change may or may not have been made.",
+  disconnected: "The connection to the server was lost.",
   closed: "The connection is closed.",
   left: "This page left the room.",
 };
 
-/** An error as a sentence, then the server's own words: {headline, detail}. */
+/** An error as a sentence, what became of the request, then the server's own words:
+ * {headline, outcome, detail}; `outcome` is "" for an error without `applied`. */
 export function explainError(error) {
   const code = error?.code ?? "error";
   const headline = errorExplanations[code] ?? `The server answered with an error (${code}).`;
+  // What became of the request: tether.js sets `applied` on every failed one.
+  const outcome = error?.applied === false ? "Nothing was changed."
+    : error?.applied === "unknown" ? "The change may or may not have been made." : "";
   const detail = error?.message && error.message !== code ? error.message : "";
-  return { code, headline, detail };
+  return { code, headline, outcome, detail };
 }
 
 /** What the connection badge says for a client state and its info. */
@@ -1992,7 +1997,9 @@ async function send(action) {
     await room.send(action);        // resolves with the ack once the change is applied
     $("error").textContent = "";
   } catch (error) {                 // the server's {code, message}, or timeout / disconnected
-    $("error").textContent = `${error.code}: ${error.message}`;
+    // `applied` is false (nothing changed) or "unknown" (it may have been applied).
+    const maybe = error.applied === "unknown" ? " (it may or may not have been applied)" : "";
+    $("error").textContent = `${error.code}: ${error.message}${maybe}`;
   }
 }
 $("increment").addEventListener("click", () => send("increment"));
@@ -2251,14 +2258,21 @@ class PatchEditor {
 // MARK: - Events and errors
 
 /** An error from the server (`code` as in PROTOCOL.md) or from the client: `timeout`,
- * `disconnected` (the action may or may not have been applied), `closed`, `left`. */
+ * `disconnected`, `closed`, `left`.
+ *
+ * A server error, and every error that fails a request (`send`, `describe`), has `applied`:
+ * `false` when the request certainly changed nothing (safe to send again: the server said so,
+ * or it was never sent because the client was not connected), `"unknown"` when it may have been
+ * applied (the server says so or does not say; no answer in time; the connection dropped or the
+ * client was closed after it was sent). */
 export class TetherError extends Error {
-  constructor(code, message, { id, room } = {}) {
+  constructor(code, message, { id, room, applied } = {}) {
     super(message);
     this.name = "TetherError";
     this.code = code;
     if (id !== undefined) this.id = id;
     if (room !== undefined) this.room = room;
+    if (applied !== undefined) this.applied = applied;
   }
 }
 
@@ -2556,8 +2570,9 @@ export class TetherClient extends Emitter {
 
   /**
    * Sends `action` to `room`: resolves with the ack ({type, id, room, version}), rejects with a
-   * TetherError carrying the server's {code, message}, or `timeout` (after `timeout` ms, default
-   * `actionTimeout`), or `disconnected`/`closed`. Fails at once when not connected.
+   * TetherError carrying the server's {code, message, applied}, or `timeout` (after `timeout` ms,
+   * default `actionTimeout`), or `disconnected`/`closed`; its `applied` says whether the action
+   * may have been applied. Fails at once when not connected (`applied: false`): nothing is queued.
    */
   send(room, action, args, { timeout = this.actionTimeout } = {}) {
     const message = { type: "action", room, name: action };
@@ -2591,8 +2606,8 @@ export class TetherClient extends Emitter {
     this.#socket = null;
     this.session = null;
     try { socket?.close(1000, "client closing"); } catch { /* already closing */ }
+    this.#failPending(new TetherError("closed", "the client was closed before the answer", { applied: "unknown" }));
     const error = new TetherError("closed", "the client was closed");
-    this.#failPending(error);
     for (const room of this.#rooms.values()) room._closed(error);
     for (const waiter of this.#connectedWaiters.splice(0)) waiter.reject(error);
     this.#setState("closed", { reason: "closed by the client" });
@@ -2601,13 +2616,14 @@ export class TetherClient extends Emitter {
   // MARK: Requests
 
   #request(message, timeout) {
-    if (this.#closed) return Promise.reject(new TetherError("closed", "the client was closed"));
-    if (this.state !== "live") return Promise.reject(new TetherError("disconnected", "not connected"));
+    // Not sent, so certainly not applied.
+    if (this.#closed) return Promise.reject(new TetherError("closed", "the client was closed", { applied: false }));
+    if (this.state !== "live") return Promise.reject(new TetherError("disconnected", "not connected", { applied: false }));
     const id = this.#nextID++;
     return new Promise((resolve, reject) => {
       const timer = timeout > 0 && Number.isFinite(timeout)
         ? setTimeout(() => {
-          if (this.#pending.delete(id)) reject(new TetherError("timeout", `no answer from the server in ${timeout} ms`, { id }));
+          if (this.#pending.delete(id)) reject(new TetherError("timeout", `no answer from the server in ${timeout} ms`, { id, applied: "unknown" }));
         }, timeout)
         : null;
       this.#pending.set(id, { resolve, reject, timer });
@@ -2711,7 +2727,7 @@ export class TetherClient extends Emitter {
   #lost(reason) {
     this.#socket = null;
     this.session = null;
-    this.#failPending(new TetherError("disconnected", reason));
+    this.#failPending(new TetherError("disconnected", reason, { applied: "unknown" }));
     for (const room of this.#rooms.values()) room._disconnected();
     if (!this.reconnect.enabled) {
       this.#closed = true;
@@ -2792,7 +2808,9 @@ export class TetherClient extends Emitter {
   #receiveError(message) {
     const code = typeof message.code === "string" ? message.code : "unknown";
     const text = typeof message.message === "string" ? message.message : code;
-    const error = new TetherError(code, text, { id: message.id, room: message.room });
+    // A server that does not say whether the request was applied is taken as not knowing.
+    const applied = message.applied === false ? false : "unknown";
+    const error = new TetherError(code, text, { id: message.id, room: message.room, applied });
     if (message.id !== undefined && this.#answer(message.id, error)) return;
     const room = typeof message.room === "string" ? this.#rooms.get(message.room) : undefined;
     room?._receiveError(error);

@@ -273,6 +273,7 @@ class MockServer:
                 answer["id"] = request_id
             if room is not None:
                 answer["room"] = room
+            answer["applied"] = False  # as tetherd says of every error it answers at once
             await self.send(socket, answer)
 
         if kind == "describe":
