@@ -86,6 +86,29 @@ struct LoadToolTests {
         #expect(try run.result()["server_pids"] == .array([.int(Int(other))]))
     }
 
+    /// tether-load's checks must be able to fail: a server that sends subscribers a presence
+    /// stream they did not ask for (no --presence) fails the run.
+    @Test func unrequestedPresenceFramesFailTheRun() throws {
+        let server = try ScriptedServer(greeting: [#"{"type":"hello","protocol":1,"server":"scripted","session":"s1"}"#]) { text in
+            guard let json = try? JSON(parsing: text), let room = json["room"]?.stringValue else { return [] }
+            let id = json["id"]?.intValue.map { ",\"id\":\($0)" } ?? ""
+            switch json["type"]?.stringValue {
+            case "join":
+                return [#"{"type":"snapshot","room":"\#(room)","epoch":"e","version":0,"state":{"fields":{}}}"#,
+                        #"{"type":"presence","room":"\#(room)","version":1,"members":{}}"#,
+                        #"{"type":"ack","room":"\#(room)","version":0\#(id)}"#]
+            case "action":
+                return [#"{"type":"ack","room":"\#(room)","version":0\#(id)}"#]
+            default:
+                return []
+            }
+        }
+        defer { server.stop() }
+        let run = try Self.runLoad(["--url", server.url, "--clients", "2", "--rate", "1", "--duration", "1", "--json", "--quiet"])
+        #expect(run.status == 1, "\(run.stderr)\n\(run.stdout)\n\(server.received.prefix(5))")
+        #expect(run.stderr.contains("unrequested presence") || run.stdout.contains("unrequested presence"), "\(run.stderr)\n\(run.stdout)")
+    }
+
     @Test func anUnreachableServerIsOneLineAndExitStatus2() throws {
         let port = try freePort()  // nothing listens there
         let url = "ws://127.0.0.1:\(port)"

@@ -49,6 +49,11 @@ public final class ScriptedServer: WebSocketServerDelegate, @unchecked Sendable 
         connection.requestWritable()
     }
 
+    /// Alive, as tetherd's `/healthz` says (tools check it before connecting).
+    public func httpGET(path: String) -> HTTPResponse {
+        path == "/healthz" ? HTTPResponse(status: 200, text: "ok") : .notFound
+    }
+
     public func connectionOpened(_ connection: WebSocketConnection) {
         connections[connection.id] = connection
         state.withLock { $0.connections += 1 }
