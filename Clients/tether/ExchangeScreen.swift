@@ -16,6 +16,9 @@ final class ExchangeScreen: Screen {
     private let context: ScreenContext
     private let fromRow = Stack.row([], spacing: 1)
     private let toRow = Stack.row([], spacing: 1)
+    /// The room's pair now: a button acts on it when pressed, not on the pair it was drawn with
+    /// (a row is redrawn only when its own marks move).
+    private var pair: (from: String?, to: String?) = (nil, nil)
 
     init(_ context: ScreenContext) {
         self.context = context
@@ -45,11 +48,12 @@ final class ExchangeScreen: Screen {
             result.style = text.isProblem ? Style(fg: .red, bold: true) : (typed.isEmpty ? Style(dim: true) : Style(bold: true))
         }
         context.bind(combineLatest(context.value("/currencies", as: [String].self, default: []), pair)) { [unowned self] currencies, pair in
-            fill(fromRow, label: "from", currencies: currencies, selected: pair.0) { chosen in
-                chosen == pair.1 ? (chosen, pair.0) : (chosen, pair.1)
+            self.pair = pair
+            fill(fromRow, label: "from", currencies: currencies, selected: pair.0) { [unowned self] chosen in
+                chosen == self.pair.to ? (chosen, self.pair.from) : (chosen, self.pair.to)
             }
-            fill(toRow, label: "to  ", currencies: currencies, selected: pair.1) { chosen in
-                chosen == pair.0 ? (pair.1, chosen) : (pair.0, chosen)
+            fill(toRow, label: "to  ", currencies: currencies, selected: pair.1) { [unowned self] chosen in
+                chosen == self.pair.from ? (self.pair.to, chosen) : (self.pair.from, chosen)
             }
             context.hints.value = currencies.isEmpty
                 ? ["type an amount", "Enter in the rate field sets the rate"]
@@ -66,7 +70,7 @@ final class ExchangeScreen: Screen {
     }
 
     /// One row of currency buttons; pressing one sends `setPair` with the pair `pairFor` gives
-    /// (picking the other side's currency swaps the two). Hidden without currencies (older server).
+    /// from the pair at that moment (picking the other side's currency swaps the two). Hidden without currencies (older server).
     private func fill(_ row: Stack, label: String, currencies: [String], selected: String?,
                       pairFor: @escaping (String) -> (String?, String?)) {
         let titles = currencies.map { $0 == selected ? "\($0) ✓" : $0 }

@@ -222,6 +222,25 @@ struct ScreenBehaviourTests {
         await client.close()
     }
 
+    /// Another client changes both currencies; a button of a row whose marks did not move must
+    /// still act on the room's pair now (it used to keep the "to" it was drawn with).
+    @Test func exchangeButtonsActOnThePairOfNowNotOfWhenTheyWereDrawn() async throws {
+        let state = #"{"amount":"1","from":"USD","to":"KRW","rate":1350.0,"result":"1350","error":null,"currencies":["USD","KRW","EUR","JPY"]}"#
+        let server = try Self.server(room: "exchange", snapshot: state)
+        defer { server.stop() }
+        let (client, shell, app, screen) = try await open("exchange", url: server.url, width: 80, height: 22)
+        server.broadcast([#"{"type":"patch","room":"exchange","epoch":"E","from":0,"version":1,"ops":[{"op":"replace","path":"/from","value":"EUR"},{"op":"replace","path":"/to","value":"USD"}]}"#])
+        try await eventually("the new pair") { shell.context.room.state["to"] == "USD" }
+        app.redraw()
+        #expect(screen.lines.joined(separator: "\n").contains("Amount in EUR → USD"))
+        // Tab from the amount to the from row's fourth button, JPY.
+        for _ in 0..<4 { app.handle(.tab) }
+        app.handle(.enter)
+        await app.settle()
+        #expect(actions(server).last?["args"] == ["from": "JPY", "to": "USD"])
+        await client.close()
+    }
+
     @Test func exchangeExplainsAnUnreadableAmountOnAnOlderServer() async throws {
         let server = try Self.server(room: "exchange", snapshot: #"{"amount":"abc","rate":1350.0,"result":""}"#)
         defer { server.stop() }
