@@ -1,5 +1,6 @@
 import Foundation
 import TetherJSON
+import TetherProtocol
 import TetherTransport
 
 /// Which certificates a `wss://` server may present: `.system`, `.caFile(path)` or `.insecure`.
@@ -22,6 +23,12 @@ public struct ClientOptions: Sendable {
     /// Offer permessage-deflate: a server started with `--compression on` then sends its large
     /// frames (snapshots, big patches) compressed. Costs the client an inflate per such frame.
     public var compression = false
+    /// Who this client is, said in a `hello` on every connection: a random id kept for the
+    /// client's life (actions are told apart by it), and optionally `user`, a stable anonymous
+    /// identity kept across runs. Without tokens the server knows the client as `user`, else as
+    /// `clientID` (docs/PROTOCOL.md, "Saying who you are"): a claim, not authentication.
+    public var clientID = ClientMessage.makeClientID()
+    public var user: String?
     /// Presence data sent with every join (e.g. `{"name": "kim"}`): the client is then listed in
     /// rooms that keep presence and mirrors who is there (`RemoteRoom.members`). Nil: neither.
     public var presence: JSON?

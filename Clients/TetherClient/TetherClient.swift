@@ -194,6 +194,7 @@ public final class TetherClient {
             self.session = session
             reconnectAttempt = 0
             stateStorage.value = .live
+            link?.send(ClientMessage.hello(client: options.clientID, user: options.user).encoded())
             for room in rooms.values { join(room) }
             let waiters = helloWaiters
             helloWaiters.removeAll()

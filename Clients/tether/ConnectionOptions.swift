@@ -75,6 +75,7 @@ struct ConnectionOptions: ParsableArguments {
         if let ca { options.trust = .caFile(ca) } else if insecure { options.trust = .insecure }
         options.compression = compression
         options.presence = name.map { ["name": .string($0)] }
+        options.user = AnonymousIdentity.user(named: name)
         return options
     }
 

@@ -4,14 +4,16 @@ import TetherTUI
 
 /// `vote` (shared, with a per-viewer value): the question, each option with its total, and
 /// "← your vote" beside the option this viewer chose (`/mine`, which only they receive). Keys
-/// 1–9 vote, c closes the vote, o reopens it; once closed, everyone's ballots are listed, each
-/// voter by the name they joined with (`tether --name`) while they are here.
+/// 1–N vote (N options), c closes the vote, o reopens it; once closed, everyone's ballots are
+/// listed, each voter by the name they voted with (`tether --name`).
 @MainActor
 final class VoteScreen: Screen {
     let body: Widget
     private let context: ScreenContext
     private var options: [String] = []
     private var votes: [String: String]?
+    /// The names the room published with the ballots (voter → name).
+    private var voterNames: [String: String] = [:]
     private let ballots = Label("", alignment: .left, wraps: true)
 
     init(_ context: ScreenContext) {
@@ -39,17 +41,22 @@ final class VoteScreen: Screen {
         let state = combineLatest(context.value("/open", as: Bool.self), context.value("/ballots", as: [String: String].self))
         context.bind(state) { [weak self] open, votes in
             switch open {
-            case true?: status.text = "open: your choice is yours alone until the vote closes"
+            case true?: status.text = "open: one vote per person, secret until the vote closes"
             case false?: status.text = "closed"
             case nil: status.text = ""
             }
             self?.votes = votes
             self?.showBallots()
         }
-        // A voter is their token's subject, or their connection without tokens: the members'
-        // `user` says which name that is.
+        context.bind("/voters", as: [String: String].self, default: [:]) { [weak self] names in
+            self?.voterNames = names
+            self?.showBallots()
+        }
+        // Who is here now names voters the room did not (they voted without a name).
         context.room.members.bind { [weak self] _ in self?.showBallots() }.store(in: context.bag)
-        context.hints.value = ["1-9 vote", "c closes", "o reopens"]
+        context.bind("/options", as: [String].self, default: []) { options in
+            context.hints.value = [options.count > 1 ? "1-\(min(options.count, 9)) vote" : "1 votes", "c closes", "o reopens"]
+        }
     }
 
     /// One line per option: its number, name, a bar and the total, and "← your vote" on mine.
@@ -64,16 +71,16 @@ final class VoteScreen: Screen {
     }
 
     private func showBallots() {
-        var names: [String: String] = [:]
-        for member in context.room.members.dictionary.values { names[member.user] = member.displayName }
+        var names = voterNames
+        for member in context.room.members.dictionary.values where names[member.user] == nil { names[member.user] = member.displayName }
         ballots.text = votes.map { Self.ballots($0, names: names) } ?? ""
     }
 
     /// "ballots: ana → pizza, bo → salad", sorted by voter; a voter with a name in `names`
-    /// (voter id → name) is shown by it.
+    /// (voter id → name) is shown by it, one without as "someone (first 6 characters of the id)".
     static func ballots(_ votes: [String: String], names: [String: String] = [:]) -> String {
         guard !votes.isEmpty else { return "ballots: none" }
-        return "ballots: " + votes.map { (names[$0.key] ?? $0.key, $0.value) }.sorted { $0.0 < $1.0 }
+        return "ballots: " + votes.map { (names[$0.key] ?? "someone (\($0.key.prefix(6)))", $0.value) }.sorted { $0.0 < $1.0 }
             .map { "\($0.0) → \($0.1)" }.joined(separator: ", ")
     }
 

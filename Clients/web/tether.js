@@ -492,13 +492,45 @@ export class RemoteRoom extends Emitter {
  *
  * Options: `token` (sent with every join), `WebSocket` (a constructor; default the global one),
  * `actionTimeout` (ms, default 10000), `reconnect` ({enabled, initialDelay, maxDelay,
- * multiplier}; default true, 200, 5000, 2).
+ * multiplier}; default true, 200, 5000, 2), `clientId` and `user` (what the client's `hello`
+ * says: see below).
+ *
+ * Who it is: on every connection the client says `hello` with `clientId` (default: 128 random
+ * bits, kept for the client's life: a page until it closes) and `user` (default: in a browser,
+ * an id kept in `localStorage` under `tether.user`, so the same browser is the same person
+ * across visits; none in Node). Without tokens the server knows the client as `user`, else as
+ * `clientId`: a claim, not authentication.
  *
  * `state` is `connecting`, `live`, `reconnecting` or `closed`; `stateInfo` says more (attempt,
  * reason, delay). Events: `state` (state, info), `hello`, `message` (every decoded message),
  * `resync` (a room that lost continuity got a fresh snapshot), `error` (server errors that answer
  * no request), `warning` (text: a frame that did not decode, a patch that did not apply).
  */
+/** 128 random bits, base64url: a `hello`'s `client` (or `user`). */
+function randomId() {
+  const bytes = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(bytes);
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+/** The browser's stable anonymous id (created once, kept in localStorage); null without storage. */
+function storedUser() {
+  try {
+    const storage = globalThis.localStorage;
+    if (!storage) return null;
+    let user = storage.getItem("tether.user");
+    if (!user || !/^[A-Za-z0-9_-]{16,64}$/.test(user)) {
+      user = randomId();
+      storage.setItem("tether.user", user);
+    }
+    return user;
+  } catch {
+    return null;  // storage disabled (private mode, sandboxed frame)
+  }
+}
+
 export class TetherClient extends Emitter {
   #WebSocket;
   #socket = null;
@@ -524,6 +556,8 @@ export class TetherClient extends Emitter {
       throw new TypeError("no WebSocket: pass { WebSocket } in the options (Node 20: or run with --experimental-websocket)");
     }
     this.token = options.token;
+    this.clientId = options.clientId ?? randomId();
+    this.user = options.user ?? storedUser();
     this.actionTimeout = options.actionTimeout ?? 10_000;
     this.reconnect = { enabled: true, initialDelay: 200, maxDelay: 5000, multiplier: 2, ...options.reconnect };
     this.state = "connecting";
@@ -772,6 +806,7 @@ export class TetherClient extends Emitter {
     this.#attempt = 0;
     this.#setState("live", { url: this.url, session: this.session, server: message.server });
     this.emit("hello", message);
+    this.#send(this.user ? { type: "hello", client: this.clientId, user: this.user } : { type: "hello", client: this.clientId });
     for (const room of this.#rooms.values()) room._sendJoin(true);
     for (const waiter of this.#connectedWaiters.splice(0)) waiter.resolve(this);
   }

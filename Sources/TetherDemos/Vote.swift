@@ -4,11 +4,14 @@ import TetherState
 
 /// A vote: everyone sees the question, the options and the totals; each voter sees their own
 /// choice (`mine`, a per-viewer value) and nobody sees anyone else's until the vote is closed,
-/// when `ballots` (voter → option) appears for all. A voter is their token's `sub`, or their
-/// connection when the server checks no tokens.
+/// when `ballots` (voter → option) appears for all, with `voters` (voter → the name they were
+/// present with when they voted, for those who had one). A voter is their token's `sub`, or,
+/// without tokens, who their client's hello says they are (`tether`: one per account and
+/// `--name`; a browser: one per browser), else their connection: one vote per voter, and
+/// without tokens that is a claim clients make, not a check.
 ///
 /// `{"question": "Where do we eat?", "options": ["pizza", "noodles", "salad"],
-///   "totals": {"pizza": 1, "noodles": 0, "salad": 0}, "open": true, "ballots": null}`
+///   "totals": {"pizza": 1, "noodles": 0, "salad": 0}, "open": true, "ballots": null, "voters": null}`
 /// plus, in the voter's own document, `"mine": "pizza"`.
 ///
 /// The open ballots are the ViewModel's own (unpublished) state, so they live in memory: after
@@ -23,8 +26,13 @@ public final class Vote: ViewModel {
     let open: Observable<Bool>
     /// Who chose what: null while the vote is open.
     let ballots: Observable<[String: String]?>
+    /// The voters' names, published with the ballots: null while the vote is open.
+    let voters: Observable<[String: String]?>
     /// Each voter's choice while the vote is open (never published as such).
     private(set) var choices: [String: String] = [:]
+    /// Each voter's name when they voted, from their presence.
+    private var names: [String: String] = [:]
+    private let presence: Presence
 
     public init(context: ViewModelContext) {
         question = context.property("question", "Where do we eat?")
@@ -32,6 +40,8 @@ public final class Vote: ViewModel {
         totals = context.map("totals", Dictionary(uniqueKeysWithValues: Self.defaultOptions.map { ($0, 0) }))
         open = context.property("open", true)
         ballots = context.property("ballots", nil)
+        voters = context.property("voters", nil)
+        presence = context.presence
         context.perViewer("mine") { [unowned self] viewer in self.choice(of: viewer) }
     }
 
@@ -54,17 +64,23 @@ public final class Vote: ViewModel {
             if let previous { model.totals[previous] = max(0, (model.totals[previous] ?? 0) - 1) }
             model.totals[args.option] = (model.totals[args.option] ?? 0) + 1
             model.choices[viewer.id] = args.option
+            if let name = model.presence.members(ofUser: viewer.id).lazy.compactMap({ $0.data["name"]?.stringValue }).first {
+                model.names[viewer.id] = name
+            }
         }
         .on("close") { model in
             guard model.open.value else { return }
             model.open.value = false
             model.ballots.value = model.choices
+            model.voters.value = model.names.filter { model.choices[$0.key] != nil }
         }
         .on("reopen") { model in
             guard !model.open.value else { return }
             // After a restart the closed vote's choices are only in `ballots`.
             model.choices = model.ballots.value ?? model.choices
+            model.names.merge(model.voters.value ?? [:]) { current, _ in current }
             model.ballots.value = nil
+            model.voters.value = nil
             model.open.value = true
         }
 }

@@ -109,6 +109,16 @@ extension ClientMessage {
 
     private static func decode(type: String, _ fields: MessageFields) throws(ProtocolError) -> ClientMessage {
         switch type {
+        case "hello":
+            let client = try fields.string("client")
+            let user = try fields.optionalString("user")
+            for (name, value) in [("client", client), ("user", user)] {
+                guard let value else { continue }
+                guard ClientMessage.isIdentity(value) else {
+                    throw fields.fail(.badMessage, "field \"\(name)\" must be 16 to 64 characters of A-Z, a-z, 0-9, - and _")
+                }
+            }
+            return .hello(client: client, user: user)
         case "join":
             var since: ResumePoint?
             if let value = fields.object["since"], !value.isNull {
@@ -326,7 +336,26 @@ extension ClientMessage {
             writer.optionalField("kind", kind)
             writer.optionalField("id", id)
             return writer.finish()
+        case .hello(let client, let user):
+            var writer = MessageWriter(type: "hello")
+            writer.field("client", client)
+            writer.optionalField("user", user)
+            return writer.finish()
         }
+    }
+
+    /// A `client` or `user` of a `hello`: 16 to 64 characters of the base64url alphabet.
+    public static func isIdentity(_ value: String) -> Bool {
+        (16...64).contains(value.utf8.count)
+            && value.utf8.allSatisfy { $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+    }
+
+    /// A fresh `client` id: 128 random bits, base64url (22 characters).
+    public static func makeClientID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        // 22 characters of 6 bits hold 132 bits: at least 128 of them random.
+        return String(decoding: (0..<22).map { _ in alphabet[Int(generator.next(upperBound: UInt8(64)))] }, as: UTF8.self)
     }
 }
 

@@ -21,6 +21,11 @@ public struct ResumePoint: Hashable, Sendable {
 
 /// Messages a client sends.
 public enum ClientMessage: Hashable, Sendable {
+    /// Says who the client is, before anything else: `client`, a random id it keeps for its life
+    /// (a page until it closes, a process), and optionally `user`, a stable anonymous identity it
+    /// keeps across runs. Without tokens the connection's viewer is `user`, else `client`. A
+    /// claim, not authentication.
+    case hello(client: String, user: String? = nil)
     /// Subscribe to `room`; with `since`, resume from that version. With `presence` (an object,
     /// `{}` for none), the connection is listed in the room's presence and gets its stream.
     case join(room: String, id: Int? = nil, since: ResumePoint? = nil, token: String? = nil, presence: JSON? = nil)
@@ -36,7 +41,7 @@ public enum ClientMessage: Hashable, Sendable {
     public var room: String? {
         switch self {
         case .join(let room, _, _, _, _), .leave(let room, _), .action(let room, _, _, _), .presence(let room, _, _): return room
-        case .describe: return nil
+        case .describe, .hello: return nil
         }
     }
 
@@ -44,6 +49,7 @@ public enum ClientMessage: Hashable, Sendable {
         switch self {
         case .join(_, let id, _, _, _), .leave(_, let id), .describe(_, let id), .presence(_, _, let id): return id
         case .action(_, _, _, let id): return id
+        case .hello: return nil
         }
     }
 }

@@ -32,6 +32,25 @@ struct ScriptingTests {
         #expect(watch.stderr.isEmpty, "\(watch.stderr)")
     }
 
+    /// Without tokens, `tether` is one person per account and --name, across runs: five sends
+    /// are one vote, and kim is someone else (the ids live in $XDG_STATE_HOME/tether).
+    @Test func sendVotesOncePerPerson() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let state = Daemon.temporaryDirectory()
+        let environment = ["XDG_STATE_HOME": state]
+        for option in ["pizza", "pizza", "salad", "pizza", "pizza"] {
+            let vote = try await runTether(["send", "--url", daemon.url, "vote:once", "vote", #"{"option":"\#(option)"}"#], environment: environment)
+            #expect(vote.status == 0, "\(vote.stderr)")
+        }
+        _ = try await runTether(["send", "--url", daemon.url, "--name", "kim", "vote:once", "vote", #"{"option":"salad"}"#], environment: environment)
+        let watch = try await runTether(["watch", "--url", daemon.url, "--state", "--once", "vote:once"], environment: environment)
+        let state1 = try #require(try jsonLines(watch.stdout).first)
+        #expect(state1["state"]?["totals"] == ["pizza": 1, "noodles": 0, "salad": 1], "\(watch.stdout)")
+        let users = try JSON(parsing: String(contentsOfFile: state + "/tether/users.json", encoding: .utf8))
+        #expect(users.objectValue?.keys.sorted() == ["", "kim"])
+    }
+
     @Test func sendReportsTheServersError() async throws {
         let daemon = try Daemon()
         defer { daemon.stop() }

@@ -20,7 +20,7 @@ struct VoteScreenTests {
         }
         try tmux.type("one", "1")
         let one = try await tmux.waitFor("one", "my vote marked") { $0.contains("pizza    █ 1  ← your vote") }
-        #expect(one.contains("open: your choice is yours alone"), "\(one)")
+        #expect(one.contains("open: one vote per person, secret until the vote closes"), "\(one)")
         var two = try await tmux.waitFor("two", "the total, unmarked") { $0.contains("pizza    █ 1") }
         #expect(!two.contains("your vote"), "the other terminal does not see whose vote it is: \(two)")
 

@@ -15,7 +15,7 @@ struct VoteTests {
     @Test func eachVoterSeesTheirOwnChoiceAndEveryoneTheTotals() throws {
         let room = TestRoom(Vote.self)
         let shared: JSON = ["question": "Where do we eat?", "options": ["pizza", "noodles", "salad"],
-                            "totals": ["pizza": 0, "noodles": 0, "salad": 0], "open": true, "ballots": nil]
+                            "totals": ["pizza": 0, "noodles": 0, "salad": 0], "open": true, "ballots": nil, "voters": nil]
         #expect(room.watch(as: ana) == shared, "no mine before voting")
         room.watch(as: bo)
         room.watch(as: bystander)
@@ -43,13 +43,27 @@ struct VoteTests {
         room.watch(as: ana)
         try room.send("vote", ["option": "pizza"], as: ana, produces: [.replace(path: "/totals/pizza", value: 1)],
                       views: [ana: [.add(path: "/mine", value: "pizza")]])
-        try room.send("close", produces: [.replace(path: "/open", value: false), .replace(path: "/ballots", value: ["ana": "pizza"])])
+        try room.send("close", produces: [.replace(path: "/open", value: false), .replace(path: "/ballots", value: ["ana": "pizza"]),
+                                          .replace(path: "/voters", value: [:])])
         room.send("vote", ["option": "salad"], as: ana, fails: .invalidArgs("the vote is closed"))
         #expect(room.state(for: ana)["mine"] == "pizza", "still mine after closing")
-        try room.send("reopen", produces: [.replace(path: "/ballots", value: nil), .replace(path: "/open", value: true)])
+        try room.send("reopen", produces: [.replace(path: "/ballots", value: nil), .replace(path: "/voters", value: nil),
+                                           .replace(path: "/open", value: true)])
         try room.send("vote", ["option": "salad"], as: ana,
                       produces: [.replace(path: "/totals/pizza", value: 0), .replace(path: "/totals/salad", value: 1)],
                       views: [ana: [.replace(path: "/mine", value: "salad")]])
+    }
+
+    /// The ballots name voters by the name they were present with when they voted, even after
+    /// they left; a voter without one stays unnamed.
+    @Test func closingNamesTheVotersByTheirPresence() throws {
+        let room = TestRoom(Vote.self)
+        room.presence(PresenceMember(id: "s1", user: "ana", data: ["name": "Ana"]))
+        try room.send("vote", ["option": "pizza"], as: ana, produces: [.replace(path: "/totals/pizza", value: 1)])
+        room.leave(member: "s1")
+        try room.send("vote", ["option": "salad"], as: bo, produces: [.replace(path: "/totals/salad", value: 1)])
+        try room.send("close", produces: [.replace(path: "/open", value: false), .replace(path: "/ballots", value: ["ana": "pizza", "bo": "salad"]),
+                                          .replace(path: "/voters", value: ["ana": "Ana"])])
     }
 
     @Test func aClosedVoteRestoredFromStorageKeepsEachVotersChoice() throws {

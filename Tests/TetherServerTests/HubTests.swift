@@ -177,6 +177,31 @@ struct HubTests {
         #expect(bystander.gaps.isEmpty)
     }
 
+    /// Without tokens, a client's hello says who it is: two connections with one `user` are one
+    /// voter, whatever their connections; a hello comes first, once, with well-formed ids.
+    @Test func aClientsHelloSaysWhoItIs() {
+        let server = Self.makeServer()
+        let first = Self.client(server), second = Self.client(server), stranger = Self.client(server)
+        for client in [first, second] {
+            client.send(text: #"{"type":"hello","client":"\#(ClientMessage.makeClientID())","user":"kim-0123456789abcdef"}"#)
+            client.send(text: #"{"type":"hello","client":"AAAAAAAAAAAAAAAAAAAAAA"}"#)
+            #expect(Self.errorCode(client) == .badMessage, "a second hello saying something else")
+        }
+        first.send(.action(room: "vote:hello", name: "vote", args: ["option": "pizza"], id: 1))
+        second.send(.action(room: "vote:hello", name: "vote", args: ["option": "salad"], id: 1))
+        stranger.send(.action(room: "vote:hello", name: "vote", args: ["option": "salad"], id: 1))
+        stranger.send(.join(room: "vote:hello"))
+        _ = first.receiveAll() + second.receiveAll()
+        #expect(stranger.receiveAll().last.map { _ in stranger.state(of: "vote:hello")?["totals"] } == ["pizza": 0, "noodles": 0, "salad": 2],
+                "kim changed their vote; the stranger's connection is someone else")
+
+        stranger.send(text: #"{"type":"hello","client":"late-0123456789abcdef"}"#)
+        #expect(Self.errorCode(stranger) == .badMessage, "a hello after a join")
+        let malformed = Self.client(server)
+        malformed.send(text: #"{"type":"hello","client":"short"}"#)
+        #expect(Self.errorCode(malformed) == .badMessage)
+    }
+
     @Test func aFailedActionIsTakenBackAndSaysSo() {
         let server = Self.makeServer()
         let watcher = Self.client(server), client = Self.client(server)

@@ -47,6 +47,9 @@ describe("connecting and joining", () => {
     const join = await connection.next();
     assert.deepEqual(states, ["live"]);
     assert.equal(client.session, "abc");
+    assert.equal(connection.received[0].type, "hello", "the client says who it is first");
+    assert.match(connection.hello.client, /^[A-Za-z0-9_-]{22}$/, "128 random bits, base64url");
+    assert.equal(connection.hello.client, client.clientId);
     assert.equal(join.type, "join");
     assert.equal(join.room, "counter");
     assert.equal(join.token, "tok");
@@ -374,6 +377,25 @@ describe("reconnecting", () => {
     assert.equal(todo.synced, false, "todo waits for its resume");
     next.send({ type: "patch", room: "todo", epoch: "T", from: 2, version: 2, ops: [] });
     await todo.ready();
+  });
+
+  test("every connection says the same hello: the client id lasts the client's life", async (t) => {
+    globalThis.localStorage = new Map();
+    globalThis.localStorage.getItem = globalThis.localStorage.get;
+    globalThis.localStorage.setItem = globalThis.localStorage.set;
+    t.after(() => { delete globalThis.localStorage; });
+    const { server, client, connection } = await connect(t);
+    await waitFor(() => connection.hello, "the first hello");
+    connection.drop();
+    const second = await server.nextConnection();
+    await waitFor(() => second.hello, "the second hello");
+    assert.deepEqual(second.hello, connection.hello);
+    assert.equal(connection.hello.user, globalThis.localStorage.get("tether.user"), "the browser's stable id, stored");
+    assert.notEqual(connection.hello.user, client.clientId);
+    const other = new TetherClient(server.url);
+    t.after(() => other.close());
+    assert.notEqual(other.clientId, client.clientId, "each client its own id");
+    assert.equal(other.user, client.user, "one browser, one user");
   });
 
   test("the attempt count restarts after a hello", async (t) => {

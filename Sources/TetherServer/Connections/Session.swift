@@ -20,6 +20,11 @@ final class Session {
     var authorizedUntil: [String: Int] = [:]
     /// With auth on: who the token of each joined room names (its `sub` and claims).
     var viewers: [String: Viewer] = [:]
+    /// What its `hello` said: its client id, and who it is without a token (`user`, else the
+    /// client id); nil before a hello (then the session id stands for both).
+    var identity: (client: String, viewer: String)?
+    /// Whether it sent anything but a hello yet (a hello must come first).
+    var hasRequested = false
     var actions: TokenBucket
 
     init(id: String, connection: any ClientConnection, sendQueue: SendQueue, actions: TokenBucket) {

@@ -137,7 +137,13 @@ public final class SessionHub: @unchecked Sendable {
             reject(error, session: session)
             return
         }
+        if case .hello(let client, let user) = message {
+            return hello(client: client, user: user, session: session)
+        }
+        session.hasRequested = true
         switch message {
+        case .hello:
+            break
         case .join(let room, let id, let since, let token, let presence):
             join(room, id: id, since: since, token: token, presence: presence, session: session)
         case .leave(let room, let id):
@@ -288,10 +294,23 @@ public final class SessionHub: @unchecked Sendable {
         room.perform(action, args: args, id: id, from: handle)
     }
 
-    /// Who `session` is in room `name`: its token's subject there, or without tokens the
-    /// connection's anonymous id (the `session` of its hello).
+    /// Who `session` is in room `name`: its token's subject there, or without tokens who its
+    /// hello says (`user`, else `client`), or the connection's anonymous id (the `session` of the
+    /// server's hello).
     private func viewer(of session: Session, in name: String) -> Viewer {
-        session.viewers[name] ?? Viewer(id: session.id)
+        session.viewers[name] ?? Viewer(id: session.identity?.viewer ?? session.id)
+    }
+
+    /// The client's `hello`: first, once (the same one again changes nothing).
+    private func hello(client: String, user: String?, session: Session) {
+        let identity = (client: client, viewer: user ?? client)
+        if let known = session.identity, known == identity { return }
+        guard session.identity == nil, !session.hasRequested else {
+            let reason = session.identity == nil ? "a hello must come before joins and actions" : "this connection said hello already, as someone else"
+            reject(ProtocolError(.badMessage, reason), session: session)
+            return
+        }
+        session.identity = identity
     }
 
     private func describe(_ kind: String?, id: Int?, session: Session) {

@@ -120,6 +120,8 @@ export class ScriptedConnection {
     this.offeredProtocols = offeredProtocols;
     /** Every message received, parsed. */
     this.received = [];
+    /** The client's own `hello` (who it is), kept apart: `next()` returns the requests after it. */
+    this.hello = null;
     this.isOpen = true;
     this.closed = new Promise((resolve) => socket.on("close", () => { this.isOpen = false; resolve(); }));
     socket.on("data", (chunk) => this.#read(chunk));
@@ -205,7 +207,8 @@ export class ScriptedConnection {
         const message = JSON.parse(Buffer.concat(this.#fragments).toString("utf8"));
         this.#fragments = [];
         this.received.push(message);
-        this.#inbox.push(message);
+        if (message.type === "hello") this.hello = message;
+        else this.#inbox.push(message);
         return;
       }
       case 0x8:
