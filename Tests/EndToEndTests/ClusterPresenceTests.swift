@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TetherClient
 import TetherJSON
 import TetherTestSupport
 
@@ -36,6 +37,38 @@ struct ClusterPresenceTests {
         let removed = try alice.receiveJSON(timeout: .seconds(15)) { $0["type"] == "presence_patch" }
         #expect(removed["ops"] == [["op": "remove", "path": .string("/" + bobID)]], "\(cluster.logs)")
         #expect(ContinuousClock.now - killedAt < .seconds(8), "a killed node's members leave after about 3 s of silence")
+    }
+
+    /// A person whose node dies comes back through another node before the dead node's member
+    /// leaves: for those seconds the room lists two members of theirs, and everyone must still
+    /// see each person once (a client's hello keeps who it is across connections).
+    @Test func aPersonWhoseNodeDiedIsListedOnceWhileTheirOldMemberLingers() async throws {
+        let cluster = try ClusterFixture()
+        defer { cluster.stop() }
+        var kimOptions = ClientOptions(url: cluster.urls(startingAt: "n1"))
+        kimOptions.presence = ["name": "kim"]
+        var leeOptions = ClientOptions(url: cluster.urls(startingAt: "n2"))
+        leeOptions.presence = ["name": "lee"]
+        leeOptions.reconnect.initialDelay = .milliseconds(50)
+        leeOptions.reconnect.maximumDelay = .milliseconds(500)
+        let kim = TetherClient(options: kimOptions), lee = TetherClient(options: leeOptions)
+        try kim.connect()
+        try lee.connect()
+        let kimRoom = kim.room("todo:twice"), leeRoom = lee.room("todo:twice")
+        try await eventually("both listed", timeout: .seconds(30)) { kimRoom.presentNames == ["kim", "lee"] && leeRoom.isSynced }
+        var shown: [[String]] = []
+        let watch = kimRoom.members.bind { _ in shown.append(kimRoom.presentNames) }
+        defer { watch.cancel() }
+        cluster.node("n2").kill9()
+        try await eventually("lee is back through another node", timeout: .seconds(30)) {
+            lee.connectionState.value.isConnected && kimRoom.members.dictionary.values.filter { $0.displayName == "lee" }.count == 2
+        }
+        try await eventually("the dead node's member left", timeout: .seconds(15)) {
+            kimRoom.members.dictionary.values.filter { $0.displayName == "lee" }.count == 1
+        }
+        #expect(!shown.isEmpty && shown.allSatisfy { Set($0).count == $0.count }, "a name shown twice: \(shown)")
+        await kim.close()
+        await lee.close()
     }
 
     /// Reads `socket`'s presence frames into `members` until `done` holds; the time it took.
