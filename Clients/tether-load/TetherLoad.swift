@@ -10,7 +10,7 @@ import Darwin
 #endif
 
 /// `tether-load`: many Tether clients in one process, checking every stream and measuring
-/// latency, throughput and the server's cost. See `tether-load --help` and the README.
+/// latency, throughput and the server's cost. See `tether-load --help` and docs/LOAD-TESTING.md.
 @main
 struct TetherLoad: ParsableCommand {
     static let configuration = CommandConfiguration(
