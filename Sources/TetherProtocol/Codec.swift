@@ -48,6 +48,13 @@ struct MessageFields {
         return int
     }
 
+    /// A flag: absent (or null) is false; anything but a boolean is `bad_message`.
+    func flag(_ key: String) throws(ProtocolError) -> Bool {
+        guard let value = object[key], !value.isNull else { return false }
+        guard case .bool(let flag) = value else { throw wrongType(key, "a boolean", value) }
+        return flag
+    }
+
     /// Presence data: absent (or null), or an object; anything else is `invalid_args`.
     func optionalPresenceData(_ key: String) throws(ProtocolError) -> JSON? {
         guard let value = object[key], !value.isNull else { return nil }
@@ -133,7 +140,7 @@ extension ClientMessage {
                 }
             }
             return .join(room: try fields.string("room"), id: try fields.optionalInt("id"), since: since, token: try fields.optionalString("token"),
-                         presence: try fields.optionalPresenceData("presence"))
+                         presence: try fields.optionalPresenceData("presence"), watchPresence: try fields.flag("watchPresence"))
         case "leave":
             return .leave(room: try fields.string("room"), id: try fields.optionalInt("id"))
         case "presence":
@@ -305,13 +312,14 @@ struct MessageWriter {
 extension ClientMessage {
     public func encoded() -> [UInt8] {
         switch self {
-        case .join(let room, let id, let since, let token, let presence):
+        case .join(let room, let id, let since, let token, let presence, let watchPresence):
             var writer = MessageWriter(type: "join")
             writer.field("room", room)
             writer.optionalField("id", id)
             if let since { writer.field("since", ["epoch": .string(since.epoch), "version": .int(since.version)]) }
             writer.optionalField("token", token)
             if let presence { writer.field("presence", presence) }
+            if watchPresence { writer.field("watchPresence", .bool(true)) }
             return writer.finish()
         case .presence(let room, let data, let id):
             var writer = MessageWriter(type: "presence")

@@ -27,8 +27,9 @@ public enum ClientMessage: Hashable, Sendable {
     /// claim, not authentication.
     case hello(client: String, user: String? = nil)
     /// Subscribe to `room`; with `since`, resume from that version. With `presence` (an object,
-    /// `{}` for none), the connection is listed in the room's presence and gets its stream.
-    case join(room: String, id: Int? = nil, since: ResumePoint? = nil, token: String? = nil, presence: JSON? = nil)
+    /// `{}` for none), the connection is listed in the room's presence and gets its stream; with
+    /// `watchPresence` alone it gets the stream without being listed (a spectator).
+    case join(room: String, id: Int? = nil, since: ResumePoint? = nil, token: String? = nil, presence: JSON? = nil, watchPresence: Bool = false)
     case leave(room: String, id: Int? = nil)
     /// Ask the room's ViewModel to act. `id` is the client's, echoed in the ack or error.
     case action(room: String, name: String, args: JSON? = nil, id: Int)
@@ -40,14 +41,14 @@ public enum ClientMessage: Hashable, Sendable {
     /// The room the request is about (none for `describe`).
     public var room: String? {
         switch self {
-        case .join(let room, _, _, _, _), .leave(let room, _), .action(let room, _, _, _), .presence(let room, _, _): return room
+        case .join(let room, _, _, _, _, _), .leave(let room, _), .action(let room, _, _, _), .presence(let room, _, _): return room
         case .describe, .hello: return nil
         }
     }
 
     public var id: Int? {
         switch self {
-        case .join(_, let id, _, _, _), .leave(_, let id), .describe(_, let id), .presence(_, _, let id): return id
+        case .join(_, let id, _, _, _, _), .leave(_, let id), .describe(_, let id), .presence(_, _, let id): return id
         case .action(_, _, _, let id): return id
         case .hello: return nil
         }

@@ -121,4 +121,33 @@ struct ClusterPresenceTests {
         #expect(leaveTimes.allSatisfy { $0 < .seconds(8) }, "a killed node's members leave after about 3 s of silence")
         print("cluster presence: 3 nodes converged \(converged) after the joins; killed node's member gone on the others after \(leaveTimes)")
     }
+
+    /// A spectator (`watchPresence`) sees the members of every node and is listed on none; the
+    /// owner's ViewModel (`roster`, which lists every member) never sees it either.
+    @Test func aSpectatorSeesTheMembersOfEveryNodeAndIsNeverListed() throws {
+        let cluster = try ClusterFixture(nodes: ["n1", "n2"], arguments: ["--test-kinds"])
+        defer { cluster.stop() }
+        let room = "roster:spectated"
+        let alice = try RawWebSocket(port: cluster.node("n1").port), bob = try RawWebSocket(port: cluster.node("n2").port)
+        let screen = try RawWebSocket(port: cluster.node("n2").port)
+        let aliceID = try alice.receiveJSON()["session"]?.stringValue ?? "", bobID = try bob.receiveJSON()["session"]?.stringValue ?? ""
+        _ = try screen.receiveJSON()
+        try screen.sendText(#"{"type":"join","room":"\#(room)","id":1,"watchPresence":true}"#)
+        _ = try screen.receiveJSON(timeout: .seconds(30)) { $0["type"] == "ack" }
+        try alice.sendText(#"{"type":"join","room":"\#(room)","id":1,"presence":{"name":"alice"}}"#)
+        try bob.sendText(#"{"type":"join","room":"\#(room)","id":1,"presence":{"name":"bob"}}"#)
+        var seen = Set<String>()
+        _ = try Self.follow(screen, &seen, timeout: .seconds(15)) { $0 == [aliceID, bobID] }
+        // A few heartbeats later the members still list only the two, on both nodes, and so
+        // does the owner's ViewModel.
+        var aliceSees = Set<String>()
+        _ = try Self.follow(alice, &aliceSees, timeout: .seconds(15)) { $0 == [aliceID, bobID] }
+        Thread.sleep(forTimeInterval: 2.5)
+        try alice.sendText(#"{"type":"join","room":"\#(room)","id":2,"presence":{"name":"alice"}}"#)
+        let fresh = try alice.receiveJSON(timeout: .seconds(10)) { $0["type"] == "presence" }
+        #expect(fresh["members"]?.objectValue.map { Set($0.keys) } == [aliceID, bobID], "\(cluster.logs)")
+        try screen.sendText(#"{"type":"join","room":"\#(room)","id":2}"#)
+        let snapshot = try screen.receiveJSON(timeout: .seconds(10)) { $0["type"] == "snapshot" }
+        #expect(snapshot["state"]?["here"] == ["alice", "bob"], "the owner's ViewModel lists the members only")
+    }
 }

@@ -18,6 +18,16 @@ struct PresenceCodecTests {
                 == #"{"type":"presence_patch","room":"todo","from":3,"version":4,"ops":[{"op":"remove","path":"/s1"}]}"#)
     }
 
+    @Test func aSpectatorsJoinCarriesWatchPresence() throws {
+        #expect(Self.text(ClientMessage.join(room: "todo", id: 1, watchPresence: true).encoded())
+                == #"{"type":"join","room":"todo","id":1,"watchPresence":true}"#)
+        #expect(try ClientMessage.decode(Array(#"{"type":"join","room":"todo","watchPresence":true}"#.utf8)) == .join(room: "todo", watchPresence: true))
+        #expect(try ClientMessage.decode(Array(#"{"type":"join","room":"todo","watchPresence":false}"#.utf8)) == .join(room: "todo"))
+        #expect(throws: ProtocolError(.badMessage, "field \"watchPresence\" must be a boolean, got string", id: 1, room: "todo")) {
+            try ClientMessage.decode(Array(#"{"type":"join","room":"todo","id":1,"watchPresence":"yes"}"#.utf8))
+        }
+    }
+
     @Test func aJoinWithoutPresenceEncodesAsBefore() throws {
         #expect(Self.text(ClientMessage.join(room: "counter", id: 1).encoded()) == #"{"type":"join","room":"counter","id":1}"#)
         #expect(try ClientMessage.decode(Array(#"{"type":"join","room":"counter","presence":null}"#.utf8)) == .join(room: "counter"))

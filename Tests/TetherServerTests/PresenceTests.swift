@@ -202,6 +202,117 @@ struct PresenceTests {
     }
 }
 
+/// Spectators (`join` with `watchPresence`): the presence stream without being listed.
+@Suite("Presence spectators in process")
+struct PresenceSpectatorTests {
+    static let client = PresenceTests.client
+    static let member = PresenceTests.member
+
+    @Test func aSpectatorGetsTheStreamAndIsNeverListed() {
+        let server = PresenceTests.makeServer()
+        let (alice, aliceID) = Self.client(server), (bob, bobID) = Self.client(server), (screen, _) = Self.client(server)
+        alice.send(.join(room: "todo", id: 1, presence: ["name": "alice"]))
+        alice.discardReceived()
+        screen.send(.join(room: "todo", id: 1, watchPresence: true))
+        #expect(screen.receiveAll().map(\.type) == ["snapshot", "presence", "ack"], "a member's order: presence before the ack")
+        #expect(screen.members(of: "todo") == [aliceID: Self.member(aliceID, ["name": "alice"])])
+        #expect(alice.receiveAll().isEmpty, "the members hear nothing of a spectator")
+
+        bob.send(.join(room: "todo", presence: ["name": "bob"]))
+        bob.send(.presence(room: "todo", data: ["name": "bob", "editing": "t1"]))
+        bob.send(.leave(room: "todo"))
+        #expect(screen.receiveAll().map(\.type) == ["presence_patch", "presence_patch", "presence_patch"])
+        _ = alice.receiveAll()
+        #expect(screen.members(of: "todo") == [aliceID: Self.member(aliceID, ["name": "alice"])])
+        #expect(screen.members(of: "todo") == alice.members(of: "todo"))
+        _ = bob.receiveAll()
+        #expect(bob.members(of: "todo")?[bobID] != nil && screen.gaps.isEmpty, "bob was listed while there")
+
+        screen.send(.presence(room: "todo", data: ["name": "screen"], id: 2))
+        #expect(screen.receiveAll().compactMap(\.error).map(\.code) == [.invalidArgs], "a spectator has no presence to update")
+        screen.send(.leave(room: "todo"))
+        screen.disconnect()
+        #expect(alice.receiveAll().isEmpty, "nor of one leaving")
+    }
+
+    @Test func presenceListsTheJoinWhateverWatchPresenceSays() {
+        let server = PresenceTests.makeServer()
+        let (alice, aliceID) = Self.client(server)
+        alice.send(.join(room: "counter", presence: ["name": "alice"], watchPresence: true))
+        _ = alice.receiveAll()
+        #expect(alice.members(of: "counter") == [aliceID: Self.member(aliceID, ["name": "alice"])])
+    }
+
+    @Test func aSpectatorNeitherReachesTheViewModelNorCountsAgainstTheMaximum() {
+        let server = PresenceTests.makeServer { $0.maxPresenceMembers = 1 }
+        let (screen, _) = Self.client(server), (alice, aliceID) = Self.client(server), (bob, _) = Self.client(server)
+        screen.send(.join(room: "roster", watchPresence: true))
+        #expect(screen.receiveAll().map(\.type) == ["snapshot", "presence"], "no version step: the ViewModel saw nothing")
+        #expect(screen.state(of: "roster") == ["here": [], "editing": [:]] && screen.members(of: "roster") == [:])
+        alice.send(.join(room: "roster", presence: ["name": "alice"]))
+        _ = alice.receiveAll()
+        #expect(alice.members(of: "roster") == [aliceID: Self.member(aliceID, ["name": "alice"])], "the spectator took no place")
+        #expect(alice.state(of: "roster") == ["here": ["alice"], "editing": [:]])
+        bob.send(.join(room: "roster", watchPresence: true))
+        #expect(bob.receiveAll().map(\.type) == ["snapshot", "presence"], "a full room still takes spectators")
+        #expect(bob.members(of: "roster") == alice.members(of: "roster"))
+        #expect(screen.receiveAll().map(\.type) == ["presence_patch", "patch"], "alice's arrival, and the ViewModel's reaction")
+        #expect(screen.state(of: "roster") == ["here": ["alice"], "editing": [:]] && screen.gaps.isEmpty)
+    }
+
+    @Test func aMemberRejoiningAsASpectatorIsUnlistedAndKeepsTheStream() {
+        let server = PresenceTests.makeServer()
+        let (alice, aliceID) = Self.client(server), (bob, bobID) = Self.client(server)
+        alice.send(.join(room: "roster", presence: ["name": "alice"]))
+        bob.send(.join(room: "roster", presence: ["name": "bob"]))
+        _ = alice.receiveAll()
+        _ = bob.receiveAll()
+        bob.send(.join(room: "roster", id: 2, watchPresence: true))
+        #expect(bob.receiveAll().map(\.type) == ["snapshot", "presence", "patch", "ack"])
+        #expect(bob.members(of: "roster") == [aliceID: Self.member(aliceID, ["name": "alice"])])
+        #expect(alice.receiveAll().map(\.type) == ["presence_patch", "patch"])
+        #expect(alice.members(of: "roster") == bob.members(of: "roster"))
+        #expect(alice.state(of: "roster") == ["here": ["alice"], "editing": [:]], "the ViewModel saw bob leave")
+        // Back as a member, then a plain join: no stream at all.
+        bob.send(.join(room: "roster", presence: ["name": "bob"]))
+        _ = bob.receiveAll()
+        #expect(bob.members(of: "roster")?[bobID] != nil)
+        bob.send(.join(room: "roster", id: 3))
+        #expect(bob.receiveAll().map(\.type) == ["snapshot", "patch", "ack"], "unlisted; the ViewModel's reaction, then the ack")
+        alice.send(.presence(room: "roster", data: ["name": "alice", "editing": "t1"]))
+        #expect(bob.receiveAll().map(\.type) == ["patch"], "the state's stream only")
+        #expect(alice.gaps.isEmpty && bob.gaps.isEmpty)
+    }
+
+    @Test func roomsWithoutPresenceIgnoreASpectator() {
+        let server = PresenceTests.makeServer()
+        let (client, _) = Self.client(server)
+        for (id, room) in [(1, "login"), (2, "bench:x"), (3, "tether.server")] {
+            client.send(.join(room: room, id: id, watchPresence: true))
+        }
+        #expect(client.receiveAll().map(\.type) == ["snapshot", "ack", "snapshot", "ack", "snapshot", "ack"], "answered as without it")
+    }
+
+    @Test func aSpectatorJoiningWithinAWindowGetsOnlyTheChangesAfterItsSnapshot() {
+        let server = PresenceTests.makeServer { $0.presenceWindow = PresenceWindowTests.window }
+        let (alice, aliceID) = Self.client(server), (bob, bobID) = Self.client(server), (screen, _) = Self.client(server)
+        alice.send(.join(room: "counter", presence: ["name": "alice"]))
+        server.advance(by: PresenceWindowTests.window)
+        alice.discardReceived()
+        bob.send(.join(room: "counter", presence: ["name": "bob"]))
+        screen.send(.join(room: "counter", watchPresence: true))
+        #expect(screen.receiveAll().map(\.type) == ["snapshot", "presence"], "at once, with bob in it")
+        #expect(screen.members(of: "counter")?.objectValue.map { Set($0.keys) } == [aliceID, bobID])
+        bob.send(.presence(room: "counter", data: ["name": "bob", "editing": "t1"]))
+        server.advance(by: PresenceWindowTests.window)
+        let got = screen.receiveAll()
+        #expect(got.count == 1 && got.first?.type == "presence_patch")
+        _ = alice.receiveAll()
+        #expect(screen.members(of: "counter") == alice.members(of: "counter") && screen.gaps.isEmpty)
+        #expect(screen.members(of: "counter")?[bobID] == Self.member(bobID, ["name": "bob", "editing": "t1"]))
+    }
+}
+
 /// Presence with a window (50 ms here; the daemon's default is 250 ms): changes gather and go out as one
 /// `presence_patch` per listener when the window ends; a member arriving meanwhile is not kept
 /// waiting for its own snapshot.
@@ -260,29 +371,36 @@ struct PresenceWindowTests {
     func randomChurnKeepsEveryMirrorExact(seed: UInt64) {
         var rng = SeededGenerator(seed: seed)
         let server = Self.makeServer()
-        // Each client, its member id, and its presence data while it is listed.
-        var clients: [(client: TestClient, id: String, data: JSON?)] = (0..<8).map { _ in
+        // Each client, its member id, its presence data while it is listed, and whether it gets
+        // the stream (listed, or a spectator).
+        var clients: [(client: TestClient, id: String, data: JSON?, listening: Bool)] = (0..<8).map { _ in
             let (client, id) = PresenceTests.client(server)
-            return (client, id, nil)
+            return (client, id, nil, false)
         }
         var windows = 0
         for _ in 0..<200 {
             let index = Int.random(in: 0..<clients.count, using: &rng)
             let data: JSON = ["n": .int(Int.random(in: 0..<3, using: &rng))]
-            switch Int.random(in: 0..<10, using: &rng) {
+            switch Int.random(in: 0..<11, using: &rng) {
             case 0...3:
                 clients[index].client.send(.join(room: "todo", presence: data))
                 clients[index].data = data
+                clients[index].listening = true
             case 4...5 where clients[index].data != nil:
                 clients[index].client.send(.presence(room: "todo", data: data))
                 clients[index].data = data
             case 6:
                 clients[index].client.send(.leave(room: "todo"))
                 clients[index].data = nil
+                clients[index].listening = false
             case 7:
                 clients[index].client.disconnect()
                 let (client, id) = PresenceTests.client(server)
-                clients[index] = (client, id, nil)
+                clients[index] = (client, id, nil, false)
+            case 8:
+                clients[index].client.send(.join(room: "todo", watchPresence: true))
+                clients[index].data = nil
+                clients[index].listening = true
             default:
                 server.advance(by: Self.window)
                 windows += 1
@@ -292,7 +410,7 @@ struct PresenceWindowTests {
         windows += 1
         let listed = clients.compactMap { entry in entry.data.map { (entry.id, PresenceTests.member(entry.id, $0)) } }
         let expected = JSON.object(Dictionary(uniqueKeysWithValues: listed))
-        for entry in clients where entry.data != nil {
+        for entry in clients where entry.listening {
             let got = entry.client.receiveAll()
             #expect(entry.client.gaps.isEmpty, "seed \(seed): \(entry.client.gaps)")
             #expect(entry.client.members(of: "todo") == expected, "seed \(seed)")

@@ -472,9 +472,9 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             deliveries = [snapshot(for: session)]
         }
         if let presence {
-            // As in a local room: a join with presence lists the session (one without unlists it).
-            let changed = join.map { presence.add(session, $0.member) } ?? presence.remove(session)
-            if presence.document.isListed(session) { deliveries.append(.message(.control(presence.snapshot(for: session)), to: session)) }
+            // As in a local room: a join lists the session or makes it a spectator (one without either unlists it).
+            let changed = presence.join(session, join)
+            if presence.document.isListening(session) { deliveries.append(.message(.control(presence.snapshot(for: session)), to: session)) }
             if changed { deliveries += presenceChanged() }
         }
         if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: version).encoded()), to: session)) }

@@ -144,8 +144,8 @@ public final class SessionHub: @unchecked Sendable {
         switch message {
         case .hello:
             break
-        case .join(let room, let id, let since, let token, let presence):
-            join(room, id: id, since: since, token: token, presence: presence, session: session)
+        case .join(let room, let id, let since, let token, let presence, let watchPresence):
+            join(room, id: id, since: since, token: token, presence: presence, watchPresence: watchPresence, session: session)
         case .leave(let room, let id):
             leave(room, id: id, session: session)
         case .action(let room, let name, let args, let id):
@@ -165,7 +165,7 @@ public final class SessionHub: @unchecked Sendable {
 
     // MARK: Requests
 
-    private func join(_ name: String, id: Int?, since: ResumePoint?, token: String?, presence: JSON?, session: Session) {
+    private func join(_ name: String, id: Int?, since: ResumePoint?, token: String?, presence: JSON?, watchPresence: Bool, session: Session) {
         guard let kind = kind(forRoom: name, id: id, session: session) else { return }
         if let presence, let error = presenceDataError(presence, id: id, room: name) {
             reject(error, session: session)
@@ -215,7 +215,11 @@ public final class SessionHub: @unchecked Sendable {
         let handle = SessionHandle(session: session, viewer: viewer)
         // Rooms without presence ignore it: no stream, nothing listed. A member's user is its
         // viewer: the token's subject groups a person's connections, else each connection is one.
-        let listing = kind.hasPresence ? presence.map { PresenceJoin(member: PresenceMember(id: session.id, user: viewer.id, data: $0)) } : nil
+        // `presence` lists the connection whatever `watchPresence` says.
+        var listing: PresenceJoin?
+        if kind.hasPresence {
+            listing = presence.map { .member(PresenceMember(id: session.id, user: viewer.id, data: $0)) } ?? (watchPresence ? .spectator : nil)
+        }
         room.join(handle, since: since, id: id, presence: listing)
     }
 

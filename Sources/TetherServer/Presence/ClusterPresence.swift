@@ -51,12 +51,13 @@ final class ClusterPresence: @unchecked Sendable {
 
     // Each returns whether the document changed (`RoomPresence`'s changes).
 
-    /// A local join with presence (nothing once the room lists its maximum).
-    func add(_ session: SessionHandle, _ member: PresenceMember) -> Bool {
-        guard document.isListed(session) || !document.isFull else { return false }
-        guard document.add(session, member), let listed = document.member(of: session) else { return false }
-        publish(["set": Self.encode(listed)])
-        onMemberChange?([listed], [])
+    /// A local join's presence (`RoomPresence.join`): only members are published, never spectators.
+    func join(_ session: SessionHandle, _ join: PresenceJoin?) -> Bool {
+        let (listed, left) = document.join(session, join)
+        if let left { publish(["remove": .string(left)]) }
+        if let listed { publish(["set": Self.encode(listed)]) }
+        guard listed != nil || left != nil else { return false }
+        onMemberChange?(listed.map { [$0] } ?? [], left.map { [$0] } ?? [])
         return true
     }
 

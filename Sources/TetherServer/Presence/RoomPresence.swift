@@ -3,14 +3,19 @@ import TetherJSON
 import TetherProtocol
 import TetherState
 
-/// What a join brings to a room's presence: the member it adds (the hub fills in the identity).
-struct PresenceJoin: Sendable {
-    let member: PresenceMember
+/// What a join asks of a room's presence (the hub fills in the member's identity).
+enum PresenceJoin: Sendable {
+    /// Be listed as this member, and get the stream.
+    case member(PresenceMember)
+    /// Get the stream without being listed (a spectator): never in the document, so never in the
+    /// ViewModel's `context.presence` nor counted against the maximum of members.
+    case spectator
 }
 
 /// A room's presence document (docs/DESIGN.md, Presence): member id → `{"user", "data"}`, with
 /// its own version counting from 0 for the room's life in this process. Never persisted and
-/// never in the room's patch history: a client that comes back gets a fresh snapshot.
+/// never in the room's patch history: a client that comes back gets a fresh snapshot. Its
+/// listeners are the members' sessions and the spectators', which get the stream without being in it.
 /// Lives on the room's executor (or a clustered room's queue), beside the room's state.
 ///
 /// Changes are coalesced over a window (`--presence-window-seconds`): the first change starts
@@ -29,9 +34,10 @@ struct RoomPresence {
     /// The newest version step (what a snapshot taken now carries, once `seal()` has run).
     private(set) var version = 0
     private(set) var members: [String: PresenceMember] = [:]
-    /// The sessions listed (and so receiving the stream), and the member id of each.
+    /// The sessions listed, and the member id of each.
     private var memberIDs: [SessionHandle: String] = [:]
-    /// The same sessions as an array, so a broadcast shares it; kept in step as in `Room`.
+    /// The sessions receiving the stream (the listed ones and the spectators), as an array so a
+    /// broadcast shares it; kept in step as in `Room`.
     private(set) var listeners: [SessionHandle] = []
     private var listenerIndex: [SessionHandle: Int] = [:]
 
@@ -55,9 +61,12 @@ struct RoomPresence {
         self.clock = clock
     }
 
-    var isFull: Bool { members.count >= maxMembers }
+    private var isFull: Bool { members.count >= maxMembers }
 
     func isListed(_ session: SessionHandle) -> Bool { memberIDs[session] != nil }
+
+    /// Whether `session` gets the stream: listed, or a spectator.
+    func isListening(_ session: SessionHandle) -> Bool { listenerIndex[session] != nil }
 
     func member(of session: SessionHandle) -> PresenceMember? {
         memberIDs[session].flatMap { members[$0] }
@@ -66,16 +75,31 @@ struct RoomPresence {
     /// The members listed for this node's sessions.
     var localMembers: [PresenceMember] { memberIDs.values.compactMap { members[$0] } }
 
-    // MARK: Changes (each returns whether the document changed)
+    // MARK: Changes
 
-    /// Lists `session` as `member`, or replaces its data if listed already.
-    mutating func add(_ session: SessionHandle, _ member: PresenceMember) -> Bool {
+    /// A join's presence: lists `session` as a member (or replaces its data), makes it a
+    /// spectator (unlisting it if it was a member), or, for a join without presence or past the
+    /// maximum of members, neither: its stream stops. Returns the member listed or changed, and
+    /// the id of the member unlisted.
+    mutating func join(_ session: SessionHandle, _ join: PresenceJoin?) -> (listed: PresenceMember?, left: String?) {
+        switch join {
+        case .member(let member) where isListed(session) || !isFull:
+            return (add(session, member) ? self.member(of: session) : nil, nil)
+        case .spectator:
+            listen(session)
+            return (nil, unlist(session))
+        default:
+            return (nil, remove(session))
+        }
+    }
+
+    /// Lists `session` as `member`, or replaces its data if listed already; whether the document changed.
+    private mutating func add(_ session: SessionHandle, _ member: PresenceMember) -> Bool {
         if let id = memberIDs[session], let current = members[id] {
             return set(PresenceMember(id: current.id, user: current.user, data: member.data))
         }
         memberIDs[session] = member.id
-        listenerIndex[session] = listeners.count
-        listeners.append(session)
+        listen(session)
         return set(member)
     }
 
@@ -91,15 +115,28 @@ struct RoomPresence {
         return set(member)
     }
 
-    /// Unlists `session`: the id of the member it was, nil if it was not listed.
+    /// Stops `session`'s stream and unlists it: the id of the member it was, nil if it was not listed.
     mutating func remove(_ session: SessionHandle) -> String? {
-        guard let id = memberIDs.removeValue(forKey: session), let index = listenerIndex.removeValue(forKey: session) else { return nil }
-        let last = listeners.removeLast()
-        if index < listeners.count {
-            listeners[index] = last
-            listenerIndex[last] = index
+        if let index = listenerIndex.removeValue(forKey: session) {
+            let last = listeners.removeLast()
+            if index < listeners.count {
+                listeners[index] = last
+                listenerIndex[last] = index
+            }
+            joined[session] = nil
         }
-        joined[session] = nil
+        return unlist(session)
+    }
+
+    private mutating func listen(_ session: SessionHandle) {
+        guard listenerIndex[session] == nil else { return }
+        listenerIndex[session] = listeners.count
+        listeners.append(session)
+    }
+
+    /// Removes `session`'s member, if it has one (its stream goes on): the member's id.
+    private mutating func unlist(_ session: SessionHandle) -> String? {
+        guard let id = memberIDs.removeValue(forKey: session) else { return nil }
         _ = remove(memberID: id)
         return id
     }
@@ -126,11 +163,11 @@ struct RoomPresence {
 
     // MARK: Frames
 
-    /// `session`'s snapshot, at a version that includes every change so far; the listed session
+    /// `session`'s snapshot, at a version that includes every change so far; a listening session
     /// then gets the changes after it.
     mutating func snapshot(for session: SessionHandle) -> [UInt8] {
         seal()
-        if isListed(session) { joined[session] = version }
+        if isListening(session) { joined[session] = version }
         if let cached = snapshotCache, cached.version == version { return cached.frame }
         let frame = ServerMessage.presence(room: room, version: version, members: .object(members.mapValues(\.json))).encoded()
         snapshotCache = (version, frame)

@@ -258,24 +258,18 @@ actor Room: RoomEndpoint {
 
     // MARK: Presence
 
-    /// A join's presence: lists the session (a rejoin without presence unlists it) and gives it
-    /// a snapshot that includes it. Nothing in rooms without presence, or once the room lists its
-    /// maximum of members.
+    /// A join's presence: lists the session, or makes it a spectator (a rejoin without presence
+    /// unlists it), and gives it a snapshot that includes the change. Nothing in rooms without
+    /// presence; once the room lists its maximum of members, a join with presence is a plain join.
     private func presenceOnJoin(_ session: SessionHandle, _ join: PresenceJoin?) -> [RoomDelivery] {
         guard presence != nil else { return [] }
-        guard let join else {
-            guard let left = presence!.remove(session) else { return [] }
-            host.presenceLeft(memberID: left)
-            return presenceChanged() + modelReaction()
-        }
-        guard presence!.isListed(session) || !presence!.isFull else { return [] }
-        let changed = presence!.add(session, join.member)
-        var deliveries: [RoomDelivery] = [.message(.control(presence!.snapshot(for: session)), to: session)]
-        if changed {
-            host.presenceChanged(presence!.member(of: session)!)
-            deliveries += presenceChanged()
-        }
-        return deliveries + modelReaction()
+        let (listed, left) = presence!.join(session, join)
+        if let left { host.presenceLeft(memberID: left) }
+        if let listed { host.presenceChanged(listed) }
+        var deliveries: [RoomDelivery] = []
+        if presence!.isListening(session) { deliveries.append(.message(.control(presence!.snapshot(for: session)), to: session)) }
+        if listed != nil || left != nil { deliveries += presenceChanged() + modelReaction() }
+        return deliveries
     }
 
     /// A presence update: every listener (the sender too) gets the change, then the sender its

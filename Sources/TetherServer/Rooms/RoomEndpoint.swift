@@ -11,8 +11,8 @@ protocol RoomEndpoint: AnyObject, Sendable {
     var kind: ViewModelKind { get }
     /// The room's epoch and version as last produced, readable from any thread (the system room).
     var published: RoomVersionCell { get }
-    /// Subscribes: first a snapshot, or the patches after `since`; with `presence`, the session
-    /// is listed and a presence snapshot follows; with an `id`, an ack comes last.
+    /// Subscribes: first a snapshot, or the patches after `since`; with `presence` (a member or a
+    /// spectator), a presence snapshot follows; with an `id`, an ack comes last.
     func join(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence: PresenceJoin?)
     /// Replaces the session's presence data; with an `id`, an ack or error follows.
     func updatePresence(_ session: SessionHandle, data: JSON, id: Int?)
