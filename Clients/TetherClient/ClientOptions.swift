@@ -32,6 +32,9 @@ public struct ClientOptions: Sendable {
     /// Presence data sent with every join (e.g. `{"name": "kim"}`): the client is then listed in
     /// rooms that keep presence and mirrors who is there (`RemoteRoom.members`). Nil: neither.
     public var presence: JSON?
+    /// Without `presence`: mirror who is there without being listed, as a spectator (a
+    /// dashboard, a wall screen). Ignored with `presence`, which lists the client anyway.
+    public var watchPresence = false
 
     /// The URLs in `url`, in order.
     public var urls: [String] {

@@ -30,7 +30,8 @@ public final class RemoteRoom {
     /// The last error the server sent about this room outside an action (e.g. a refused join).
     public let lastError = Observable<ProtocolError?>(nil)
     /// Who is here (RoomPresence.swift): member id → member, mirrored from the presence stream;
-    /// empty unless the client joins with presence in a room that keeps it.
+    /// empty unless the client joins with presence (or watches it, `ClientOptions.watchPresence`)
+    /// in a room that keeps it.
     public let members = ObservableMap<String, RoomMember>()
     /// The presence mirror's version (its own, apart from the state's); nil before a snapshot.
     public internal(set) var presenceVersion: Int?

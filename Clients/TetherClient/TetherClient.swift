@@ -275,7 +275,8 @@ public final class TetherClient {
     func join(_ room: RemoteRoom, resume: Bool = true) {
         room.willJoin()
         let since = resume ? room.resumePoint : nil
-        link?.send(ClientMessage.join(room: room.name, since: since, token: options.token, presence: room.presenceData).encoded())
+        link?.send(ClientMessage.join(room: room.name, since: since, token: options.token, presence: room.presenceData,
+                                      watchPresence: room.presenceData == nil && options.watchPresence).encoded())
     }
 
     func leave(_ room: RemoteRoom) {

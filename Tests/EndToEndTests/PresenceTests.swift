@@ -95,6 +95,31 @@ struct PresenceEndToEndTests {
         await kim.close()
     }
 
+    @Test func aSpectatorClientSeesWhoIsHereWithoutBeingListed() async throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        func client(_ configure: (inout ClientOptions) -> Void) async throws -> TetherClient {
+            var options = ClientOptions(url: daemon.url)
+            configure(&options)
+            let client = TetherClient(options: options)
+            try client.connect()
+            try await client.waitUntilConnected()
+            return client
+        }
+        let kim = try await client { $0.presence = ["name": "kim"] }, screen = try await client { $0.watchPresence = true }
+        let kimRoom = kim.room("todo"), screenRoom = screen.room("todo")
+        try await eventually("the screen sees kim") { screenRoom.presentNames == ["kim"] }
+        let lee = try await client { $0.presence = ["name": "lee"] }
+        let leeRoom = lee.room("todo")
+        try await eventually("the screen sees lee arrive") { screenRoom.presentNames == ["kim", "lee"] }
+        try await eventually("the members see each other") { leeRoom.presentNames == ["kim", "lee"] && kimRoom.presentNames == ["kim", "lee"] }
+        #expect(kimRoom.members[screen.session ?? ""] == nil && kimRoom.members.count == 2, "the screen is never listed")
+        await lee.close()
+        try await eventually("the screen sees lee go") { screenRoom.presentNames == ["kim"] }
+        await screen.close()
+        await kim.close()
+    }
+
     /// The load tool's presence churn: subscribers joining with presence and reconnecting get
     /// every presence frame besides a clean room stream (no violation, every delivery once).
     @Test func tetherLoadChurnsMembersOfAPresenceRoomCleanly() throws {
