@@ -11,6 +11,13 @@
 //   const stop = room.observe("/count", (value) => (label.textContent = value));
 //   await room.send("increment", { by: 1 });
 //
+// Presence (docs/PROTOCOL.md, "Presence"): who is in a room, a stream of its own beside the state.
+//
+//   const todo = client.room("todo", { presence: { name: "kim" } });   // listed, and sees who is here
+//   const wall = client.room("todo", { watchPresence: true });          // sees who is here, never listed
+//   todo.on("members", ({ members }) => show(Object.values(members).map(displayName)));
+//   await todo.setPresence({ name: "kim", editing: "t3" });
+//
 // In Node 20 pass a WebSocket constructor (`{ WebSocket }`) or run with --experimental-websocket;
 // browsers and Node 22+ have a global one.
 
@@ -251,11 +258,11 @@ class PatchEditor {
 /** An error from the server (`code` as in PROTOCOL.md) or from the client: `timeout`,
  * `disconnected`, `closed`, `left`.
  *
- * A server error, and every error that fails a request (`send`, `describe`), has `applied`:
- * `false` when the request certainly changed nothing (safe to send again: the server said so,
- * or it was never sent because the client was not connected), `"unknown"` when it may have been
- * applied (the server says so or does not say; no answer in time; the connection dropped or the
- * client was closed after it was sent). */
+ * A server error, and every error that fails a request (`send`, `describe`, `setPresence`), has
+ * `applied`: `false` when the request certainly changed nothing (safe to send again: the server
+ * said so, or it was never sent because the client was not connected), `"unknown"` when it may
+ * have been applied (the server says so or does not say; no answer in time; the connection
+ * dropped or the client was closed after it was sent). */
 export class TetherError extends Error {
   constructor(code, message, { id, room, applied } = {}) {
     super(message);
@@ -316,14 +323,30 @@ export function backoffDelay(attempt, { initialDelay = 200, maxDelay = 5000, mul
 
 // MARK: - Rooms
 
+/** A presence member's name for people: `data.name` when it sent one, else its `user`. */
+export function displayName(member) {
+  return typeof member?.data?.name === "string" ? member.data.name : member?.user;
+}
+
 /**
  * The mirror of one room: `state`, `epoch` and `version`, built only from the server's snapshot
  * and patches. Treat `state` as read-only: it is replaced, never edited, on each change (so a
  * value you hold keeps its contents).
  *
+ * Opened with `presence` (an object, `{}` for nothing to say) the client is listed in the room's
+ * presence; with `watchPresence: true` it only watches (a spectator: a dashboard, a wall screen).
+ * Either way `members` mirrors the presence document, member id → {user, data}, read-only and
+ * replaced on each change like `state`; it is null while the client holds no presence snapshot
+ * (before the first, while reconnecting, in rooms that keep no presence, or opened with neither).
+ * Presence has its own versions (`presenceVersion`): a `presence_patch` applies only to the
+ * version it starts from; a gap, or one that does not apply, rejoins for a fresh snapshot. The
+ * presence data goes with every join, so a reconnect lists the client again as it was.
+ *
  * Events: `snapshot` ({epoch, version, state, resynced}), `patch` ({epoch, from, version, ops,
- * paths}), `joined` (the server's join ack), `error` (a server error about this room that answers
- * no action, e.g. a refused join).
+ * paths}), `members` ({members, version, joined, left, changed}: the member ids each change
+ * added, removed or changed; members null when the mirror forgot them), `joined` (the server's
+ * join ack; the presence snapshot, if any, came before it), `error` (a server error about this
+ * room that answers no action, e.g. a refused join).
  */
 export class RemoteRoom extends Emitter {
   #client;
@@ -333,8 +356,9 @@ export class RemoteRoom extends Emitter {
   #joining = false;
   #joinID = null;
   #left = false;
+  #presence;
 
-  constructor(client, name) {
+  constructor(client, name, { presence, watchPresence = false } = {}) {
     super();
     this.#client = client;
     this.name = name;
@@ -345,6 +369,17 @@ export class RemoteRoom extends Emitter {
     this.lastChangedPaths = [];
     /** The last server error about this room outside an action. */
     this.lastError = null;
+    this.#presence = presence;
+    /** Watching the room's presence without being listed (ignored with `presence`). */
+    this.watchPresence = watchPresence === true;
+    /** Member id → {user, data}, or null (see above). */
+    this.members = null;
+    this.presenceVersion = null;
+  }
+
+  /** The presence data this client joins with (undefined: not listed). */
+  get presence() {
+    return this.#presence;
   }
 
   /** True once the mirror has a state and continues the server's stream. */
@@ -373,6 +408,19 @@ export class RemoteRoom extends Emitter {
     return this.#client.send(this.name, action, args, options);
   }
 
+  /**
+   * Replaces this client's presence data in the room: resolves with the server's ack, rejects with
+   * its error (`invalid_args`, `too_large`, `rate_limited`) or `disconnected`. The new data goes
+   * with every later join too. Only for a room opened with `presence`.
+   */
+  setPresence(data, { timeout = this.#client.actionTimeout } = {}) {
+    if (this.#presence === undefined) {
+      return Promise.reject(new TetherError("invalid_args", `room ${this.name} was not opened with presence: use client.room(name, { presence })`, { room: this.name, applied: false }));
+    }
+    this.#presence = data;
+    return this.#client._updatePresence(this, data, timeout);
+  }
+
   /** Resolves (with the room) once the mirror is synced; rejects if the join is refused. */
   ready() {
     if (this.synced) return Promise.resolve(this);
@@ -388,6 +436,7 @@ export class RemoteRoom extends Emitter {
     this.#left = true;
     this.#joining = false;
     this.#settleReady(new TetherError("left", `room ${this.name} was left`, { room: this.name }));
+    this.#forgetPresence();
     return this.#client._leave(this);
   }
 
@@ -459,8 +508,52 @@ export class RemoteRoom extends Emitter {
     this.#settleReady(null);
   }
 
+  _receivePresence({ version, members }) {
+    this.presenceVersion = version;
+    this.#setMembers(members);
+  }
+
+  _receivePresencePatch({ from, version, ops }) {
+    // No snapshot yet, or a gap already found: the rejoin's snapshot restores the mirror.
+    if (this.presenceVersion === null) return;
+    if (from !== this.presenceVersion) {
+      this.presenceVersion = null;
+      if (!this.#joining) this._sendJoin(true);
+      return;
+    }
+    let members;
+    try {
+      members = applyPatch(this.members, ops);
+    } catch (error) {
+      this.#client._warn(`room ${this.name}: presence patch ${from}->${version} does not apply (${error.message}); rejoining`);
+      this.presenceVersion = null;
+      if (!this.#joining) this._sendJoin(true);
+      return;
+    }
+    this.presenceVersion = version;
+    this.#setMembers(members);
+  }
+
   _disconnected() {
     this.#joinID = null;
+    // Who is here is unknown until the rejoin's presence snapshot: show nobody, not a stale list.
+    this.#forgetPresence();
+  }
+
+  #forgetPresence() {
+    this.presenceVersion = null;
+    if (this.members !== null) this.#setMembers(null);
+  }
+
+  /** Replaces `members` and tells the `members` listeners which ids came, went or changed. */
+  #setMembers(members) {
+    const before = this.members ?? {};
+    const after = members ?? {};
+    const joined = Object.keys(after).filter((id) => !Object.hasOwn(before, id));
+    const left = Object.keys(before).filter((id) => !Object.hasOwn(after, id));
+    const changed = Object.keys(after).filter((id) => Object.hasOwn(before, id) && !jsonEqual(before[id], after[id]));
+    this.members = members;
+    this.emit("members", { members, version: this.presenceVersion, joined, left, changed });
   }
 
   _closed(error) {
@@ -571,11 +664,16 @@ export class TetherClient extends Emitter {
     this.#open();
   }
 
-  /** The mirror of `name` (`KIND` or `KIND:INSTANCE`), joined now or at the next connection. */
-  room(name) {
+  /**
+   * The mirror of `name` (`KIND` or `KIND:INSTANCE`), joined now or at the next connection.
+   * Options, for a room this client does not mirror yet: `presence` (an object: be listed in the
+   * room's presence with this data) or `watchPresence: true` (see who is here without being
+   * listed); without either, `members` stays null.
+   */
+  room(name, options) {
     let room = this.#rooms.get(name);
     if (room) return room;
-    room = new RemoteRoom(this, name);
+    room = new RemoteRoom(this, name, options);
     this.#rooms.set(name, room);
     if (this.state === "live") room._sendJoin(true);
     return room;
@@ -664,11 +762,17 @@ export class TetherClient extends Emitter {
     const message = { type: "join", room: room.name, id };
     if (since) message.since = since;
     if (this.token !== undefined && this.token !== null) message.token = this.token;
+    if (room.presence !== undefined) message.presence = room.presence;
+    else if (room.watchPresence) message.watchPresence = true;
     // No timeout: a live server always answers a join (servers that don't send join acks still
     // send the snapshot, which is what the mirror waits for).
     this.#pending.set(id, { onAnswer: (error, ack) => room._joinAnswered(error, ack) });
     this.#send(message);
     return id;
+  }
+
+  _updatePresence(room, data, timeout) {
+    return this.#request({ type: "presence", room: room.name, data }, timeout);
   }
 
   _leave(room) {
@@ -793,6 +897,8 @@ export class TetherClient extends Emitter {
       case "hello": return this.#receiveHello(message);
       case "snapshot": return this.#receiveSnapshot(message);
       case "patch": return this.#receivePatch(message);
+      case "presence": return this.#receivePresence(message);
+      case "presence_patch": return this.#receivePresencePatch(message);
       case "ack":
       case "description":
         return void this.#answer(message.id, null, message);
@@ -829,6 +935,26 @@ export class TetherClient extends Emitter {
       return;
     }
     room._receivePatch(message);
+  }
+
+  #receivePresence(message) {
+    const room = this.#rooms.get(message.room);
+    if (!room) return;
+    if (!Number.isInteger(message.version) || !isContainer(message.members) || Array.isArray(message.members)) {
+      this._warn(`ignoring a malformed presence snapshot of ${message.room}`);
+      return;
+    }
+    room._receivePresence(message);
+  }
+
+  #receivePresencePatch(message) {
+    const room = this.#rooms.get(message.room);
+    if (!room) return;
+    if (!Number.isInteger(message.from) || !Number.isInteger(message.version) || !Array.isArray(message.ops)) {
+      this._warn(`ignoring a malformed presence patch of ${message.room}`);
+      return;
+    }
+    room._receivePresencePatch(message);
   }
 
   #receiveError(message) {

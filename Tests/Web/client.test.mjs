@@ -3,7 +3,7 @@
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import { TetherClient, TetherError, backoffDelay } from "../../Clients/web/tether.js";
+import { TetherClient, TetherError, backoffDelay, displayName } from "../../Clients/web/tether.js";
 import { ScriptedServer, waitFor, nextEvent } from "./support/scripted-server.mjs";
 
 if (typeof globalThis.WebSocket !== "function") {
@@ -484,5 +484,151 @@ describe("reconnecting", () => {
     assert.throws(() => new TetherClient("not a url"), TypeError);
     assert.throws(() => new TetherClient([]), TypeError);
     assert.throws(() => new TetherClient("ws://x", { WebSocket: "not a constructor" }), TypeError);
+  });
+});
+
+describe("presence", () => {
+  const kim = { user: "s1", data: { name: "kim" } };
+  const lee = { user: "s2", data: { name: "lee" } };
+
+  /** Opens `name` with `options`, answers its join with a snapshot, a presence snapshot and an ack. */
+  async function joinWithPresence(client, connection, name, options, members, { presenceVersion = 1 } = {}) {
+    const room = client.room(name, options);
+    const join = await connection.nextOfType("join");
+    const joined = nextEvent(room, "joined");
+    connection.send({ type: "snapshot", room: name, epoch: "e1", version: 0, state: { items: [] } });
+    connection.send({ type: "presence", room: name, version: presenceVersion, members });
+    connection.send({ type: "ack", id: join.id, room: name, version: 0 });
+    await joined;
+    return { room, join };
+  }
+
+  test("a join carries the presence data, or watchPresence for a spectator, or neither", async (t) => {
+    const { client, connection } = await connect(t);
+    client.room("todo:a", { presence: { name: "kim" } });
+    const member = await connection.next();
+    assert.deepEqual(member.presence, { name: "kim" });
+    assert.equal(member.watchPresence, undefined);
+    client.room("todo:b", { watchPresence: true });
+    const spectator = await connection.next();
+    assert.equal(spectator.presence, undefined);
+    assert.equal(spectator.watchPresence, true);
+    client.room("todo:c");
+    const plain = await connection.next();
+    assert.equal(Object.hasOwn(plain, "presence") || Object.hasOwn(plain, "watchPresence"), false, JSON.stringify(plain));
+    client.room("todo:d", { presence: {}, watchPresence: true });
+    assert.deepEqual((await connection.next()).presence, {}, "listed: watching adds nothing");
+  });
+
+  test("members mirror the presence snapshot, then each presence_patch, with events naming who changed", async (t) => {
+    const { client, connection } = await connect(t);
+    const events = [];
+    const room = client.room("todo", { watchPresence: true });
+    room.on("members", (event) => events.push(event));
+    assert.equal(room.members, null);
+    const join = await connection.next();
+    connection.send({ type: "snapshot", room: "todo", epoch: "e1", version: 0, state: { items: [] } });
+    connection.send({ type: "presence", room: "todo", version: 2, members: { s1: kim } });
+    connection.send({ type: "ack", id: join.id, room: "todo", version: 0 });
+    await waitFor(() => room.presenceVersion === 2, "the presence snapshot");
+    assert.deepEqual(room.members, { s1: kim });
+    assert.deepEqual(events.at(-1), { members: { s1: kim }, version: 2, joined: ["s1"], left: [], changed: [] });
+
+    const before = room.members;
+    connection.send({ type: "presence_patch", room: "todo", from: 2, version: 3, ops: [{ op: "add", path: "/s2", value: lee }] });
+    await waitFor(() => room.presenceVersion === 3, "the add");
+    assert.deepEqual(room.members, { s1: kim, s2: lee });
+    assert.deepEqual(before, { s1: kim }, "replaced, never edited");
+    assert.deepEqual(events.at(-1), { members: { s1: kim, s2: lee }, version: 3, joined: ["s2"], left: [], changed: [] });
+    // A merged patch: kim says more, lee leaves.
+    connection.send({ type: "presence_patch", room: "todo", from: 3, version: 5, ops: [
+      { op: "replace", path: "/s1/data", value: { name: "kim", editing: "t3" } }, { op: "remove", path: "/s2" }] });
+    await waitFor(() => room.presenceVersion === 5, "the merged patch");
+    assert.deepEqual(room.members, { s1: { user: "s1", data: { name: "kim", editing: "t3" } } });
+    assert.deepEqual(events.at(-1), { members: room.members, version: 5, joined: [], left: ["s2"], changed: ["s1"] });
+    assert.deepEqual(Object.values(room.members).map(displayName), ["kim"]);
+    assert.equal(displayName({ user: "alice", data: {} }), "alice");
+    // The state's stream is untouched by presence.
+    assert.equal(room.version, 0);
+  });
+
+  test("a presence gap rejoins with since and the same data; older presence patches wait for the new snapshot", async (t) => {
+    const { client, connection } = await connect(t);
+    const { room } = await joinWithPresence(client, connection, "todo", { presence: { name: "kim" } }, { s1: kim }, { presenceVersion: 4 });
+    connection.send({ type: "presence_patch", room: "todo", from: 6, version: 7, ops: [{ op: "add", path: "/s2", value: lee }] });
+    const rejoin = await connection.next();
+    assert.equal(rejoin.type, "join");
+    assert.deepEqual(rejoin.since, { epoch: "e1", version: 0 });
+    assert.deepEqual(rejoin.presence, { name: "kim" });
+    assert.equal(room.presenceVersion, null);
+    assert.deepEqual(room.members, { s1: kim }, "the gap is not applied");
+    // Still the old stream: ignored, and no second rejoin.
+    connection.send({ type: "presence_patch", room: "todo", from: 7, version: 8, ops: [{ op: "remove", path: "/s1" }] });
+    connection.send({ type: "patch", room: "todo", epoch: "e1", from: 0, version: 0, ops: [] });
+    connection.send({ type: "presence", room: "todo", version: 8, members: { s1: kim, s2: lee } });
+    connection.send({ type: "ack", id: rejoin.id, room: "todo", version: 0 });
+    await waitFor(() => room.presenceVersion === 8, "the rejoin's presence snapshot");
+    assert.deepEqual(room.members, { s1: kim, s2: lee });
+    assert.ok(await connection.silentFor(100), "one rejoin only");
+  });
+
+  test("a presence patch that does not apply rejoins and warns", async (t) => {
+    const { client, connection } = await connect(t);
+    const { room } = await joinWithPresence(client, connection, "todo", { watchPresence: true }, { s1: kim });
+    const warning = nextEvent(client, "warning");
+    connection.send({ type: "presence_patch", room: "todo", from: 1, version: 2, ops: [{ op: "remove", path: "/nobody" }] });
+    const rejoin = await connection.next();
+    assert.equal(rejoin.watchPresence, true);
+    assert.match((await warning)[0], /presence patch 1->2 does not apply/);
+    assert.deepEqual(room.members, { s1: kim });
+  });
+
+  test("a reconnect forgets the members, rejoins with the data last set, and lists them again", async (t) => {
+    const { server, client, connection } = await connect(t, { reconnect: { initialDelay: 10, maxDelay: 20 } });
+    const { room } = await joinWithPresence(client, connection, "todo", { presence: { name: "kim" } }, { s1: kim });
+    const update = room.setPresence({ name: "kim", editing: "t1" });
+    const request = await connection.next();
+    assert.deepEqual(request, { type: "presence", room: "todo", data: { name: "kim", editing: "t1" }, id: request.id });
+    connection.send({ type: "ack", id: request.id, room: "todo" });
+    assert.deepEqual(await update, { type: "ack", id: request.id, room: "todo" });
+    assert.deepEqual(room.presence, { name: "kim", editing: "t1" });
+
+    const forgotten = nextEvent(room, "members");
+    connection.drop();
+    assert.deepEqual((await forgotten)[0], { members: null, version: null, joined: [], left: ["s1"], changed: [] });
+    assert.equal(room.members, null);
+    const next = await server.nextConnection(5000);
+    const rejoin = await next.next();
+    assert.deepEqual(rejoin.presence, { name: "kim", editing: "t1" });
+    next.send({ type: "patch", room: "todo", epoch: "e1", from: 0, version: 0, ops: [] });
+    next.send({ type: "presence", room: "todo", version: 1, members: { s3: { user: "s3", data: { name: "kim", editing: "t1" } } } });
+    await waitFor(() => room.members !== null, "the members again");
+    assert.deepEqual(Object.keys(room.members), ["s3"]);
+  });
+
+  test("setPresence needs a room opened with presence; leave forgets the members", async (t) => {
+    const { client, connection } = await connect(t);
+    const { room } = await joinWithPresence(client, connection, "todo", { watchPresence: true }, { s1: kim });
+    await assert.rejects(room.setPresence({ name: "x" }), { name: "TetherError", code: "invalid_args" });
+    assert.equal(room.presence, undefined);
+    const left = room.leave();
+    assert.equal(room.members, null);
+    const leave = await connection.next();
+    assert.equal(leave.type, "leave", "nothing was sent for the refused update");
+    connection.send({ type: "ack", id: leave.id, room: "todo" });
+    await left;
+  });
+
+  test("malformed presence frames are ignored with a warning", async (t) => {
+    const { client, connection } = await connect(t);
+    const { room } = await joinWithPresence(client, connection, "todo", { watchPresence: true }, { s1: kim });
+    const warnings = [];
+    client.on("warning", (text) => warnings.push(text));
+    connection.send({ type: "presence", room: "todo", version: 9, members: [] });
+    connection.send({ type: "presence_patch", room: "todo", from: "1", version: 2, ops: [] });
+    connection.send({ type: "presence_patch", room: "todo", from: 1, version: 2, ops: [{ op: "add", path: "/s2", value: lee }] });
+    await waitFor(() => room.presenceVersion === 2, "the good patch");
+    assert.equal(warnings.length, 2, warnings.join("\n"));
+    assert.deepEqual(room.members, { s1: kim, s2: lee });
   });
 });

@@ -5,7 +5,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { TetherClient } from "../../Clients/web/tether.js";
+import { TetherClient, displayName } from "../../Clients/web/tether.js";
 import { waitFor, nextEvent } from "./support/scripted-server.mjs";
 import { startDaemon, runTether, watchWithTether, temporaryDirectory } from "./support/processes.mjs";
 
@@ -99,6 +99,64 @@ test("after a daemon restart on the same data, the client resumes with a patch, 
   assert.deepEqual(room.state, { count: 5 });
   const snapshot = await swiftSnapshot(t, second.url, "counter:restart");
   assert.deepEqual({ epoch: snapshot.epoch, version: snapshot.version, state: snapshot.state }, { epoch, version: ack.version, state: { count: 5 } });
+});
+
+/** The names a presence mirror lists, sorted. */
+function names(room) {
+  return Object.values(room.members ?? {}).map(displayName).sort();
+}
+
+test("presence: members, a spectator nobody lists, and the Swift client's --name, live", async (t) => {
+  const daemon = await startDaemon(t);
+  const name = "todo:nc";
+  const kimClient = client(t, daemon.url);
+  const screenClient = client(t, daemon.url);
+  const kim = kimClient.room(name, { presence: { name: "kim" } });
+  const screen = screenClient.room(name, { watchPresence: true });
+  await kim.ready();
+  await screen.ready();
+  await waitFor(() => names(screen).join() === "kim", "the spectator sees kim", 10_000);
+  const lee = watchWithTether(t, daemon.url, name, ["--name", "lee"]);
+  await waitFor(() => names(screen).join() === "kim,lee" && names(kim).join() === "kim,lee", "both see kim and lee", 10_000);
+  assert.ok(!Object.hasOwn(kim.members, screenClient.session), "the spectator is not listed");
+  assert.equal(Object.keys(kim.members).length, 2);
+  const leeID = Object.keys(kim.members).find((id) => id !== kimClient.session);
+  assert.ok(lee.frames.some((f) => f.type === "presence"), "the Swift client got its presence snapshot");
+
+  const changed = nextEvent(screen, "members", 10_000);
+  await kim.setPresence({ name: "kim", editing: "t1" });
+  assert.deepEqual((await changed)[0].changed, [kimClient.session]);
+  // Without tokens a member's user is what the client's hello says (in Node, its client id).
+  assert.deepEqual(screen.members[kimClient.session], { user: kimClient.clientId, data: { name: "kim", editing: "t1" } });
+  const gone = nextEvent(screen, "members", 10_000);
+  await lee.stop();
+  assert.deepEqual((await gone)[0].left, [leeID]);
+  assert.deepEqual(names(screen), ["kim"]);
+  await assert.rejects(screen.setPresence({ name: "screen" }), { code: "invalid_args", applied: false });
+
+  // A room whose kind keeps no presence answers as without it: members stay null.
+  const bench = screenClient.room("bench:x", { watchPresence: true });
+  const joined = nextEvent(bench, "joined", 10_000);
+  await bench.ready();
+  await joined;
+  assert.equal(bench.members, null);
+});
+
+test("presence survives a daemon restart: the client rejoins with the data it last set", async (t) => {
+  const first = await startDaemon(t);
+  const fast = { reconnect: { initialDelay: 50, maxDelay: 400 } };
+  const kimClient = client(t, first.url, fast);
+  const screen = client(t, first.url, fast).room("counter:again", { watchPresence: true });
+  const kim = kimClient.room("counter:again", { presence: { name: "kim" } });
+  await kim.ready();
+  await kim.setPresence({ name: "kim", status: "away" });
+  await waitFor(() => Object.values(screen.members ?? {}).some((m) => m.data.status === "away"), "the spectator sees kim away", 10_000);
+  assert.equal(await first.stop(), 0, first.stderr);
+  await waitFor(() => screen.members === null && kim.members === null, "both forget who was here", 10_000);
+  await startDaemon(t, { port: first.port });
+  await waitFor(() => names(screen).join() === "kim", "kim back, seen by the spectator", 20_000);
+  assert.deepEqual(Object.keys(screen.members), [kimClient.session], "a new connection, a new member id");
+  assert.deepEqual(screen.members[kimClient.session].data, { name: "kim", status: "away" });
 });
 
 /** A small seeded generator (mulberry32), so a failing run can be replayed with TETHER_SEED. */

@@ -75,11 +75,11 @@ export function runTether(args, timeout = 20_000) {
 }
 
 /**
- * `tether watch --url URL ROOM` in the background: `frames` fills with each JSON line it prints.
- * Stopped (SIGTERM) by `stop()` or when the test ends.
+ * `tether watch --url URL ARGS ROOM` in the background: `frames` fills with each JSON line it
+ * prints. Stopped (SIGTERM) by `stop()` or when the test ends.
  */
-export function watchWithTether(t, url, room) {
-  const child = spawn(tetherPath, ["watch", "--url", url, room], { stdio: ["ignore", "pipe", "pipe"] });
+export function watchWithTether(t, url, room, args = []) {
+  const child = spawn(tetherPath, ["watch", "--url", url, ...args, room], { stdio: ["ignore", "pipe", "pipe"] });
   const watch = { frames: [], stderr: "" };
   let pending = "";
   child.stdout.on("data", (chunk) => {
