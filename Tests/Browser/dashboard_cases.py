@@ -24,6 +24,8 @@ socket.onerror = () => { if (window.result === "pending") window.result = "refus
 socket.onclose = (event) => { if (window.result === "pending") window.result = "closed " + event.code; };
 """
 
+MEMBER_NAMES = "return [...document.querySelectorAll('#room-members .member-name')].map((e) => e.textContent)"
+
 TREE_VALUE = """
 const [key] = arguments;
 return [...document.querySelectorAll(`#room-state [data-key="${key}"] > .value`)].map((e) => e.textContent);
@@ -224,6 +226,51 @@ class DashboardCases:
         self.assert_no_console_errors()
         path = b.screenshot(f"room-todo-{self.label}")
         print(f"\n  screenshot: {path}")
+
+    def test_the_room_view_lists_who_is_here_and_the_page_is_not_listed(self):
+        """Two named terminal clients (`tether --name kim`, `tether --name lee`) in todo:nc: the
+        room view lists both names, live (kim's rename shows, lee quitting takes him off), and
+        the page itself only watches: each terminal still lists just kim and lee."""
+        server = self.server()
+        b = self.browser
+        tmux = self.tmux()
+        room = "todo:nc"
+        names = lambda: b.run(MEMBER_NAMES)
+        self.open(server, room)
+        b.wait_for("an empty room explained", lambda: "Nobody is listed" in b.text("#room-members-note"))
+        self.assertEqual(names(), [])
+        tmux.start_tether("kim", ["--url", server.url, "--name", "kim", room])
+        b.wait_for("kim in the page", lambda: names() == ["kim"])
+        tmux.start_tether("lee", ["--url", server.url, "--name", "lee", room])
+        b.wait_for("kim and lee in the page", lambda: names() == ["kim", "lee"])
+        self.assertEqual(b.text("#room-members-count"), "2 members")
+        self.assertIn("watches without being listed", b.text("#room-members-note"))
+        for session in ("kim", "lee"):
+            tmux.wait_for(session, "the two of them, not the page", lambda s: "here: kim, lee" in s)
+        members = b.run("return window.tetherDashboard.room.members")
+        self.assertEqual(sorted(member["data"]["name"] for member in members.values()), ["kim", "lee"])
+        self.assertNotIn(b.run("return window.tetherDashboard.client.session"), members)
+
+        # kim starts renaming an item: what kim's presence says shows beside the name.
+        tmux.type("kim", "milk")
+        tmux.press("kim", "Enter")
+        tmux.wait_for("kim", "the item", lambda s: "[ ] milk" in s)
+        tmux.press("kim", "Tab")
+        tmux.press("kim", "e")
+        tmux.wait_for("lee", "kim editing, in lee's terminal", lambda s: "(kim is editing)" in s)
+        b.wait_for("kim editing, in the page", lambda: '"editing"' in b.text("#room-members"))
+        self.assert_no_console_errors()
+        path = b.screenshot(f"room-presence-{self.label}")
+        print(f"\n  screenshot: {path}")
+
+        tmux.press("lee", "C-c")
+        b.wait_for("lee gone from the page", lambda: names() == ["kim"])
+        self.assertEqual(b.text("#room-members-count"), "1 member")
+        # The server's own room keeps no presence, and says so.
+        self.open(server, "tether.server")
+        b.wait_for("no presence explained", lambda: "keeps no presence" in b.text("#room-members-note"))
+        self.assertEqual(names(), [])
+        self.assert_no_console_errors()
 
     def test_a_page_of_another_origin_cannot_open_a_websocket(self):
         """A page served from another port (another origin) fails to open a WebSocket to the daemon,

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readField } from "../../Clients/web/dashboard/action-forms.js";
-import { findSuggestions } from "../../Clients/web/dashboard/room-view.js";
+import { findSuggestions, memberRows } from "../../Clients/web/dashboard/room-view.js";
 import { describeConnection, explainError, formatBytes, formatDuration, formatNumber, shortJSON } from "../../Clients/web/dashboard/format.js";
 import { niceMax } from "../../Clients/web/dashboard/charts.js";
 
@@ -31,6 +31,22 @@ test("action fields are read as their JSON type; optional empty fields are left 
   assert.equal(readField("any", '"text"', false), "text");
   assert.equal(readField("any", "null", false), null);
   assert.throws(() => readField("any", "{oops", false), /not valid JSON/);
+});
+
+test("presence members become rows by name (data.name, else the user) with what else they say", () => {
+  const rows = memberRows({
+    s2: { user: "s2", data: { name: "lee" } },
+    s1: { user: "s1", data: { name: "kim", editing: "t1" } },
+    s3: { user: "alice", data: {} },
+    s4: { user: "s4", data: { device: "phone" } },
+  });
+  assert.deepEqual(rows, [
+    { id: "s3", name: "alice", user: "alice", says: null },
+    { id: "s1", name: "kim", user: "s1", says: { editing: "t1" } },
+    { id: "s2", name: "lee", user: "s2", says: null },
+    { id: "s4", name: "s4", user: "s4", says: { device: "phone" } },
+  ]);
+  assert.deepEqual(memberRows(null), [], "no presence: no rows");
 });
 
 test("suggestions are the values of same-named members in the state, labelled by a title", () => {

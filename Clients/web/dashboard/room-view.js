@@ -1,7 +1,11 @@
-// One room, opened by name: its state as a live JSON tree, its recent patches, and a form per
-// action. The mirror follows every patch as it arrives; the screen is redrawn at most once per
-// animation frame (FrameScheduler), however fast the patches come.
+// One room, opened by name: who is in it, its state as a live JSON tree, its recent patches, and
+// a form per action. The mirror follows every patch as it arrives; the screen is redrawn at most
+// once per animation frame (FrameScheduler), however fast the patches come. The page watches the
+// room's presence as a spectator: it sees the members and is never listed itself.
 
+// "../tether.js" is /tether.js where the page is served (its files sit at the root) and
+// Clients/web/tether.js for the Node tests of the pure parts.
+import { displayName } from "../tether.js";
 import { ActionForms } from "./action-forms.js";
 import { LiveJsonTree } from "./json-tree.js";
 import { clockTime, explainError, shortJSON } from "./format.js";
@@ -32,6 +36,17 @@ export function findSuggestions(value, field, limit = 200) {
   return [...found].map(([value, label]) => ({ value, label }));
 }
 
+/** The presence members (id → {user, data}) as rows to show, by name: {id, name, user, says},
+ * `says` being what the member's data holds besides its name (null when nothing). */
+export function memberRows(members) {
+  return Object.entries(members ?? {}).map(([id, member]) => {
+    const data = member?.data ?? {};
+    const { name, ...rest } = data;
+    const says = typeof name === "string" ? rest : data;
+    return { id, name: String(displayName(member) ?? id), user: member?.user, says: Object.keys(says).length > 0 ? says : null };
+  }).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+}
+
 export class RoomView {
   #client;
   #scheduler;
@@ -40,6 +55,8 @@ export class RoomView {
   #forms;
   #room = null;
   #keepRoom = false;
+  /** The join was answered, so `members` is null only in a room that keeps no presence. */
+  #presenceKnown = false;
   #unsubscribe = [];
   #patchLog = [];
   #renderedPatches = 0;
@@ -74,7 +91,7 @@ export class RoomView {
     if (this.#room?.name === name) return;
     this.close();
     const kind = name.split(":")[0];
-    this.#room = existing ?? this.#client.room(name);
+    this.#room = existing ?? this.#client.room(name, { watchPresence: true });
     this.#keepRoom = existing !== null;
     this.#patchLog = [];
     this.#renderedPatches = 0;
@@ -89,6 +106,8 @@ export class RoomView {
     $("room-epoch").textContent = "—";
     $("room-subscribers").textContent = "—";
     $("room-note").hidden = true;
+    this.#presenceKnown = this.#room.synced;  // a mirror this page held already (tether.server)
+    this.#renderMembers();
     this.#showError(null);
     $("room-state").textContent = "Joining the room…";
     this.#forms.clear();
@@ -106,6 +125,15 @@ export class RoomView {
         this.#changed(performance.now());
       }),
       room.on("error", (error) => this.#showError(error)),
+      room.on("members", ({ members }) => {
+        if (members === null) this.#presenceKnown = false;  // forgotten on a disconnect, until the rejoin's answer
+        this.#scheduler.schedule("members", () => this.#renderMembers());
+      }),
+      // The presence snapshot comes before the join's ack: none by then, and the room keeps none.
+      room.on("joined", () => {
+        this.#presenceKnown = true;
+        this.#scheduler.schedule("members", () => this.#renderMembers());
+      }),
     );
     if (room.synced) this.#changed(null);
     this.#loadActions(kind);
@@ -153,6 +181,41 @@ export class RoomView {
       $("room-note").textContent = "This kind is per-session: this page sees its own private instance, not another client's.";
     }
     this.#forms.show(description.actions ?? []);
+  }
+
+  #renderMembers() {
+    const members = this.#room?.members ?? null;
+    const rows = memberRows(members);
+    $("room-members").replaceChildren(...rows.map(({ id, name, user, says }) => {
+      const item = document.createElement("li");
+      item.dataset.member = id;
+      item.title = user === id ? `member ${id}` : `member ${id}, user ${user}`;
+      const label = document.createElement("span");
+      label.className = "member-name";
+      label.textContent = name;
+      item.append(label);
+      if (says) {
+        const data = document.createElement("code");
+        data.className = "member-data";
+        data.textContent = shortJSON(says, 60);
+        item.append(data);
+      }
+      return item;
+    }));
+    const users = new Set(rows.map((row) => row.user)).size;
+    $("room-members-count").textContent = members === null ? ""
+      : `${rows.length} member${rows.length === 1 ? "" : "s"}${users < rows.length ? `, ${users} ${users === 1 ? "person" : "people"}` : ""}`;
+    let note;
+    if (members !== null) {
+      note = rows.length > 0
+        ? "Clients that joined with presence, by the name they gave. This page watches without being listed."
+        : "Nobody is listed. A client is listed when it joins with presence: tether --name kim ROOM in a terminal, or client.room(name, { presence: { name } }) with tether.js.";
+    } else if (this.#presenceKnown) {
+      note = "This room keeps no presence: per-session rooms, the server's own room and kinds that opt out list nobody.";
+    } else {
+      note = "Asking the room who is here…";
+    }
+    $("room-members-note").textContent = note;
   }
 
   #changed(arrivedAt) {

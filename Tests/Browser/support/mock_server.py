@@ -5,7 +5,8 @@ It serves the dashboard's static files the way tetherd does (same paths, content
 Content-Security-Policy and nosniff headers, 403 for a WebSocket from a foreign Origin) and speaks
 protocol 1 on the same port with a few rooms: the system room `tether.server` (updated every
 second), `counter`, `todo` (and `todo:NAME`) and `clock`. It answers `describe`, acks joins and
-leaves that carry an id, and with --token requires that token on every join.
+leaves that carry an id, keeps presence in all but the system room (members and spectators, no
+window), and with --token requires that token on every join.
 
     Tests/Browser/support/mock_server.py --port 0 [--token T] [--nodes] [--rooms N] [--upstream ws://…]
 
@@ -156,6 +157,7 @@ class Clock:
 class ServerStatus:
     scope = "shared"
     actions = []
+    has_presence = False
 
 
 KINDS = {"counter": Counter, "todo": Todo, "clock": Clock, SERVER_ROOM: ServerStatus}
@@ -170,6 +172,12 @@ class Room:
         self.version = 0
         self.state = kind.initial() if hasattr(kind, "initial") else {}
         self.subscribers = set()
+        # Presence, as tetherd keeps it without a window: member id → {user, data}; every socket
+        # that gets the stream → its member id, or None for a spectator.
+        self.has_presence = getattr(kind, "has_presence", True)
+        self.members = {}
+        self.listeners = {}
+        self.presence_version = 0
 
 
 # MARK: The server
@@ -235,15 +243,16 @@ class MockServer:
             return await self.relay(socket)
         self.connections.add(socket)
         joined = set()
+        session = random_id(12)
         try:
-            await self.send(socket, {"type": "hello", "protocol": 1, "server": "mock-tetherd/0", "session": random_id(12)})
+            await self.send(socket, {"type": "hello", "protocol": 1, "server": "mock-tetherd/0", "session": session})
             async for frame in socket:
                 try:
                     message = json.loads(frame)
                 except ValueError:
                     await self.send(socket, {"type": "error", "code": "bad_message", "message": "not JSON"})
                     continue
-                await self.receive(socket, message, joined)
+                await self.receive(socket, session, message, joined)
         except websockets.ConnectionClosed:
             pass
         finally:
@@ -251,6 +260,7 @@ class MockServer:
             for name in joined:
                 if name in self.rooms:
                     self.rooms[name].subscribers.discard(socket)
+                    await self.unlisten(self.rooms[name], socket)
 
     async def relay(self, socket):
         """--upstream: the page's WebSocket goes on to a real tetherd, frame for frame."""
@@ -263,7 +273,7 @@ class MockServer:
             for task in tasks:
                 task.cancel()
 
-    async def receive(self, socket, message, joined):
+    async def receive(self, socket, session, message, joined):
         kind = message.get("type")
         request_id = message.get("id")
 
@@ -293,14 +303,37 @@ class MockServer:
             room.subscribers.add(socket)
             joined.add(name)
             await self.send(socket, {"type": "snapshot", "room": name, "epoch": room.epoch, "version": room.version, "state": room.state})
+            if room.has_presence:
+                data = message.get("presence")
+                if isinstance(data, dict):
+                    await self.presence_changed(room, [self.listen(room, socket, session, data)], skip=socket)
+                elif message.get("watchPresence") is True:
+                    await self.unlisten(room, socket)
+                    room.listeners[socket] = None
+                else:
+                    await self.unlisten(room, socket)
+                if socket in room.listeners:
+                    await self.send(socket, {"type": "presence", "room": name, "version": room.presence_version, "members": room.members})
             if request_id is not None:
                 await self.send(socket, {"type": "ack", "id": request_id, "room": name, "version": room.version})
         elif kind == "leave":
             if name in self.rooms:
                 self.rooms[name].subscribers.discard(socket)
+                await self.unlisten(self.rooms[name], socket)
             joined.discard(name)
             if request_id is not None:
                 await self.send(socket, {"type": "ack", "id": request_id, "room": name})
+        elif kind == "presence":
+            room = self.rooms.get(name)
+            data = message.get("data")
+            if room is None or room.listeners.get(socket) is None or not isinstance(data, dict):
+                return await error("invalid_args", f"join {name} with presence before updating it", name)
+            member = room.listeners[socket]
+            if request_id is not None:
+                await self.send(socket, {"type": "ack", "id": request_id, "room": name})
+            if room.members[member]["data"] != data:
+                room.members[member] = {"user": member, "data": data}
+                await self.presence_changed(room, [{"op": "replace", "path": f"/{member}/data", "value": data}])
         elif kind == "action":
             self.actions += 1
             room = self.room(name) if isinstance(name, str) else None
@@ -329,6 +362,30 @@ class MockServer:
             await socket.send(text)
         except websockets.ConnectionClosed:
             pass
+
+    # Presence
+
+    def listen(self, room, socket, session, data):
+        """Lists `socket` (member id: its session); the operation that says so."""
+        op = "replace" if session in room.members else "add"
+        room.members[session] = {"user": session, "data": data}
+        room.listeners[socket] = session
+        return {"op": op, "path": f"/{session}", "value": room.members[session]}
+
+    async def unlisten(self, room, socket):
+        """Stops `socket`'s stream and removes its member, if any."""
+        member = room.listeners.pop(socket, None)
+        if member is not None:
+            del room.members[member]
+            await self.presence_changed(room, [{"op": "remove", "path": f"/{member}"}])
+
+    async def presence_changed(self, room, ops, skip=None):
+        room.presence_version += 1
+        patch = {"type": "presence_patch", "room": room.name, "from": room.presence_version - 1,
+                 "version": room.presence_version, "ops": ops}
+        for socket in list(room.listeners):
+            if socket is not skip:
+                await self.send(socket, patch)
 
     async def publish(self, room, ops):
         if not ops:
