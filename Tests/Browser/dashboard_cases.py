@@ -263,6 +263,13 @@ class DashboardCases:
         path = b.screenshot(f"room-presence-{self.label}")
         print(f"\n  screenshot: {path}")
 
+        # The overview's room list counts the members too.
+        b.find(".crumbs a").click()
+        row = f'#rooms-body tr[data-room="{room}"]'
+        b.wait_for("the members counted in the room list", lambda: b.find_all(row) and b.text(f"{row} td:nth-child(5)") == "2")
+        b.find(f"{row} a").click()
+        b.wait_for("the room again", lambda: names() == ["kim", "lee"])
+
         tmux.press("lee", "C-c")
         b.wait_for("lee gone from the page", lambda: names() == ["kim"])
         self.assertEqual(b.text("#room-members-count"), "1 member")

@@ -77,7 +77,7 @@ struct SystemRoomTests {
         alice.discardReceived()
         let counterEpoch = try #require(alice.mirrors["counter"]?.epoch)
         #expect(state["roomList"] == [
-            ["name": "counter", "kind": "counter", "scope": "shared", "subscribers": 1, "version": 3, "epoch": .string(counterEpoch)],
+            ["name": "counter", "kind": "counter", "scope": "shared", "subscribers": 1, "version": 3, "epoch": .string(counterEpoch), "members": 0],
             ["name": "login", "kind": "login", "scope": "per-session", "subscribers": 1, "instances": 1],
             ["name": "tether.server", "kind": "tether.server", "scope": "shared", "subscribers": 1,
              // Listed by the hub before the room's own tick of this second: one version behind.
@@ -108,6 +108,26 @@ struct SystemRoomTests {
         let roomPaths = Self.paths(watcher.receiveAll()).filter { $0.contains("/roomList") }
         // The counter's version, and tether.server's own (it lists itself, a version behind).
         #expect(roomPaths == ["replace /roomList/0/version", "replace /roomList/1/version"])
+    }
+
+    @Test func aRoomsEntryCountsItsPresenceMembersNotItsSpectators() throws {
+        let server = Self.makeServer()
+        let watcher = Self.watcher(server)
+        let kim = server.connect(), lee = server.connect(), screen = server.connect()
+        kim.send(.join(room: "todo", presence: ["name": "kim"]))
+        lee.send(.join(room: "todo", presence: ["name": "lee"]))
+        screen.send(.join(room: "todo", watchPresence: true))
+        screen.send(.join(room: "bench", watchPresence: true))
+        server.advance(by: .seconds(1))
+        let entries = try #require(Self.document(watcher)?["roomList"]?.arrayValue)
+        let index = try #require(entries.firstIndex { $0["name"] == "todo" })
+        #expect(entries[index]["subscribers"] == 3 && entries[index]["members"] == 2)
+        #expect(entries.first { $0["name"] == "bench" }?["members"] == nil, "a kind without presence has no count")
+        lee.disconnect()
+        server.advance(by: .seconds(1))
+        let paths = Self.paths(watcher.receiveAll()).filter { $0.contains("/roomList") }
+        #expect(paths.contains("replace /roomList/\(index)/members") && paths.contains("replace /roomList/\(index)/subscribers"))
+        #expect(watcher.state(of: "tether.server")?["roomList"]?[index]?["members"] == 1)
     }
 
     @Test func recentHoldsFiveMinutesOneEntryASecond() throws {

@@ -155,14 +155,15 @@ export class Overview {
       link.href = roomHref(entry.name);
       link.textContent = entry.name;
       name.append(link);
-      row.append(name, cell(""), cell(""), cell("", "num"), cell("", "num"), cell("", "mono muted"));
+      row.append(name, cell(""), cell(""), cell("", "num"), cell("", "num"), cell("", "num"), cell("", "mono muted"));
     }
     const perSession = entry.scope === "per-session";
     const count = entry.instances ?? entry.count;
     const subscribers = perSession && Number.isFinite(count)
       ? `${formatNumber(entry.subscribers ?? count)} (${formatNumber(count)} private)`
       : formatNumber(entry.subscribers);
-    const texts = [null, entry.kind ?? "—", entry.scope ?? "—", subscribers,
+    // Members: clients listed in the room's presence; "—" for rooms that keep none.
+    const texts = [null, entry.kind ?? "—", entry.scope ?? "—", subscribers, Number.isInteger(entry.members) ? formatNumber(entry.members) : "—",
       Number.isInteger(entry.version) ? String(entry.version) : "—", entry.epoch ?? "—"];
     texts.forEach((text, index) => {
       if (text !== null && row.cells[index].textContent !== text) row.cells[index].textContent = text;

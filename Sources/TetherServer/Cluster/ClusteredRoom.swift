@@ -229,7 +229,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     /// As in `Room`: the frames to send now, or none while the presence window gathers changes.
     private func presenceChanged() -> [RoomDelivery] {
-        presence?.deliveriesAfterChange { [self] in queue.execute { self.presenceWindowEnded() } } ?? []
+        published.members = presence?.document.members.count ?? 0
+        return presence?.deliveriesAfterChange { [self] in queue.execute { self.presenceWindowEnded() } } ?? []
     }
 
     private func presenceWindowEnded() {

@@ -565,9 +565,10 @@ public final class SessionHub: @unchecked Sendable {
     /// Every shared room, and one entry per per-session kind for all its instances, sorted by
     /// name: the system room's list. Only while that room exists, once a second.
     private func statusRoomList() -> [ServerStatusBoard.RoomEntry] {
-        var entries = registry.sharedRooms.map { room, members in
-            ServerStatusBoard.RoomEntry(name: room.name, kind: room.kind.name, scope: room.kind.scope.rawValue, subscribers: members,
-                                        version: room.published.version, epoch: room.published.epoch)
+        var entries = registry.sharedRooms.map { room, subscribers in
+            ServerStatusBoard.RoomEntry(name: room.name, kind: room.kind.name, scope: room.kind.scope.rawValue, subscribers: subscribers,
+                                        version: room.published.version, epoch: room.published.epoch,
+                                        members: room.kind.hasPresence ? room.published.members : nil)
         }
         var perSession: [String: (instances: Int, subscribers: Int)] = [:]
         for session in sessions.values {

@@ -291,7 +291,8 @@ actor Room: RoomEndpoint {
 
     /// After a presence change: the frames to send now, or none while a window gathers changes.
     private func presenceChanged() -> [RoomDelivery] {
-        presence!.deliveriesAfterChange { self.execute { $0.presenceWindowEnded() } }
+        published.members = presence!.members.count
+        return presence!.deliveriesAfterChange { self.execute { $0.presenceWindowEnded() } }
     }
 
     private func presenceWindowEnded() {

@@ -41,6 +41,8 @@ final class ServerStatusBoard: Sendable {
         var epoch: String?
         /// Per-session kinds only: live private instances.
         var instances: Int?
+        /// Rooms that keep presence only: the members listed (spectators are not).
+        var members: Int?
     }
 
     /// What the hub recorded last.
@@ -175,11 +177,12 @@ final class ServerStatusBoard: Sendable {
     }
 }
 
-/// A room's epoch and version where other threads can read them (for the system room's list):
-/// the room writes them on its executor, one relaxed atomic store per version; the epoch
-/// changes only when the room starts.
+/// A room's epoch and version, and its presence members' count, where other threads can read
+/// them (for the system room's list): the room writes them on its executor, one relaxed atomic
+/// store per version or presence change; the epoch changes only when the room starts.
 final class RoomVersionCell: Sendable {
     private let storedVersion = Atomic<Int>(0)
+    private let storedMembers = Atomic<Int>(0)
     private let storedEpoch: Mutex<String>
 
     init(epoch: String) {
@@ -189,6 +192,11 @@ final class RoomVersionCell: Sendable {
     var version: Int {
         get { storedVersion.load(ordering: .relaxed) }
         set { storedVersion.store(newValue, ordering: .relaxed) }
+    }
+
+    var members: Int {
+        get { storedMembers.load(ordering: .relaxed) }
+        set { storedMembers.store(newValue, ordering: .relaxed) }
     }
 
     var epoch: String {

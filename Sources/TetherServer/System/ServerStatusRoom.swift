@@ -28,7 +28,7 @@ enum SystemRoom {
 ///  "connections": 4, "rooms": 3,
 ///  "rates": {"deliveriesPerSecond", "actionsPerSecond", "bytesOutPerSecond"},
 ///  "recent": [{"t", "connections", "deliveries", "actions"}, ...],   // one a second, 300 s
-///  "roomList": [{"name", "kind", "scope", "subscribers", "version", "epoch"} or, per-session,
+///  "roomList": [{"name", "kind", "scope", "subscribers", "version", "epoch", "members"} or, per-session,
 ///               {"name", "kind", "scope", "subscribers", "instances"}, ...],   // by name, 500 at most
 ///  "roomListTruncated": false, "nodes": []}
 /// ```

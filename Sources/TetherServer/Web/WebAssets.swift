@@ -1157,7 +1157,7 @@ export function measureFrameRate(ms) {
           <span id="rooms-summary" class="muted"></span>
         </div>
         <table class="table rooms-table">
-          <thead><tr><th>Room</th><th>Kind</th><th>Scope</th><th class="num">Subscribers</th><th class="num">Version</th><th>Epoch</th></tr></thead>
+          <thead><tr><th>Room</th><th>Kind</th><th>Scope</th><th class="num">Subscribers</th><th class="num" title="clients listed in the room's presence">Members</th><th class="num">Version</th><th>Epoch</th></tr></thead>
           <tbody id="rooms-body"></tbody>
         </table>
         <p id="rooms-empty" class="empty" hidden>No room is live. Open one by name above: the demo rooms are
@@ -1676,14 +1676,15 @@ export class Overview {
       link.href = roomHref(entry.name);
       link.textContent = entry.name;
       name.append(link);
-      row.append(name, cell(""), cell(""), cell("", "num"), cell("", "num"), cell("", "mono muted"));
+      row.append(name, cell(""), cell(""), cell("", "num"), cell("", "num"), cell("", "num"), cell("", "mono muted"));
     }
     const perSession = entry.scope === "per-session";
     const count = entry.instances ?? entry.count;
     const subscribers = perSession && Number.isFinite(count)
       ? `${formatNumber(entry.subscribers ?? count)} (${formatNumber(count)} private)`
       : formatNumber(entry.subscribers);
-    const texts = [null, entry.kind ?? "—", entry.scope ?? "—", subscribers,
+    // Members: clients listed in the room's presence; "—" for rooms that keep none.
+    const texts = [null, entry.kind ?? "—", entry.scope ?? "—", subscribers, Number.isInteger(entry.members) ? formatNumber(entry.members) : "—",
       Number.isInteger(entry.version) ? String(entry.version) : "—", entry.epoch ?? "—"];
     texts.forEach((text, index) => {
       if (text !== null && row.cells[index].textContent !== text) row.cells[index].textContent = text;

@@ -405,8 +405,11 @@ class MockServer:
         listing = []
         for name in sorted(self.rooms):
             room = self.rooms[name]
-            listing.append({"name": name, "kind": room.kind_name, "scope": room.kind.scope,
-                            "subscribers": len(room.subscribers), "version": room.version, "epoch": room.epoch})
+            entry = {"name": name, "kind": room.kind_name, "scope": room.kind.scope,
+                     "subscribers": len(room.subscribers), "version": room.version, "epoch": room.epoch}
+            if room.has_presence:
+                entry["members"] = len(room.members)
+            listing.append(entry)
         nodes = [{"name": "n1", "alive": True, "rooms": 12, "connections": len(self.connections)},
                  {"name": "n2", "alive": True, "rooms": 9, "connections": 4},
                  {"name": "n3", "alive": False, "rooms": 0, "connections": 0}] if self.nodes else []
