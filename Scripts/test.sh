@@ -14,6 +14,9 @@ swift test --skip-build --skip 'EndToEndTests\.|TetherNATSTests\.'
 # timeouts: one at a time, so two cores shared by dozens of daemons don't turn slow into failed.
 swift test --skip-build --no-parallel --filter 'EndToEndTests\.|TetherNATSTests\.'
 
+echo "== fault injection on a 3-node cluster (Tests/Jepsen)"
+/usr/bin/python3 Tests/Jepsen/jepsen.py --tetherd .build/debug/tetherd --seconds 150
+
 echo "== Examples/hello-tether as a package of its own: its manifest resolves against this checkout's products"
 swift package --package-path Examples/hello-tether --scratch-path .build/hello-tether show-dependencies >/dev/null
 
