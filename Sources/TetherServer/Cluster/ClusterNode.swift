@@ -146,6 +146,8 @@ final class ClusterNode: Sendable {
     func logSubject(_ room: String) -> String { "tether.log.\(shard(room)).\(token(room))" }
     func fanSubject(_ room: String) -> String { "tether.fan.\(shard(room)).\(token(room))" }
     func actionSubject(_ room: String) -> String { "tether.act.\(token(room))" }
+    /// A node that takes a room says so here (core NATS), so forwards stuck at the old owner end.
+    func ownerSubject(_ room: String) -> String { "tether.owner.\(token(room))" }
 
     // MARK: Ownership bookkeeping
 

@@ -55,6 +55,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     /// Live messages that arrived while the log was being read.
     private var liveBuffer: [NATSMessage] = []
     private var fanSubscription: NATSSubscription?
+    private var ownerSubscription: NATSSubscription?
+    /// Actions forwarded to the owner and not answered yet, by a number of this node's.
+    private var forwards: [Int: ActionReplyTarget] = [:]
+    private var nextForward = 0
     private var waitingJoins: [(SessionHandle, ResumePoint?, Int?, PresenceJoin?)] = []
     /// Who is here, on every node (Presence/ClusterPresence.swift); nil for kinds without presence.
     private let presence: ClusterPresence?
@@ -281,8 +285,27 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             fanSubscription = try node.connection.subscribe(node.fanSubject(name)) { [self] message in
                 queue.execute { self.receiveLive(message) }
             }
+            ownerSubscription = try node.connection.subscribe(node.ownerSubject(name)) { [self] message in
+                queue.execute { self.ownerChanged(announcedBy: String(decoding: message.data, as: UTF8.self)) }
+            }
         } catch {
             logger.error("cluster: room \(name): cannot follow its log: \(error)")
+        }
+    }
+
+    /// Another node took the room: actions forwarded before it did went to the old owner (paused,
+    /// cut off or dead), whose answer may never come. The new owner answers those it received
+    /// itself within a moment; the rest are answered as unknown now rather than after the
+    /// forward's timeout, so their clients go on (to the new owner) about a lease after the fault.
+    private func ownerChanged(announcedBy owner: String) {
+        guard !forwards.isEmpty else { return }
+        let stuck = Array(forwards.keys)
+        retry(after: .milliseconds(250)) { room in
+            for number in stuck {
+                guard let target = room.forwards.removeValue(forKey: number) else { continue }
+                room.reply(.failed(ProtocolError(.unavailable, "room \(room.name) changed owners while this action was with the old owner",
+                                                 applied: .unknown)), to: target, afterVersion: 0)
+            }
         }
     }
 
@@ -527,9 +550,16 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             return
         }
         node.metrics.forwardedActions.increment()
+        nextForward += 1
+        let number = nextForward
+        forwards[number] = target
         node.connection.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args, viewer: target.viewer),
                                 timeout: forwardTimeout) { [self] result in
-            queue.execute { self.forwarded(result, action: action, args: args, target: target, attempt: attempt) }
+            queue.execute {
+                // Answered already: the owner changed while it waited (`ownerChanged`).
+                guard self.forwards.removeValue(forKey: number) != nil else { return }
+                self.forwarded(result, action: action, args: args, target: target, attempt: attempt)
+            }
         }
     }
 
@@ -699,6 +729,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         let renewal = environment.runtime.clock.startTimer(every: node.lease / 3) { [self] in queue.execute { self.renewLease() } }
         ownership = Ownership(room: room, term: term, leaseRevision: leaseRevision, actions: subscription, renewal: renewal)
         node.didTakeOwnership(of: name)
+        try? node.connection.publish(node.ownerSubject(name), Array(node.name.utf8))
         logger.info("cluster: node \(node.name) owns room \(name) from version \(version) of \(restored?.epoch ?? "a new epoch")")
         if restored == nil {
             // A new epoch starts with its snapshot in the log, before any version step.
@@ -990,6 +1021,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         giveUpUndecided()
         fanSubscription?.unsubscribe()
         fanSubscription = nil
+        ownerSubscription?.unsubscribe()
+        ownerSubscription = nil
         checkTimer?.cancel()
         presence?.stop()
         presenceTimer?.cancel()
