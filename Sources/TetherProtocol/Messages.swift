@@ -116,6 +116,9 @@ public enum ErrorCode: String, Hashable, Sendable, CaseIterable {
     /// changing). Whether the action was applied is in the error's `applied`.
     case unavailable
     case `internal`
+    /// An administrator deleted a room the connection had joined: its stream ends here, and a
+    /// new join gets a new, empty room.
+    case roomDeleted = "room_deleted"
 }
 
 /// An `error` message: what went wrong and, when known, which request and room it concerns.

@@ -141,19 +141,29 @@ public struct ViewModelKind: Sendable {
     public let actions: [ActionDescription]
     /// Whether its rooms keep presence: shared kinds that did not opt out.
     public let hasPresence: Bool
+    /// The instance names (`KIND:INSTANCE`) that exist; a join or action naming another one is
+    /// refused with `unknown_room`.
+    public let instances: RoomInstances
+    /// A shared room of this kind that has not changed and had no subscribers for this long is
+    /// deleted (nil: kept until deleted). `tetherd --room-expiry` overrides it.
+    public let expireAfter: Duration?
     private let make: @Sendable (ViewModelContext) -> ViewModelHost
 
-    public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type) {
-        self.init(name, scope: scope, type) { context in Model(context: context) }
+    public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type,
+                                  instances: RoomInstances = .any, expireAfter: Duration? = nil) {
+        self.init(name, scope: scope, type, instances: instances, expireAfter: expireAfter) { context in Model(context: context) }
     }
 
     /// A kind whose instances `make` creates: for a ViewModel that needs more than its context,
     /// such as a service handed in by the code that registers the kind. (`Model` still conforms
     /// to `ViewModel`; its `init(context:)` is not called for this kind.)
     public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type,
+                                  instances: RoomInstances = .any, expireAfter: Duration? = nil,
                                   make: @escaping @Sendable (ViewModelContext) -> Model) {
         self.name = name
         self.scope = scope
+        self.instances = instances
+        self.expireAfter = expireAfter
         self.actionNames = Model.actions.names
         self.actions = Model.actions.descriptions
         self.hasPresence = scope == .shared && Model.hasPresence
@@ -164,6 +174,52 @@ public struct ViewModelKind: Sendable {
     public func instantiate(room: String) -> ViewModelHost {
         make(ViewModelContext(room: room))
     }
+}
+
+/// Which instances of a kind exist: the rooms `KIND:INSTANCE` a client may join or act on. The
+/// bare `KIND` is always a room of its kind.
+///
+/// ```swift
+/// ViewModelKind("board", scope: .shared, Board.self, instances: .only(["design", "ops"]))
+/// ViewModelKind("clock", scope: .shared, Clock.self, instances: .none)
+/// ```
+public struct RoomInstances: Sendable, CustomStringConvertible {
+    private let accepts: @Sendable (String) -> Bool
+    /// Which names are accepted, for the message that refuses another one: "any name", "none",
+    /// the names of `only`, or the rule given to `matching`.
+    public let description: String
+    /// False for `.none`: the kind's only room is the one named after it.
+    public let hasInstances: Bool
+
+    /// Any name: a room is created when first used (the server's `--max-rooms-per-kind` bounds
+    /// how many are kept).
+    public static let any = RoomInstances(description: "any name") { _ in true }
+    /// No instances: the kind's only room is the one named after it.
+    public static let none = RoomInstances(description: "none", hasInstances: false) { _ in false }
+
+    /// Exactly these names.
+    public static func only(_ names: Set<String>) -> RoomInstances {
+        RoomInstances(description: names.sorted().joined(separator: ", ")) { names.contains($0) }
+    }
+
+    /// The names `accepts` returns true for; `rule` says which in a refusal ("a date, 2026-11-24").
+    public static func matching(_ rule: String, _ accepts: @escaping @Sendable (String) -> Bool) -> RoomInstances {
+        RoomInstances(description: rule, accepts: accepts)
+    }
+
+    private init(description: String, hasInstances: Bool = true, accepts: @escaping @Sendable (String) -> Bool) {
+        self.description = description
+        self.hasInstances = hasInstances
+        self.accepts = accepts
+    }
+
+    /// Whether `KIND:instance` exists.
+    public func contains(_ instance: String) -> Bool { accepts(instance) }
+}
+
+extension Duration {
+    /// `n` days of 24 hours, for room expiry (`expireAfter: .days(30)`).
+    public static func days(_ n: Int) -> Duration { .seconds(n * 86_400) }
 }
 
 /// One live ViewModel instance with its document: the room drives it through this.
