@@ -53,12 +53,23 @@ public final class TetherServer: Service, Sendable {
         if let reserved = kinds.first(where: { SystemRoom.isSystemKind($0.name) }) {
             throw .configuration("room kind \(reserved.name): names starting with \(SystemRoom.prefix) are reserved for the server's own rooms")
         }
+        if let unknown = configuration.roomExpiry.keys.sorted().first(where: { name in !kinds.contains { $0.name == name } }) {
+            throw .configuration("room-expiry names \(unknown), which is no room kind; kinds are \(kinds.map(\.name).sorted().joined(separator: ", "))")
+        }
         self.running = Mutex(configuration)
         self.logger = logger
         self.cluster = cluster
         // A cluster keeps shared rooms in its log; per-session rooms are never stored.
+        var storedRooms: [StoredRoomSummary]?
         if cluster == nil, let directory = configuration.dataDirectory {
-            store = try RoomStore(directory: directory, durability: configuration.durability, historyLimit: configuration.historyMaxPatches, logger: logger)
+            let store = try RoomStore(directory: directory, durability: configuration.durability, historyLimit: configuration.historyMaxPatches, logger: logger)
+            do {
+                storedRooms = try store.summaries()
+            } catch {
+                store.close()
+                throw .storage(error.description)
+            }
+            self.store = store
         } else {
             store = nil
         }
@@ -66,7 +77,7 @@ public final class TetherServer: Service, Sendable {
         let runtime = ServerRuntime(clock: SystemClock(), hubQueue: TransportQueue(server: transport)) { room in
             DispatchRoomExecutor(label: "tether.room.\(room)")
         }
-        hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, metrics: metrics, logger: logger,
+        hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, storedRooms: storedRooms, metrics: metrics, logger: logger,
                          makeSharedRooms: cluster.map { node in { environment in ClusterRoomFactory(node: node, environment: environment) } })
         bridge = TransportBridge(hub: hub, routes: HTTPRoutes(hub: hub, metrics: metrics, cluster: cluster))
         if let cluster {

@@ -21,6 +21,8 @@ public final class TestServer {
     public let hub: SessionHub
     public let configuration: ServerConfiguration
     private var connections: [TestConnection] = []
+    /// Where shared rooms are kept, for a server made with a data directory.
+    private let store: RoomStore?
 
     /// A memory-only configuration with the usual defaults, except that presence changes go
     /// out at once (a test reads them without advancing time past the presence window).
@@ -31,16 +33,49 @@ public final class TestServer {
         return configuration
     }
 
-    public init(configuration: ServerConfiguration = TestServer.defaultConfiguration, kinds: [ViewModelKind],
-                logger: Logger = Logger(label: "tether.test", factory: { _ in SwiftLogNoOpLogHandler() })) {
+    /// A server that keeps nothing beyond its rooms in memory (`configuration.dataDirectory` is
+    /// not used).
+    public convenience init(configuration: ServerConfiguration = TestServer.defaultConfiguration, kinds: [ViewModelKind],
+                            logger: Logger = TestServer.quietLogger) {
+        let (clock, scheduler, runtime) = Self.makeRuntime()
+        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: nil,
+                  hub: SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, logger: logger))
+    }
+
+    /// A server that keeps shared rooms in SQLite in `dataDirectory`, as tetherd does: rooms that
+    /// left memory stay listed, and a new server on the same directory (after `close()`)
+    /// continues them. `run()` waits for the database, so durable acks stay deterministic.
+    public convenience init(dataDirectory: String, configuration: ServerConfiguration = TestServer.defaultConfiguration,
+                            kinds: [ViewModelKind], logger: Logger = TestServer.quietLogger) throws {
+        let (clock, scheduler, runtime) = Self.makeRuntime()
+        var configuration = configuration
+        configuration.dataDirectory = dataDirectory
+        let store = try RoomStore(directory: dataDirectory, durability: configuration.durability,
+                                  historyLimit: configuration.historyMaxPatches, logger: logger)
+        let hub: SessionHub
+        do {
+            hub = try SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, logger: logger)
+        } catch {
+            store.close()
+            throw error
+        }
+        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: store, hub: hub)
+    }
+
+    public static var quietLogger: Logger { Logger(label: "tether.test", factory: { _ in SwiftLogNoOpLogHandler() }) }
+
+    private static func makeRuntime() -> (TestClock, ManualScheduler, ServerRuntime) {
         let clock = TestClock()
         let scheduler = ManualScheduler()
-        let runtime = ServerRuntime(clock: clock, hubQueue: scheduler.makeHubQueue()) { _ in scheduler.makeRoomExecutor() }
+        return (clock, scheduler, ServerRuntime(clock: clock, hubQueue: scheduler.makeHubQueue()) { _ in scheduler.makeRoomExecutor() })
+    }
+
+    private init(clock: TestClock, scheduler: ManualScheduler, configuration: ServerConfiguration, store: RoomStore?, hub: SessionHub) {
         self.clock = clock
         self.scheduler = scheduler
         self.configuration = configuration
-        hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, logger: logger)
-        let hub = self.hub
+        self.store = store
+        self.hub = hub
         scheduler.afterHubBatch.withLock { $0 = { hub.didRunQueuedWork() } }
         hub.startHousekeeping()
     }
@@ -59,6 +94,9 @@ public final class TestServer {
     /// can take data, and hub close notifications for connections that were closed, until idle.
     public func run() {
         repeat {
+            scheduler.runUntilIdle()
+            // What rooms committed, and the deliveries waiting for those commits.
+            store?.waitForWrites()
             scheduler.runUntilIdle()
             for connection in connections where !connection.isFinished {
                 if !connection.isOpen {
@@ -99,6 +137,22 @@ public final class TestServer {
         connection.peerDisconnected()
         run()
     }
+
+    /// Stops every room (each stores its state) and closes the database, so another server can
+    /// open the same directory. The server is not used afterwards.
+    public func close() {
+        let hub = self.hub
+        hub.queue.execute { hub.stopHousekeeping(); hub.stopSharedRooms() }
+        run()
+        store?.close()
+    }
+
+    /// Every room, live or stored, as `GET /rooms` lists it.
+    public func roomList() -> [RoomListEntry] { onHub { $0.roomList() } }
+
+    /// Deletes a room as `DELETE /rooms/NAME` does, and runs until idle.
+    @discardableResult
+    public func deleteRoom(_ name: String) -> RoomDeletion { onHub { $0.deleteRoom(named: name) } }
 
     /// Open connections and live rooms, as the hub counts them.
     public var connectionCount: Int { onHub { $0.connectionCount } }

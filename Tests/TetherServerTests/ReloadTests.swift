@@ -30,6 +30,7 @@ struct ReloadTests {
             "allowed-origins": ["--allowed-origins", "https://app.example.com"],
             "max-actions-per-second": ["--max-actions-per-second", "3"], "action-burst": ["--action-burst", "4"],
             "max-rooms-per-connection": ["--max-rooms-per-connection", "2"], "max-rooms": ["--max-rooms", "9"],
+            "max-rooms-per-kind": ["--max-rooms-per-kind", "8"], "room-expiry": ["--room-expiry", "todo=30d"],
             "handshake-timeout-seconds": ["--handshake-timeout-seconds", "3"], "ping-seconds": ["--ping-seconds", "7"],
             "peer-timeout-seconds": ["--peer-timeout-seconds", "70"],
             "compression": ["--compression", "on"], "compression-min-bytes": ["--compression-min-bytes", "99"],

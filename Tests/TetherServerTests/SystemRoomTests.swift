@@ -77,9 +77,10 @@ struct SystemRoomTests {
         alice.discardReceived()
         let counterEpoch = try #require(alice.mirrors["counter"]?.epoch)
         #expect(state["roomList"] == [
-            ["name": "counter", "kind": "counter", "scope": "shared", "subscribers": 1, "version": 3, "epoch": .string(counterEpoch), "members": 0],
-            ["name": "login", "kind": "login", "scope": "per-session", "subscribers": 1, "instances": 1],
-            ["name": "tether.server", "kind": "tether.server", "scope": "shared", "subscribers": 1,
+            ["name": "counter", "kind": "counter", "scope": "shared", "subscribers": 1, "inMemory": true, "version": 3,
+             "epoch": .string(counterEpoch), "bytes": 11, "lastChange": .int(server.clock.secondsSince1970 - 1), "members": 0],
+            ["name": "login", "kind": "login", "scope": "per-session", "subscribers": 1, "inMemory": true, "instances": 1],
+            ["name": "tether.server", "kind": "tether.server", "scope": "shared", "subscribers": 1, "inMemory": true,
              // Listed by the hub before the room's own tick of this second: one version behind.
              "version": .int((watcher.version(of: "tether.server") ?? 0) - 1), "epoch": .string(watcher.mirrors["tether.server"]?.epoch ?? "")],
         ])
@@ -106,8 +107,9 @@ struct SystemRoomTests {
         writer.send(.action(room: "counter", name: "increment", id: 1))
         server.advance(by: .seconds(1))
         let roomPaths = Self.paths(watcher.receiveAll()).filter { $0.contains("/roomList") }
-        // The counter's version, and tether.server's own (it lists itself, a version behind).
-        #expect(roomPaths == ["replace /roomList/0/version", "replace /roomList/1/version"])
+        // The counter's version and last change, and tether.server's version (it lists itself, a
+        // version behind).
+        #expect(roomPaths == ["replace /roomList/0/lastChange", "replace /roomList/0/version", "replace /roomList/1/version"])
     }
 
     @Test func aRoomsEntryCountsItsPresenceMembersNotItsSpectators() throws {

@@ -108,6 +108,38 @@ public struct ConfigurationOption: Sendable {
     }
 }
 
+/// `--room-expiry todo=30d,bench=12h,vote=never`: kind names and ages.
+enum RoomExpirySetting {
+    private static let units: [(suffix: Character, seconds: Int64)] = [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)]
+
+    static func parse(_ text: String) throws(ConfigurationError) -> [String: Duration] {
+        var expiry: [String: Duration] = [:]
+        for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+            let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty else { throw .badValue("room-expiry", text, "kind=age pairs, e.g. todo=30d,bench=12h") }
+            guard let age = age(parts[1]) else { throw .badValue("room-expiry", text, "ages such as 30d, 12h, 90m, 45s or never (in \(item))") }
+            expiry[parts[0]] = age
+        }
+        return expiry
+    }
+
+    /// "30d" and the like; `.zero` for never.
+    private static func age(_ text: String) -> Duration? {
+        if text == "never" || text == "0" { return .zero }
+        guard let unit = units.first(where: { text.last == $0.suffix }), let count = Int64(text.dropLast()), count > 0 else { return nil }
+        return .seconds(count * unit.seconds)
+    }
+
+    static func format(_ expiry: [String: Duration]) -> String {
+        expiry.keys.sorted().map { kind in
+            let seconds = expiry[kind]!.components.seconds
+            guard seconds > 0 else { return "\(kind)=never" }
+            let unit = units.first { seconds % $0.seconds == 0 }!
+            return "\(kind)=\(seconds / unit.seconds)\(unit.suffix)"
+        }.joined(separator: ",")
+    }
+}
+
 extension ServerConfiguration {
     /// Every setting, in the order `tetherd --help` lists them.
     public static let options: [ConfigurationOption] = [
@@ -166,6 +198,10 @@ extension ServerConfiguration {
         .integer("action-burst", \.actionBurst, "Per connection: the token bucket's burst size.", reloadable: true),
         .integer("max-rooms-per-connection", \.maxRoomsPerConnection, "Rooms one connection may join at once.", reloadable: true),
         .integer("max-rooms", \.maxRooms, "Live rooms in the whole server (shared and per-session).", reloadable: true),
+        .integer("max-rooms-per-kind", \.maxRoomsPerKind, "Shared rooms of one kind, in memory or stored; past it a new instance is refused with rate_limited (existing ones keep working).", reloadable: true),
+        ConfigurationOption("room-expiry", value: "kind=age,...", "Delete a kind's rooms that have not changed and had no subscribers for this long, e.g. todo=30d,bench=12h (units s, m, h, d; never turns a kind's own expiry off). Checked once a minute.", reloadable: true, apply: { config, text throws(ConfigurationError) in
+            config.roomExpiry = try RoomExpirySetting.parse(text)
+        }, current: { $0.roomExpiry.isEmpty ? nil : RoomExpirySetting.format($0.roomExpiry) }),
         .choice("compression", \.compression, "permessage-deflate for clients that offer it: each frame of at least --compression-min-bytes is compressed once and sent as is to every client that negotiated it."),
         .integer("compression-min-bytes", \.compressionMinBytes, "Smallest frame compressed when --compression is on (smaller ones gain too little for the work).", value: "bytes", range: 0...Int.max),
         .seconds("handshake-timeout-seconds", \.handshakeTimeout, "Time to complete the WebSocket handshake."),

@@ -23,6 +23,8 @@ extension ServerConfiguration {
         result.actionBurst = new.actionBurst
         result.maxRoomsPerConnection = new.maxRoomsPerConnection
         result.maxRooms = new.maxRooms
+        result.maxRoomsPerKind = new.maxRoomsPerKind
+        result.roomExpiry = new.roomExpiry
         result.auth = new.auth
         result.authSecretFile = new.authSecretFile
         result.authSecretsFile = new.authSecretsFile

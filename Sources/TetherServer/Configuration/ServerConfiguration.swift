@@ -58,6 +58,12 @@ public struct ServerConfiguration: Sendable {
     /// Rooms one connection may have joined at once, and live rooms in the whole server.
     public var maxRoomsPerConnection = 100
     public var maxRooms = 10_000
+    /// Shared rooms of one kind, live or stored: past it a new instance is refused with
+    /// `rate_limited` (existing ones keep working), so no client can fill the disk with rooms.
+    public var maxRoomsPerKind = 10_000
+    /// Per kind name: how long a shared room that has not changed and has no subscribers is kept
+    /// before it is deleted; overrides the kind's own `expireAfter` (`.zero`: never).
+    public var roomExpiry: [String: Duration] = [:]
     /// Connections from one address. Off by default (nil: only `maxConnections` applies): a load
     /// balancer, a reverse proxy or a NAT puts every client behind one address, and a per-address
     /// bound would refuse them once that address reaches it. Set it on a daemon that faces

@@ -22,9 +22,12 @@ public final class SessionHub: @unchecked Sendable {
     /// Makes per-session rooms, which always stay in this process.
     private let localRooms: LocalRoomFactory
     private let metrics: ServerMetrics
-    private let logger: Logger
-    private let registry: RoomRegistry
-    private var sessions: [ObjectIdentifier: Session] = [:]
+    let logger: Logger
+    let registry: RoomRegistry
+    /// Where shared rooms are kept on a single node (deletions go there too); nil in memory only
+    /// and on a cluster.
+    let store: RoomStore?
+    var sessions: [ObjectIdentifier: Session] = [:]
     private var connectionsPerAddress: [String: Int] = [:]
     /// Sessions that got messages during the current batch of queued work.
     private var flushAfterBatch: [Session] = []
@@ -33,6 +36,7 @@ public final class SessionHub: @unchecked Sendable {
     private var scratch: [UInt8] = []
     private var packedFrames = PackedFrames(capacity: SendQueue.packedWriteBytes + (64 << 10))
     private var housekeeping: (any ServerTimer)?
+    private var lastExpiryCheck: ContinuousClock.Instant?
     private var activity = ActivityCounts()
     private let openConnectionCount = Atomic(0)
     /// What the system room `tether.server` shows; recorded during housekeeping.
@@ -44,18 +48,29 @@ public final class SessionHub: @unchecked Sendable {
     /// A hub with rooms in memory only.
     public convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime,
                             logger: Logger = Logger(label: "tetherd")) {
-        self.init(configuration: configuration, kinds: kinds, runtime: runtime, store: nil, metrics: ServerMetrics(), logger: logger)
+        self.init(configuration: configuration, kinds: kinds, runtime: runtime, store: nil, storedRooms: nil, metrics: ServerMetrics(), logger: logger)
     }
 
+    /// A hub whose shared rooms are kept in `store` (TetherTesting's `TestServer` with a data
+    /// directory).
+    package convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, store: RoomStore,
+                             logger: Logger) throws(StorageError) {
+        self.init(configuration: configuration, kinds: kinds, runtime: runtime, store: store, storedRooms: try store.summaries(),
+                  metrics: ServerMetrics(), logger: logger)
+    }
+
+    /// `storedRooms`: what `store` holds at start (nil without a store).
     init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, store: RoomStore?,
-         metrics: ServerMetrics, logger: Logger, makeSharedRooms: ((RoomEnvironment) -> any RoomFactory)? = nil) {
+         storedRooms: [StoredRoomSummary]?, metrics: ServerMetrics, logger: Logger,
+         makeSharedRooms: ((RoomEnvironment) -> any RoomFactory)? = nil) {
         self.configuration = configuration
         self.runtime = runtime
         self.metrics = metrics
         self.logger = logger
+        self.store = store
         precondition(!kinds.contains { SystemRoom.isSystemKind($0.name) }, "kind names starting with \(SystemRoom.prefix) are the server's own")
         statusBoard = ServerStatusBoard(configuration: configuration, clock: runtime.clock, metrics: metrics)
-        self.registry = RoomRegistry(kinds: kinds + SystemRoom.kinds(board: statusBoard))
+        self.registry = RoomRegistry(kinds: kinds + SystemRoom.kinds(board: statusBoard), stored: storedRooms)
         let environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
         localRooms = LocalRoomFactory(environment: environment)
         sharedRooms = makeSharedRooms?(environment) ?? localRooms
@@ -63,6 +78,9 @@ public final class SessionHub: @unchecked Sendable {
     }
 
     private var now: ContinuousClock.Instant { runtime.clock.now }
+
+    /// Whether shared rooms are this process's own `Room`s (not a cluster's).
+    var sharedRoomsAreLocal: Bool { sharedRooms is LocalRoomFactory }
 
     // MARK: Connections
 
@@ -199,8 +217,9 @@ public final class SessionHub: @unchecked Sendable {
             limitHit(ProtocolError(.rateLimited, "a connection may join at most \(configuration.maxRoomsPerConnection) rooms; leave one first", id: id, room: name), session: session)
             return
         }
-        guard hasCapacity(forRoom: name, kind: kind, session: session) else {
-            limitHit(ProtocolError(.rateLimited, "the server holds its maximum of \(configuration.maxRooms) rooms; try again later", id: id, room: name), session: session)
+        if var full = capacityError(forRoom: name, kind: kind, session: session) {
+            full.id = id
+            limitHit(full, session: session)
             return
         }
         session.consecutiveErrors = 0
@@ -288,8 +307,9 @@ public final class SessionHub: @unchecked Sendable {
             reject(ProtocolError(.unknownAction, "\(kind.name) has no action \"\(action)\"; \(known)", id: id, room: name), session: session)
             return
         }
-        guard session.joined[name] != nil || hasCapacity(forRoom: name, kind: kind, session: session) else {
-            limitHit(ProtocolError(.rateLimited, "the server holds its maximum of \(configuration.maxRooms) rooms; try again later", id: id, room: name), session: session)
+        if session.joined[name] == nil, var full = capacityError(forRoom: name, kind: kind, session: session) {
+            full.id = id
+            limitHit(full, session: session)
             return
         }
         session.consecutiveErrors = 0
@@ -345,13 +365,22 @@ public final class SessionHub: @unchecked Sendable {
         }
     }
 
-    /// Whether `name` exists already for this session, or one more room fits under the limit.
-    private func hasCapacity(forRoom name: String, kind: ViewModelKind, session: Session) -> Bool {
+    /// Nil when `name` is live already for this session, or one more room fits under the
+    /// limits: live rooms in the server, and rooms (live or stored) of one kind.
+    private func capacityError(forRoom name: String, kind: ViewModelKind, session: Session) -> ProtocolError? {
         switch kind.scope {
-        case .shared: if registry.hasSharedRoom(named: name) { return true }
-        case .perSession: if session.privateRooms[name] != nil { return true }
+        case .shared: if registry.hasSharedRoom(named: name) { return nil }
+        case .perSession: if session.privateRooms[name] != nil { return nil }
         }
-        return registry.roomCount < configuration.maxRooms
+        guard registry.roomCount < configuration.maxRooms else {
+            return ProtocolError(.rateLimited, "the server holds its maximum of \(configuration.maxRooms) rooms; try again later", room: name)
+        }
+        // A stored room is no new room: existing rooms keep working past the limit.
+        guard kind.scope == .perSession || SystemRoom.isSystemKind(kind.name) || registry.exists(name)
+              || registry.roomCount(ofKind: kind.name) < configuration.maxRoomsPerKind else {
+            return ProtocolError(.rateLimited, "\(kind.name) has its maximum of \(configuration.maxRoomsPerKind) rooms (--max-rooms-per-kind): use an existing one, or delete some (tether rooms delete NAME)", room: name)
+        }
+        return nil
     }
 
     private func room(named name: String, kind: ViewModelKind, for session: Session) -> any RoomEndpoint {
@@ -360,7 +389,7 @@ public final class SessionHub: @unchecked Sendable {
         case .shared:
             // The server's own rooms describe this process: they stay local on a cluster node too.
             let factory: any RoomFactory = SystemRoom.isSystemKind(kind.name) ? localRooms : sharedRooms
-            return registry.sharedRoom(named: name, now: now) { predecessor in
+            return registry.sharedRoom(named: name, now: now, wallClock: runtime.clock.secondsSince1970) { predecessor in
                 factory.makeRoom(named: name, kind: kind, after: predecessor, output: output)
             }
         case .perSession:
@@ -447,7 +476,7 @@ public final class SessionHub: @unchecked Sendable {
     /// lws for a writable callback costs two epoll_ctl calls per frame; docs/PERFORMANCE.md
     /// has the figures.) Answers to a connection's own requests (hello, errors) wait for its
     /// writable callback, as lws expects.
-    private func enqueue(_ message: OutboundMessage, for session: Session, fromRoom: Bool = false) {
+    func enqueue(_ message: OutboundMessage, for session: Session, fromRoom: Bool = false) {
         let wasEmpty = session.sendQueue.isEmpty
         switch session.sendQueue.enqueue(message, now: now) {
         case .queued:
@@ -501,12 +530,17 @@ public final class SessionHub: @unchecked Sendable {
         housekeeping = nil
     }
 
-    /// Drops idle rooms, closes stuck clients, and logs a summary now and then.
+    /// Drops idle rooms, deletes expired ones (once a minute), closes stuck clients, and logs a
+    /// summary now and then.
     public func sweep() {
         let now = self.now
         for room in registry.removeIdleRooms(olderThan: configuration.idleRoomTimeout, now: now) {
             logger.debug("room \(room.name) dropped after \(configuration.idleRoomTimeout) without subscribers")
             room.stop()
+        }
+        if lastExpiryCheck.map({ now - $0 >= Self.expiryCheckInterval }) ?? true {
+            lastExpiryCheck = now
+            deleteExpiredRooms()
         }
         for session in sessions.values {
             guard !session.sendQueue.isEmpty, let since = session.sendQueue.waitingSince,
@@ -517,7 +551,7 @@ public final class SessionHub: @unchecked Sendable {
         }
         metrics.rooms.set(Double(registry.roomCount))
         statusBoard.record(connections: sessions.count, rooms: registry.roomCount, auth: configuration.auth != nil,
-                           roomList: registry.hasSharedRoom(named: SystemRoom.serverStatus) ? statusRoomList() : nil)
+                           roomList: registry.hasSharedRoom(named: SystemRoom.serverStatus) ? roomList() : nil)
         if activity.isDue(now: now) {
             logger.info("\(sessions.count) connections (\(activity.opened) opened, \(activity.closed) closed), \(registry.roomCount) rooms, \(activity.resnapshots) slow-client snapshots, \(activity.limitsHit) requests over a limit in the last \(ActivityCounts.interval)")
             activity.reset(now: now)
@@ -529,6 +563,12 @@ public final class SessionHub: @unchecked Sendable {
         for session in sessions.values where !session.sendQueue.isEmpty {
             session.connection.requestWritable()
         }
+    }
+
+    /// Stops every shared room (each stores its state) and forgets them: a test server closing.
+    package func stopSharedRooms() {
+        for (room, _) in registry.sharedRooms { room.stop() }
+        registry.removeAllSharedRooms()
     }
 
     /// Stops every room, shared and per-session. Only once nothing else runs on the hub's queue.
@@ -561,26 +601,6 @@ public final class SessionHub: @unchecked Sendable {
     /// Open connections, readable from any thread.
     public var openConnections: Int { openConnectionCount.load(ordering: .relaxed) }
     public var roomCount: Int { registry.roomCount }
-
-    /// Every shared room, and one entry per per-session kind for all its instances, sorted by
-    /// name: the system room's list. Only while that room exists, once a second.
-    private func statusRoomList() -> [ServerStatusBoard.RoomEntry] {
-        var entries = registry.sharedRooms.map { room, subscribers in
-            ServerStatusBoard.RoomEntry(name: room.name, kind: room.kind.name, scope: room.kind.scope.rawValue, subscribers: subscribers,
-                                        version: room.published.version, epoch: room.published.epoch,
-                                        members: room.kind.hasPresence ? room.published.members : nil)
-        }
-        var perSession: [String: (instances: Int, subscribers: Int)] = [:]
-        for session in sessions.values {
-            for room in session.privateRooms.values { perSession[room.kind.name, default: (0, 0)].instances += 1 }
-            for room in session.joined.values where room.kind.scope == .perSession { perSession[room.kind.name, default: (0, 0)].subscribers += 1 }
-        }
-        for (kind, counts) in perSession {
-            entries.append(ServerStatusBoard.RoomEntry(name: kind, kind: kind, scope: RoomScope.perSession.rawValue,
-                                                       subscribers: counts.subscribers, instances: counts.instances))
-        }
-        return entries.sorted { $0.name < $1.name }
-    }
 }
 
 /// What happened since the last summary line; one line a minute at most, only when something did.

@@ -22,6 +22,20 @@ struct StoredRoom {
     var version: Int
     var state: JSON
     var patches: [PatchFrame]
+    /// When its last version step was made, in seconds since 1970 (0: not read; backups of
+    /// databases older than the column are checked without it).
+    var lastChange = 0
+}
+
+/// One stored room as the room list shows it, without its state.
+package struct StoredRoomSummary: Sendable, Equatable {
+    package var name: String
+    package var kind: String
+    package var version: Int
+    /// Seconds since 1970.
+    package var lastChange: Int
+    /// The encoded state as last snapshotted (at most `snapshotInterval` versions old).
+    package var bytes: Int
 }
 
 /// Keeps shared rooms in SQLite (WAL mode), in one database file in the data directory.
@@ -30,7 +44,7 @@ struct StoredRoom {
 /// callbacks — and the writer runs them in submission order, committing every queued step in one
 /// transaction ("group commit") before running the callbacks that follow them. A room routes
 /// everything it sends through here, so no client ever sees a version that is not yet durable.
-final class RoomStore: Sendable {
+package final class RoomStore: Sendable {
     /// A full snapshot of a room's state is written every this many versions, bounding replay.
     static let snapshotInterval = 100
     /// The database in the data directory.
@@ -46,10 +60,17 @@ final class RoomStore: Sendable {
     private let lock: DataDirectoryLock
 
     private enum Job: @unchecked Sendable {
-        case commit(Commit)
+        case write(Write)
         case callback(() -> Void)
-        case load(String, (Result<StoredRoom?, StorageError>) -> Void)
+        case read((SQLiteDatabase?) -> Void)
         case stop
+    }
+
+    /// What a job changes, in submission order within one transaction.
+    private enum Write {
+        case commit(Commit)
+        /// The room and its patches are removed.
+        case delete(room: String)
     }
 
     struct Commit: Sendable {
@@ -62,10 +83,13 @@ final class RoomStore: Sendable {
         let state: [UInt8]?
         /// A new epoch: patches of the previous one are deleted.
         var startsEpoch = false
+        /// When the room's state last changed, in seconds since 1970 (a stopping room commits its
+        /// state without changing it).
+        let lastChange: Int
     }
 
     /// Takes the data directory's lock, then opens (or creates) the database.
-    init(directory: String, durability: Durability, historyLimit: Int, logger: Logger) throws(StartupError) {
+    package init(directory: String, durability: Durability, historyLimit: Int, logger: Logger) throws(StartupError) {
         self.durability = durability
         self.historyLimit = historyLimit
         self.logger = logger
@@ -90,12 +114,26 @@ final class RoomStore: Sendable {
         try database.execute("""
             CREATE TABLE IF NOT EXISTS rooms(
                 name TEXT PRIMARY KEY, kind TEXT NOT NULL, epoch TEXT NOT NULL,
-                version INTEGER NOT NULL, snapshot_version INTEGER NOT NULL, state BLOB NOT NULL);
+                version INTEGER NOT NULL, snapshot_version INTEGER NOT NULL, state BLOB NOT NULL,
+                last_change INTEGER NOT NULL DEFAULT 0);
             CREATE TABLE IF NOT EXISTS patches(
                 room TEXT NOT NULL, version INTEGER NOT NULL, frame BLOB NOT NULL,
                 PRIMARY KEY(room, version)) WITHOUT ROWID;
             """)
+        try addLastChange(to: database)
         return database
+    }
+
+    /// Databases made before rooms recorded their last change get the column; their rooms count
+    /// as changed now, so none expires the moment an older daemon's data is upgraded.
+    private static func addLastChange(to database: SQLiteDatabase) throws(StorageError) {
+        var columns: [String] = []
+        try database.prepare("PRAGMA table_info(rooms)").query { row in columns.append(row.text(1)) }
+        guard !columns.contains("last_change") else { return }
+        try database.transaction { () throws(StorageError) in
+            try database.execute("ALTER TABLE rooms ADD COLUMN last_change INTEGER NOT NULL DEFAULT 0")
+            try database.execute("UPDATE rooms SET last_change = CAST(strftime('%s', 'now') AS INTEGER)")
+        }
     }
 
     /// `mkdir -p`; returns the OS's reason when a level can't be made.
@@ -112,25 +150,57 @@ final class RoomStore: Sendable {
 
     // MARK: Submitting (any thread)
 
-    func commit(_ commit: Commit) { submit(.commit(commit)) }
+    func commit(_ commit: Commit) { submit(.write(.commit(commit))) }
+
+    /// Removes the room, after every commit submitted before (a deleted room's own last ones).
+    func delete(room: String) { submit(.write(.delete(room: room))) }
 
     /// Runs `work` on the writer thread once everything submitted before it is committed.
     func afterCommits(_ work: @escaping @Sendable () -> Void) { submit(.callback(work)) }
 
     /// The stored room, or nil; waits for everything submitted before.
     func load(room: String) throws(StorageError) -> StoredRoom? {
+        try read { database throws(StorageError) in
+            guard var stored = try Self.read(room, from: database) else { return nil }
+            try database.prepare("SELECT last_change FROM rooms WHERE name = ?").query(.text(room)) { row in stored.lastChange = row.int(0) }
+            return stored
+        }
+    }
+
+    /// Every stored room, without states (the room list, at start); waits for everything
+    /// submitted before.
+    package func summaries() throws(StorageError) -> [StoredRoomSummary] {
+        try read { database throws(StorageError) in
+            var rooms: [StoredRoomSummary] = []
+            try database.prepare("SELECT name, kind, version, last_change, length(state) FROM rooms").query { row in
+                rooms.append(StoredRoomSummary(name: row.text(0), kind: row.text(1), version: row.int(2), lastChange: row.int(3), bytes: row.int(4)))
+            }
+            return rooms
+        } ?? []
+    }
+
+    /// Runs `body` on the writer thread once everything submitted before is written, and waits
+    /// for its result.
+    private func read<T>(_ body: @escaping (SQLiteDatabase) throws(StorageError) -> T?) throws(StorageError) -> T? {
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<StoredRoom?, StorageError>>(.success(nil))
-        submit(.load(room) { loaded in
-            result.withLock { $0 = loaded }
+        nonisolated(unsafe) var result: Result<T?, StorageError> = .success(nil)
+        submit(.read { database in
+            if let database { result = Result { () throws(StorageError) in try body(database) } }
             done.signal()
         })
         done.wait()
-        return try result.withLock { $0 }.get()
+        return try result.get()
+    }
+
+    /// Returns once everything submitted before has been written and its callbacks have run.
+    package func waitForWrites() {
+        let done = DispatchSemaphore(value: 0)
+        submit(.callback { done.signal() })
+        done.wait()
     }
 
     /// Commits what is queued and stops the writer.
-    func close() {
+    package func close() {
         let done = DispatchSemaphore(value: 0)
         submit(.callback { done.signal() })
         submit(.stop)
@@ -162,15 +232,15 @@ final class RoomStore: Sendable {
         }
     }
 
-    /// Commits the batch's version steps in one transaction, then runs its callbacks and loads
-    /// in order. Returns false on `.stop`.
+    /// Writes the batch's version steps and deletions in one transaction, then runs its
+    /// callbacks and reads in order. Returns false on `.stop`.
     private func run(_ batch: [Job]) -> Bool {
-        let commits = batch.compactMap { if case .commit(let commit) = $0 { return commit } else { return nil } }
-        if !commits.isEmpty {
+        let writes = batch.compactMap { if case .write(let write) = $0 { return write } else { return nil } }
+        if !writes.isEmpty {
             do {
                 try database.withLock { database throws(StorageError) in
                     guard let database else { return }
-                    try write(commits, to: database)
+                    try write(writes, to: database)
                 }
             } catch {
                 // Nothing that depends on these versions may go out: an ack must mean durable.
@@ -180,15 +250,9 @@ final class RoomStore: Sendable {
         }
         for job in batch {
             switch job {
-            case .commit: break
+            case .write: break
             case .callback(let work): work()
-            case .load(let room, let reply):
-                reply(Result { () throws(StorageError) -> StoredRoom? in
-                    try database.withLock { database throws(StorageError) -> StoredRoom? in
-                        guard let database else { return nil }
-                        return try Self.read(room, from: database)
-                    }
-                })
+            case .read(let body): database.withLock { body($0) }
             case .stop:
                 database.withLock { $0 = nil }
                 return false
@@ -197,29 +261,36 @@ final class RoomStore: Sendable {
         return true
     }
 
-    private func write(_ commits: [Commit], to database: SQLiteDatabase) throws(StorageError) {
+    private func write(_ writes: [Write], to database: SQLiteDatabase) throws(StorageError) {
         try database.transaction { () throws(StorageError) in
             let insertPatch = try database.prepare("INSERT OR REPLACE INTO patches(room, version, frame) VALUES(?, ?, ?)")
-            let advance = try database.prepare("UPDATE rooms SET version = ?, epoch = ? WHERE name = ?")
+            let advance = try database.prepare("UPDATE rooms SET version = ?, epoch = ?, last_change = ? WHERE name = ?")
             let snapshot = try database.prepare("""
-                INSERT INTO rooms(name, kind, epoch, version, snapshot_version, state) VALUES(?1, ?2, ?3, ?4, ?4, ?5)
-                ON CONFLICT(name) DO UPDATE SET kind = ?2, epoch = ?3, version = ?4, snapshot_version = ?4, state = ?5
+                INSERT INTO rooms(name, kind, epoch, version, snapshot_version, state, last_change) VALUES(?1, ?2, ?3, ?4, ?4, ?5, ?6)
+                ON CONFLICT(name) DO UPDATE SET kind = ?2, epoch = ?3, version = ?4, snapshot_version = ?4, state = ?5, last_change = ?6
                 """)
             let trim = try database.prepare("""
                 DELETE FROM patches WHERE room = ?1 AND version <= ?2
                   AND version <= (SELECT snapshot_version FROM rooms WHERE name = ?1)
                 """)
             let forget = try database.prepare("DELETE FROM patches WHERE room = ?")
-            for commit in commits {
-                if commit.startsEpoch { try forget.run(.text(commit.room)) }
-                if let patch = commit.patch {
-                    try insertPatch.run(.text(commit.room), .int(patch.version), .blob(patch.frame))
-                }
-                if let state = commit.state {
-                    try snapshot.run(.text(commit.room), .text(commit.kind), .text(commit.epoch), .int(commit.version), .blob(state))
-                    try trim.run(.text(commit.room), .int(commit.version - historyLimit))
-                } else {
-                    try advance.run(.int(commit.version), .text(commit.epoch), .text(commit.room))
+            let remove = try database.prepare("DELETE FROM rooms WHERE name = ?")
+            for write in writes {
+                switch write {
+                case .delete(let room):
+                    try forget.run(.text(room))
+                    try remove.run(.text(room))
+                case .commit(let commit):
+                    if commit.startsEpoch { try forget.run(.text(commit.room)) }
+                    if let patch = commit.patch {
+                        try insertPatch.run(.text(commit.room), .int(patch.version), .blob(patch.frame))
+                    }
+                    if let state = commit.state {
+                        try snapshot.run(.text(commit.room), .text(commit.kind), .text(commit.epoch), .int(commit.version), .blob(state), .int(commit.lastChange))
+                        try trim.run(.text(commit.room), .int(commit.version - historyLimit))
+                    } else {
+                        try advance.run(.int(commit.version), .text(commit.epoch), .int(commit.lastChange), .text(commit.room))
+                    }
                 }
             }
         }

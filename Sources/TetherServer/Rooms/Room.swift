@@ -143,6 +143,7 @@ actor Room: RoomEndpoint {
 
     private func begin(after predecessor: (any RoomEndpoint)?) {
         predecessor?.waitUntilStopped()
+        published.lastChange = now
         if let restoring {
             epoch = restoring.epoch
             version = restoring.version
@@ -155,6 +156,7 @@ actor Room: RoomEndpoint {
         } else if let store {
             restore(from: store)
         }
+        published.stateBytes = host.context.documentSizeEstimate
         for (index, timer) in host.timers.enumerated() {
             // The timer keeps the room alive until `finish()` cancels it.
             timers.append(environment.runtime.clock.startTimer(every: timer.interval) {
@@ -168,13 +170,35 @@ actor Room: RoomEndpoint {
 
     private func finish() {
         guard !isStopped else { return }
+        halt()
+        store?.commit(RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: nil, version: version,
+                                       state: host.state.encoded(), lastChange: published.lastChange))
+        stopped.leave()
+    }
+
+    /// Leaves memory and storage: nothing more is committed, and the store forgets the room
+    /// after the commits this room submitted before. The hub has already told its subscribers.
+    nonisolated func delete() {
+        execute { $0.remove() }
+    }
+
+    private func remove() {
+        if !isStopped {
+            halt()
+            stopped.leave()
+        }
+        store?.delete(room: name)
+    }
+
+    private func halt() {
         isStopped = true
         for timer in timers { timer.cancel() }
         timers.removeAll()
         presence?.stop()
-        store?.commit(RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: nil, version: version, state: host.state.encoded()))
-        stopped.leave()
     }
+
+    /// Wall-clock seconds since 1970: when a version step was made.
+    private var now: Int { environment.runtime.clock.secondsSince1970 }
 
     /// Continues the stored history (same epoch and version), or records a new one.
     private func restore(from store: RoomStore) {
@@ -185,6 +209,7 @@ actor Room: RoomEndpoint {
                 version = stored.version
                 published.epoch = epoch
                 published.version = version
+                published.lastChange = stored.lastChange
                 for patch in stored.patches { history.append(patch) }
                 logger.debug("room \(name) restored at version \(version) of epoch \(epoch)")
                 return
@@ -192,7 +217,8 @@ actor Room: RoomEndpoint {
         } catch {
             logger.error("room \(name): cannot restore its stored state (\(error)); starting a new epoch")
         }
-        var commit = RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: nil, version: version, state: host.state.encoded())
+        var commit = RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: nil, version: version,
+                                      state: host.state.encoded(), lastChange: published.lastChange)
         commit.startsEpoch = true
         store.commit(commit)
     }
@@ -427,12 +453,14 @@ actor Room: RoomEndpoint {
                                compressAbove: environment.configuration.compressionThreshold)
         version += 1
         published.version = version
+        published.lastChange = now
+        published.stateBytes = host.context.documentSizeEstimate
         history.append(patch)
         metrics.patchProduced()
         if let store {
             let snapshotDue = version % RoomStore.snapshotInterval == 0
             store.commit(RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: patch, version: version,
-                                          state: snapshotDue ? host.state.encoded() : nil))
+                                          state: snapshotDue ? host.state.encoded() : nil, lastChange: published.lastChange))
         }
         return patch
     }

@@ -1,9 +1,10 @@
 import TetherProtocol
 import TetherState
 
-/// The kinds the server knows and every live room, on the hub's queue. All joins, leaves and
-/// room creations pass through here, so it alone counts rooms (shared and per-session) and
-/// members, and an idle room can be dropped without racing a join.
+/// The kinds the server knows, every live room and every stored one, on the hub's queue. All
+/// joins, leaves, room creations and deletions pass through here, so it alone counts rooms
+/// (shared and per-session, live and stored) and members, and an idle room can be dropped
+/// without racing a join.
 final class RoomRegistry {
     static let maxRoomNameBytes = 128
 
@@ -21,15 +22,37 @@ final class RoomRegistry {
         weak var room: (any RoomEndpoint)?
     }
 
+    /// A shared room that exists beyond this moment: stored, or live and not yet stored. Kept
+    /// here so the room list, the per-kind limit and expiry never wait for the database.
+    struct KnownRoom {
+        var kind: String
+        var version: Int
+        /// Seconds since 1970.
+        var lastChange: Int
+        /// The encoded state, as last stored (or estimated by the live room).
+        var bytes: Int
+    }
+
     private let kinds: [String: ViewModelKind]
     private var shared: [String: Entry] = [:]
-    /// Rooms dropped for idleness whose `stop` may not have run yet.
+    /// Rooms dropped for idleness (or deleted) whose `stop` may not have run yet.
     private var retiring: [String: Retiring] = [:]
     /// Live per-session instances; their sessions own them.
     private(set) var privateRoomCount = 0
+    /// Every shared room of an application kind that exists, live or stored; for a live room the
+    /// room's own `published` cell is newer. Rooms kept in memory only are known while live.
+    private var known: [String: KnownRoom] = [:]
+    private var knownPerKind: [String: Int] = [:]
+    /// Whether rooms outlive their time in memory (a store).
+    private let keepsRooms: Bool
 
-    init(kinds: [ViewModelKind]) {
+    /// `stored`: the rooms in the store at start (nil without one).
+    init(kinds: [ViewModelKind], stored: [StoredRoomSummary]? = nil) {
         self.kinds = Dictionary(kinds.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        keepsRooms = stored != nil
+        for room in stored ?? [] {
+            remember(room.name, KnownRoom(kind: room.kind, version: room.version, lastChange: room.lastChange, bytes: room.bytes))
+        }
     }
 
     var sharedRoomCount: Int { shared.count }
@@ -58,16 +81,64 @@ final class RoomRegistry {
         if parts.count == 2, SystemRoom.isSystemKind(kind.name) {
             return .failure(ProtocolError(.unknownRoom, "\(kind.name) is the server's own room: it has no instances", room: name))
         }
+        if parts.count == 2, !kind.instances.contains(String(parts[1])) {
+            let which = kind.instances.hasInstances
+                ? "the instances of \(kind.name) are: \(kind.instances)"
+                : "\(kind.name) has no instances: its only room is \(kind.name)"
+            return .failure(ProtocolError(.unknownRoom, "no room \"\(name)\": \(which)", room: name))
+        }
         return .success(kind)
+    }
+
+    // MARK: Known rooms
+
+    /// Whether a shared room of this name exists, live or stored.
+    func exists(_ name: String) -> Bool { known[name] != nil || shared[name] != nil }
+
+    /// Rooms of `kind` that exist, live or stored.
+    func roomCount(ofKind kind: String) -> Int { knownPerKind[kind, default: 0] }
+
+    private func remember(_ name: String, _ room: KnownRoom) {
+        if known.updateValue(room, forKey: name) == nil { knownPerKind[room.kind, default: 0] += 1 }
+    }
+
+    private func forget(_ name: String) {
+        guard let room = known.removeValue(forKey: name) else { return }
+        knownPerKind[room.kind, default: 1] -= 1
+    }
+
+    /// A room that existed and whose successor will not be the same room any more (deleted):
+    /// removed from the live rooms (its successor waits for it to stop) and the known ones.
+    /// Returns it when it was live, with its member count.
+    func remove(_ name: String) -> (room: any RoomEndpoint, members: Int)? {
+        forget(name)
+        guard let entry = shared.removeValue(forKey: name) else { return nil }
+        retiring[name] = Retiring(room: entry.room)
+        return (entry.room, entry.members)
+    }
+
+    /// A room of this name that left memory and may not have stopped yet.
+    func retiringRoom(named name: String) -> (any RoomEndpoint)? { retiring[name]?.room }
+
+    /// Every room, live or stored, with what the room list shows of it (unsorted).
+    var listing: [(name: String, kind: ViewModelKind?, live: (room: any RoomEndpoint, members: Int)?, known: KnownRoom?)] {
+        var rooms = shared.map { name, entry in (name: name, kind: Optional(entry.room.kind), live: Optional((entry.room, entry.members)), known: known[name]) }
+        for (name, room) in known where shared[name] == nil {
+            rooms.append((name: name, kind: kinds[room.kind], live: nil, known: room))
+        }
+        return rooms
     }
 
     /// The shared room with this name; `make` creates it (given the same-named room still
     /// stopping, if any) on first use. A new room counts as idle until someone joins.
-    func sharedRoom(named name: String, now: ContinuousClock.Instant,
+    func sharedRoom(named name: String, now: ContinuousClock.Instant, wallClock: Int,
                     make: (_ predecessor: (any RoomEndpoint)?) -> any RoomEndpoint) -> any RoomEndpoint {
         if let entry = shared[name] { return entry.room }
         let room = make(retiring.removeValue(forKey: name)?.room)
         shared[name] = Entry(room: room, idleSince: now)
+        if known[name] == nil, !SystemRoom.isSystemKind(room.kind.name) {
+            remember(name, KnownRoom(kind: room.kind.name, version: 0, lastChange: wallClock, bytes: 0))
+        }
         return room
     }
 
@@ -103,13 +174,21 @@ final class RoomRegistry {
                 shared[name] = nil
                 retiring[name] = Retiring(room: entry.room)
                 removed.append(entry.room)
+                // What the room list shows of it from now on: its last figures, as it stores them.
+                if keepsRooms, var room = known[name] {
+                    room.version = entry.room.published.version
+                    room.lastChange = entry.room.published.lastChange
+                    room.bytes = entry.room.published.stateBytes
+                    known[name] = room
+                } else {
+                    forget(name)
+                }
             }
         }
         retiring = retiring.filter { $0.value.room != nil }
         return removed
     }
 
-    /// Every live shared room with its member count.
     /// Forgets every shared room (at shutdown, once they are stopped).
     func removeAllSharedRooms() { shared.removeAll() }
 

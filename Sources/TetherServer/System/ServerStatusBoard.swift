@@ -30,21 +30,6 @@ final class ServerStatusBoard: Sendable {
         var bytesOutPerSecond = 0.0
     }
 
-    /// A shared room, or every instance of a per-session kind together.
-    struct RoomEntry: Codable, Equatable, Sendable {
-        var name: String
-        var kind: String
-        var scope: String
-        var subscribers: Int
-        /// Shared rooms only.
-        var version: Int?
-        var epoch: String?
-        /// Per-session kinds only: live private instances.
-        var instances: Int?
-        /// Rooms that keep presence only: the members listed (spectators are not).
-        var members: Int?
-    }
-
     /// What the hub recorded last.
     struct Record: Sendable {
         var connections = 0
@@ -54,7 +39,7 @@ final class ServerStatusBoard: Sendable {
         /// Oldest first, at most `recentSeconds`.
         var recent: [Sample] = []
         /// Sorted by name, at most `maxListedRooms`; empty while the system room does not exist.
-        var roomList: [RoomEntry] = []
+        var roomList: [RoomListEntry] = []
         var roomListTruncated = false
     }
 
@@ -109,7 +94,7 @@ final class ServerStatusBoard: Sendable {
 
     /// Records the hub's counts and the activity since the last call. `roomList` is nil while
     /// nobody watches (the list is then left empty rather than stale).
-    func record(connections: Int, rooms: Int, auth: Bool, roomList: [RoomEntry]?) {
+    func record(connections: Int, rooms: Int, auth: Bool, roomList: [RoomListEntry]?) {
         let now = clock.now
         let wall = clock.secondsSince1970
         let totals = (deliveries: metrics.patchDeliveries.value, actions: metrics.actions, bytesOut: metrics.bytesSent.value)
@@ -177,13 +162,15 @@ final class ServerStatusBoard: Sendable {
     }
 }
 
-/// A room's epoch and version, and its presence members' count, where other threads can read
-/// them (for the system room's list): the room writes them on its executor, one relaxed atomic
-/// store per version or presence change; the epoch changes only when the room starts.
+/// A room's epoch, version, last change, size and presence members' count where other threads
+/// can read them (for the room list): the room writes them on its executor, a few relaxed atomic
+/// stores per version or presence change; the epoch changes only when the room starts.
 final class RoomVersionCell: Sendable {
     private let storedVersion = Atomic<Int>(0)
     private let storedMembers = Atomic<Int>(0)
     private let storedEpoch: Mutex<String>
+    private let storedLastChange = Atomic<Int>(0)
+    private let storedStateBytes = Atomic<Int>(0)
 
     init(epoch: String) {
         storedEpoch = Mutex(epoch)
@@ -202,5 +189,17 @@ final class RoomVersionCell: Sendable {
     var epoch: String {
         get { storedEpoch.withLock { $0 } }
         set { storedEpoch.withLock { $0 = newValue } }
+    }
+
+    /// When the room's state last changed, in seconds since 1970 (0: unknown, a cluster's room).
+    var lastChange: Int {
+        get { storedLastChange.load(ordering: .relaxed) }
+        set { storedLastChange.store(newValue, ordering: .relaxed) }
+    }
+
+    /// The state's encoded size, estimated (it errs a few bytes high per member; 0: unknown).
+    var stateBytes: Int {
+        get { storedStateBytes.load(ordering: .relaxed) }
+        set { storedStateBytes.store(newValue, ordering: .relaxed) }
     }
 }

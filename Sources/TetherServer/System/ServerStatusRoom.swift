@@ -46,7 +46,7 @@ final class ServerStatusRoom: ViewModel {
     private let rooms: Observable<Int>
     private let rates: Observable<ServerStatusBoard.Rates>
     private let recent: ObservableList<ServerStatusBoard.Sample>
-    private let roomList: ObservableList<ServerStatusBoard.RoomEntry>
+    private let roomList: ObservableList<RoomListEntry>
     private let roomListTruncated: Observable<Bool>
     /// The cluster's nodes; empty on a single daemon.
     private let nodes: Observable<[JSON]>
@@ -86,7 +86,7 @@ final class ServerStatusRoom: ViewModel {
 
     /// Turns `list` into `target` (both sorted by name) by removing, inserting and updating
     /// entries, so a patch carries only the entries, and fields, that changed.
-    static func merge(_ target: [ServerStatusBoard.RoomEntry], into list: ObservableList<ServerStatusBoard.RoomEntry>) {
+    static func merge(_ target: [RoomListEntry], into list: ObservableList<RoomListEntry>) {
         var index = 0
         for entry in target {
             while index < list.count, list[index].name < entry.name { list.remove(at: index) }
