@@ -502,10 +502,9 @@ class ServiceLoop: @unchecked Sendable {
             WebSocketConnection.from(wsi)?.peerSentClose(input, len)
             return 0
         case LWS_CALLBACK_WSI_DESTROY:
-            if let connection = WebSocketConnection.from(wsi) {
-                lws_set_opaque_user_data(wsi, nil)
-                connection.finish()
-            }
+            guard let connection = WebSocketConnection.from(wsi) else { return handleOther(wsi, reason, user, input, len) }
+            lws_set_opaque_user_data(wsi, nil)
+            connection.finish()
             return 0
         default:
             return handleOther(wsi, reason, user, input, len)

@@ -51,8 +51,37 @@ public enum TLSTrust: Sendable, Equatable {
     case insecure
 }
 
-/// A plain HTTP answer on the WebSocket port: a GET (`/healthz`, `/metrics`, files), or a
-/// refused WebSocket upgrade.
+/// A plain HTTP request on the WebSocket port (not an upgrade): a GET or a DELETE; other
+/// methods are answered 405 by the transport.
+public struct HTTPRequest: Sendable, Equatable {
+    public var method: String
+    /// Without the query string, percent-decoded by lws (`/rooms/a%3Ab` arrives as `/rooms/a:b`).
+    public var path: String
+    /// The `Authorization` header, when sent.
+    public var authorization: String?
+
+    public init(method: String, path: String, authorization: String? = nil) {
+        self.method = method
+        self.path = path
+        self.authorization = authorization
+    }
+}
+
+/// Answers one HTTP request, once: inside the delegate's call, or later from any thread (an
+/// answer that needs a network round trip). A request left unanswered is closed by lws after
+/// the handshake timeout.
+public struct HTTPResponder: Sendable {
+    let answer: @Sendable (HTTPResponse) -> Void
+
+    public init(_ answer: @escaping @Sendable (HTTPResponse) -> Void) {
+        self.answer = answer
+    }
+
+    public func respond(_ response: HTTPResponse) { answer(response) }
+}
+
+/// A plain HTTP answer on the WebSocket port: to a GET (`/healthz`, `/metrics`, files) or a
+/// DELETE, or a refused WebSocket upgrade.
 public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var contentType: String
@@ -191,8 +220,9 @@ public protocol WebSocketServerDelegate: WebSocketConnectionDelegate {
     /// (peer close, error, idle timeout, shutdown). `connection.closeCode` holds the close code
     /// sent or received, if any. The connection can no longer send.
     func connectionClosed(_ connection: WebSocketConnection)
-    /// A plain HTTP GET on the WebSocket port. `path` excludes the query string.
-    func httpGET(path: String) -> HTTPResponse
+    /// A plain HTTP GET or DELETE on the WebSocket port; answer it through `responder`, now or
+    /// later. A DELETE from a page of a foreign origin is refused (403) before it gets here.
+    func httpRequest(_ request: HTTPRequest, responder: HTTPResponder)
     /// Shutdown started: new connections are refused. Queue any final messages and call
     /// `requestWritable()` on the connections that have some; they get `connectionWritable`
     /// until their queues are empty (or the drain time ends), then close with 1001.
@@ -205,7 +235,7 @@ public protocol WebSocketServerDelegate: WebSocketConnectionDelegate {
 
 extension WebSocketServerDelegate {
     public func didRunQueuedWork() {}
-    public func httpGET(path: String) -> HTTPResponse { .notFound }
+    public func httpRequest(_ request: HTTPRequest, responder: HTTPResponder) { responder.respond(.notFound) }
     public func willShutdown() {}
 }
 

@@ -14,7 +14,7 @@ import Darwin
 /// service thread; other threads only call `connect`, `execute` and `shutdown`.
 public final class WebSocketClient: Sendable {
     public let configuration: WebSocketClientConfiguration
-    private let loop: ClientLoop
+    let loop: ClientLoop
 
     public init(configuration: WebSocketClientConfiguration = .init(),
                 logger: Logger = Logger(label: "tether.transport.client")) {
@@ -88,7 +88,9 @@ public final class WebSocketClient: Sendable {
 
 final class ClientLoop: ServiceLoop, @unchecked Sendable {
     let configuration: WebSocketClientConfiguration
-    private static let protocolName = "tether-client"
+    static let protocolName = "tether-client"
+    /// Plain HTTP requests in flight, by connection (HTTPExchange.swift); loop thread only.
+    var httpExchanges: [OpaquePointer: HTTPExchange] = [:]
 
     init(configuration: WebSocketClientConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -201,6 +203,7 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
 
     override func handleOther(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
                               _ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+        if let handled = handleHTTP(wsi, reason, input, len) { return handled }
         switch reason {
         case LWS_CALLBACK_CLIENT_ESTABLISHED:
             guard let connection = WebSocketConnection.from(wsi), !connection.isFinished else { return -1 }

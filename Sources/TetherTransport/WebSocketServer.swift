@@ -7,7 +7,8 @@ import Glibc
 import Darwin
 #endif
 
-/// A WebSocket (ws:// or wss://) server that also answers plain HTTP GETs on the same port.
+/// A WebSocket (ws:// or wss://) server that also answers plain HTTP GETs and DELETEs on the
+/// same port.
 ///
 /// Threading: one lws context serviced by one dedicated thread that owns every socket. Every
 /// delegate callback runs on that thread. Other threads only call `execute(_:)` and `shutdown`.
@@ -76,6 +77,11 @@ public final class WebSocketServer: Sendable {
     }
 }
 
+/// An HTTP connection handed to another thread only to come back to the loop with an answer.
+private struct HTTPConnection: @unchecked Sendable {
+    let wsi: OpaquePointer
+}
+
 final class ServerLoop: ServiceLoop, @unchecked Sendable {
     let configuration: WebSocketServerConfiguration
     /// Set by start, cleared when the loop finishes; used on the loop thread only afterwards.
@@ -85,6 +91,12 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     private var sslContext: OpaquePointer?
     /// Pings silent peers, drops dead ones (loop thread).
     private var keepalive: KeepaliveSweep
+    /// HTTP requests not answered yet, by connection, with the request's number (a late answer
+    /// must not reach a later request on a reused connection) and, once given, the answer.
+    private var pendingHTTP: [OpaquePointer: (id: Int, response: HTTPResponse?)] = [:]
+    private var httpRequestCount = 0
+    /// The connection whose request the delegate is answering right now (loop thread).
+    private var answeringNow: OpaquePointer?
 
     init(configuration: WebSocketServerConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -198,6 +210,15 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
             return opened(wsi)
         case LWS_CALLBACK_HTTP:
             return serveHTTP(wsi, input, len)
+        case LWS_CALLBACK_HTTP_WRITEABLE:
+            guard let pending = pendingHTTP[wsi], let response = pending.response else {
+                return lws_callback_http_dummy(wsi, reason, user, input, len)
+            }
+            pendingHTTP[wsi] = nil
+            return finishHTTP(wsi, response)
+        case LWS_CALLBACK_CLOSED_HTTP:
+            pendingHTTP[wsi] = nil
+            return lws_callback_http_dummy(wsi, reason, user, input, len)
         case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
             return confirmUpgrade(wsi)
         default:
@@ -241,15 +262,49 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     }
 
     private func serveHTTP(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
-        let response: HTTPResponse
-        if phase != .running {
-            response = HTTPResponse(status: 503, text: "shutting down\n")
-        } else if lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0 {
-            response = HTTPResponse(status: 405, text: "method not allowed\n")
-        } else {
-            let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: max(0, len)), as: UTF8.self) } ?? "/"
-            response = delegate?.httpGET(path: path) ?? .notFound
+        let method = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 ? "GET"
+            : lws_hdr_total_length(wsi, WSI_TOKEN_DELETE_URI) > 0 ? "DELETE" : nil
+        guard phase == .running, let method, let delegate else {
+            let refusal = phase != .running ? HTTPResponse(status: 503, text: "shutting down\n")
+                : HTTPResponse(status: 405, text: "method not allowed\n", headers: ["Allow": "GET, DELETE"])
+            return finishHTTP(wsi, refusal)
         }
+        // A browser asks before it sends a page's DELETE to another site (a preflight OPTIONS,
+        // refused here); the Origin check of upgrades refuses such a page all the same.
+        if method != "GET", !configuration.allowedOrigins.allows(origin: header(wsi, WSI_TOKEN_ORIGIN), host: header(wsi, WSI_TOKEN_HOST)) {
+            return finishHTTP(wsi, HTTPResponse(status: 403, text: "pages of other origins may not change anything here (tetherd --allowed-origins)\n"))
+        }
+        let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: max(0, len)), as: UTF8.self) } ?? "/"
+        httpRequestCount += 1
+        let id = httpRequestCount
+        pendingHTTP[wsi] = (id, nil)
+        let connection = HTTPConnection(wsi: wsi)
+        answeringNow = wsi
+        delegate.httpRequest(HTTPRequest(method: method, path: path, authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION)),
+                             responder: HTTPResponder { [self] response in answer(connection, id: id, with: response) })
+        answeringNow = nil
+        if let response = pendingHTTP[wsi]?.response {
+            pendingHTTP[wsi] = nil
+            return finishHTTP(wsi, response)
+        }
+        return 0  // answered later, in LWS_CALLBACK_HTTP_WRITEABLE
+    }
+
+    /// Keeps `response` for its request, if that is still waiting, and asks for the writable
+    /// callback that sends it (unless the delegate answered within its call). Any thread.
+    private func answer(_ connection: HTTPConnection, id: Int, with response: HTTPResponse) {
+        guard isOnLoopThread else {
+            execute { self.answer(connection, id: id, with: response) }
+            return
+        }
+        let wsi = connection.wsi
+        guard pendingHTTP[wsi]?.id == id, pendingHTTP[wsi]?.response == nil else { return }
+        pendingHTTP[wsi]?.response = response
+        if answeringNow != wsi { lws_callback_on_writable(wsi) }
+    }
+
+    /// Writes a whole answer and ends the HTTP transaction (the connection may carry another).
+    private func finishHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
         guard writeHTTP(wsi, response) else { return -1 }
         return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }

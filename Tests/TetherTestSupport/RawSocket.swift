@@ -95,7 +95,12 @@ extension RawSocket {
     /// Sends `GET path` on this connection (kept alive) and reads the response, whose body is
     /// framed by its Content-Length.
     public func httpGET(_ path: String, timeout: Duration = .seconds(10)) throws -> (status: Int, headers: String, body: [UInt8]) {
-        try write("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        try http("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", timeout: timeout)
+    }
+
+    /// Sends a whole request as written and reads the response, framed by its Content-Length.
+    public func http(_ request: String, timeout: Duration = .seconds(10)) throws -> (status: Int, headers: String, body: [UInt8]) {
+        try write(request)
         let headers = try readHTTPHeaders(timeout: timeout)
         let status = headers.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
         let length = headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }

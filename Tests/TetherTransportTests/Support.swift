@@ -137,16 +137,23 @@ final class EchoServer: WebSocketServerDelegate, @unchecked Sendable {
         }
     }
 
-    func httpGET(path: String) -> HTTPResponse {
+    func httpRequest(_ request: HTTPRequest, responder: HTTPResponder) {
         note()
-        switch path {
-        case "/healthz": return HTTPResponse(status: 200, text: "ok")
-        case "/metrics":
+        switch (request.method, request.path) {
+        case ("GET", "/healthz"): responder.respond(HTTPResponse(status: 200, text: "ok"))
+        case ("GET", "/metrics"):
             let count = state.withLock { $0.opened.count - $0.closed.count }
-            return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4",
-                                text: "# TYPE tether_connections gauge\ntether_connections \(count)\n")
-        case "/big": return HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 300_000))
-        default: return .notFound
+            responder.respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4",
+                                           text: "# TYPE tether_connections gauge\ntether_connections \(count)\n"))
+        case ("GET", "/big"): responder.respond(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 300_000)))
+        case ("GET", "/later"):
+            // Answered from another thread a moment later, as a request that waits for the network.
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) {
+                responder.respond(HTTPResponse(status: 200, text: "later"))
+                responder.respond(HTTPResponse(status: 500, text: "a second answer is ignored"))
+            }
+        case (let method, let path):
+            responder.respond(HTTPResponse(status: 200, text: "\(method) \(path) \(request.authorization ?? "-")"))
         }
     }
 

@@ -228,14 +228,60 @@ struct TransportTests {
         #expect(String(decoding: metrics.body, as: UTF8.self).contains("tether_connections 0"))
 
         let other = try RawSocket(port: port)
-        #expect(try other.httpGET("/nope").status == 404)
+        #expect(String(decoding: try other.httpGET("/nope").body, as: UTF8.self) == "GET /nope -")
         let big = try RawSocket(port: port).httpGET("/big")
         #expect(big.status == 200)
         #expect(big.body.count == 300_000)
 
         let post = try RawSocket(port: port)
         try post.write("POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nhi")
-        #expect(try post.readHTTPHeaders().hasPrefix("HTTP/1.1 405"))
+        let refused = try post.readHTTPHeaders()
+        #expect(refused.hasPrefix("HTTP/1.1 405") && refused.lowercased().contains("allow: get, delete"))
+    }
+
+    @Test func deleteRequestsCarryTheirAuthorizationAndAnswersMayComeLater() async throws {
+        let (server, port, _) = try startServer()
+        defer { server.shutdown(deadline: .seconds(2)) }
+
+        let socket = try RawSocket(port: port)
+        let deleted = try socket.http("DELETE /rooms/a%3Ab HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer xyz\r\n\r\n")
+        #expect(deleted.status == 200)
+        #expect(String(decoding: deleted.body, as: UTF8.self) == "DELETE /rooms/a:b Bearer xyz", "the path arrives decoded")
+        // The same connection waits for an answer given later, from another thread; then carries on.
+        let later = try socket.httpGET("/later")
+        #expect(later.status == 200 && String(decoding: later.body, as: UTF8.self) == "later")
+        #expect(try socket.httpGET("/healthz").status == 200)
+
+        // A page of another origin may change nothing (the upgrades' rule); its own page may.
+        let foreign = try RawSocket(port: port).http("DELETE /rooms/x HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: http://evil.example\r\n\r\n")
+        #expect(foreign.status == 403)
+        let own = try RawSocket(port: port).http("DELETE /rooms/x HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: http://127.0.0.1:\(port)\r\n\r\n")
+        #expect(own.status == 200)
+    }
+
+    @Test func theClientSendsPlainHTTPRequestsWithItsTrust() async throws {
+        let (server, port, _) = try startServer()
+        defer { server.shutdown(deadline: .seconds(2)) }
+        let client = try startClient()
+        defer { client.shutdown() }
+
+        let deleted = try await client.request("DELETE", path: "/rooms/a%3Ab", on: "ws://127.0.0.1:\(port)", authorization: "Bearer xyz")
+        #expect(deleted.status == 200)
+        #expect(String(decoding: deleted.body, as: UTF8.self) == "DELETE /rooms/a:b Bearer xyz")
+        let later = try await client.request("GET", path: "/later", on: "ws://127.0.0.1:\(port)")
+        #expect(later.status == 200 && String(decoding: later.body, as: UTF8.self) == "later")
+        let big = try await client.request("GET", path: "/big", on: "ws://127.0.0.1:\(port)")
+        #expect(big.body.count == 300_000)
+        let refused = try await client.request("POST", path: "/healthz", on: "ws://127.0.0.1:\(port)")
+        #expect(refused.status == 405)
+
+        let nobody = try freePort()
+        await #expect(throws: HTTPRequestError.self) { try await client.request("GET", path: "/rooms", on: "ws://127.0.0.1:\(nobody)") }
+        do {
+            _ = try await client.request("GET", path: "/rooms", on: "ws://127.0.0.1:\(nobody)")
+        } catch {
+            #expect(error.description.contains("nothing answers"), "\(error)")
+        }
     }
 
     @Test func clientsOfferingNoSubprotocolAreAccepted() async throws {
