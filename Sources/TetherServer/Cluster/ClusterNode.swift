@@ -35,9 +35,16 @@ final class ClusterNode: Sendable {
 
     private struct State {
         var ownedRooms: Set<String> = []
+        /// Node name → its last heartbeat, for the nodes beating now.
         var seenNodes: [String: JSON] = [:]
+        /// Nodes whose heartbeats stopped without their leaving: name → their last heartbeat.
+        var downNodes: [String: JSON] = [:]
         var connectionCount = 0
     }
+
+    /// How long a node whose heartbeats stopped (killed, hung, cut off) stays listed as down,
+    /// unless it beats again. A node that shuts down gracefully says so and is not listed.
+    static let downNodeRetention = 24 * 3_600
 
     /// Log messages kept per room: enough to rebuild from the latest snapshot (one every
     /// `snapshotInterval` versions, or every `snapshotInterval` merged appends) with room to spare.
@@ -127,7 +134,10 @@ final class ClusterNode: Sendable {
     func leave() {
         leaving.value.store(true, ordering: .relaxed)
         heartbeat.withLock { $0?.cancel() }
-        nodes.delete(name) { _ in }
+        // A last beat that says it left on purpose: the others drop it instead of listing it as
+        // down when its heartbeats stop (the entry expires with the bucket's TTL).
+        let beat: JSON = ["name": .string(name), "leaving": true, "at": .int(Int(Date().timeIntervalSince1970))]
+        nodes.put(name, beat.encoded()) { _ in }
         connection.close()
     }
 
@@ -169,15 +179,15 @@ final class ClusterNode: Sendable {
     func startHeartbeat(connections: @escaping @Sendable () -> Int) {
         let task = Task { [self] in
             while !Task.isCancelled {
-                let count = connections()
-                let beat: JSON = ["name": .string(name), "rooms": .int(ownedRooms.count), "connections": .int(count)]
+                let now = Int(Date().timeIntervalSince1970)
+                let beat: JSON = ["name": .string(name), "rooms": .int(ownedRooms.count), "connections": .int(connections()), "at": .int(now)]
                 _ = try? await nodes.put(name, beat.encoded())
                 if let keys = try? await nodes.keys() {
-                    var seen: [String: JSON] = [:]
+                    var beats: [String: JSON?] = [:]
                     for key in keys {
-                        if let entry = try? await nodes.get(key), let value = try? JSONParser().parse(entry.value) { seen[key] = value }
+                        beats[key] = (try? await nodes.get(key)).flatMap { $0 }.flatMap { try? JSONParser().parse($0.value) }
                     }
-                    state.withLock { $0.seenNodes = seen }
+                    state.withLock { Self.heard(beats, now: now, in: &$0) }
                 }
                 try? await Task.sleep(for: .seconds(1))
             }
@@ -185,25 +195,71 @@ final class ClusterNode: Sendable {
         heartbeat.withLock { $0 = task }
     }
 
-    /// The nodes whose heartbeats this node sees, as the dashboard lists them.
+    /// Takes one round of heartbeats (`nil`: listed, but unreadable this time): a node no longer
+    /// listed went down, unless its last beat said it was leaving.
+    private static func heard(_ beats: [String: JSON?], now: Int, in state: inout State) {
+        for (name, beat) in state.seenNodes where beats[name] == nil && beat["leaving"] != true {
+            state.downNodes[name] = beat
+        }
+        var seen: [String: JSON] = [:]
+        for (name, beat) in beats {
+            seen[name] = beat ?? state.seenNodes[name]
+            state.downNodes[name] = nil
+        }
+        state.seenNodes = seen.filter { $0.value["leaving"] != true }
+        state.downNodes = state.downNodes.filter { now - ($0.value["at"]?.intValue ?? now) < downNodeRetention }
+    }
+
+    /// Every node this one sees beating, and those whose heartbeats stopped (with `downSince`,
+    /// their last heartbeat, in seconds since 1970), by name: the dashboard's list and
+    /// `GET /cluster`'s.
     var nodesJSON: [JSON] {
         state.withLock { state in
-            state.seenNodes.keys.sorted().map { name in
-                let beat = state.seenNodes[name]!
-                return ["name": .string(name), "alive": true, "rooms": beat["rooms"] ?? 0, "connections": beat["connections"] ?? 0]
+            let up = state.seenNodes.map { name, beat -> (String, JSON) in
+                (name, ["name": .string(name), "alive": true, "rooms": beat["rooms"] ?? 0, "connections": beat["connections"] ?? 0])
             }
+            let down = state.downNodes.map { name, beat -> (String, JSON) in
+                (name, ["name": .string(name), "alive": false, "downSince": beat["at"] ?? .null, "rooms": 0, "connections": 0])
+            }
+            return (up + down).sorted { $0.0 < $1.0 }.map(\.1)
         }
     }
 
-    /// `GET /cluster`: this node, the nodes it sees, the rooms it owns.
+    /// `GET /cluster`: this node, the nodes it sees (and those down), the rooms it owns.
     var statusJSON: JSON {
-        state.withLock { state in
-            [
-                "node": .string(name),
-                "connected": .bool(connection.isConnected),
-                "nodes": .array(state.seenNodes.keys.sorted().map { state.seenNodes[$0]! }),
-                "ownedRooms": .array(state.ownedRooms.sorted().map(JSON.string)),
-            ]
+        [
+            "node": .string(name),
+            "connected": .bool(connection.isConnected),
+            "nodes": .array(nodesJSON),
+            "ownedRooms": .array(ownedRooms.map(JSON.string)),
+        ]
+    }
+
+    /// The rooms whose latest snapshot the cluster holds (a room has one once it reached
+    /// `snapshotInterval` versions), as the room list shows them: read from the snapshots
+    /// bucket in the background, for at most 5 seconds; `completion` runs on no particular thread.
+    func snapshotRooms(_ completion: @escaping @Sendable ([RoomListEntry]) -> Void) {
+        let snapshots = self.snapshots
+        Task {
+            let deadline = ContinuousClock.now + .seconds(5)
+            var rooms: [RoomListEntry] = []
+            let keys = (try? await snapshots.keys()) ?? []
+            // Reads overlap, a batch at a time: one request per room.
+            for batch in stride(from: 0, to: keys.count, by: 64).map({ keys[$0..<min($0 + 64, keys.count)] }) where ContinuousClock.now < deadline {
+                await withTaskGroup(of: RoomListEntry?.self) { group in
+                    for key in batch {
+                        group.addTask {
+                            guard let name = NATSSubject.unescape(key), let entry = try? await snapshots.get(key),
+                                  let snapshot = ClusterSnapshot(entry.value) else { return nil }
+                            return RoomListEntry(name: name, kind: String(name.prefix { $0 != ":" }), scope: RoomScope.shared.rawValue,
+                                                 subscribers: 0, inMemory: false, version: snapshot.version,
+                                                 bytes: snapshot.state.encoded().count)
+                        }
+                    }
+                    for await room in group { if let room { rooms.append(room) } }
+                }
+            }
+            completion(rooms)
         }
     }
 }

@@ -1,36 +1,134 @@
+import Foundation
 import TetherJSON
 import TetherTransport
 
-/// Plain HTTP GETs on the WebSocket port: health, metrics, the browser files (the dashboard,
-/// `tether.js`, the examples) and, on a cluster node, the cluster's view from here. On the hub's
-/// queue.
+/// Plain HTTP on the WebSocket port: health, metrics, the browser files (the dashboard,
+/// `tether.js`, the examples), room administration (`GET /rooms`, `DELETE /rooms/NAME`) and, on
+/// a cluster node, the cluster's view from here. On the hub's queue.
 struct HTTPRoutes {
     let hub: SessionHub
     let metrics: ServerMetrics
     var cluster: ClusterNode? = nil
 
-    func get(_ path: String) -> HTTPResponse {
-        var response: HTTPResponse
+    static let roomsPath = "/rooms"
+
+    func answer(_ request: HTTPRequest, responder: HTTPResponder) {
+        if request.path == Self.roomsPath || request.path.hasPrefix(Self.roomsPath + "/") {
+            administerRooms(request, responder: responder)
+            return
+        }
+        guard request.method == "GET" else {
+            responder.respond(Self.headers(HTTPResponse(status: 405, text: "method not allowed\n", headers: ["Allow": "GET"])))
+            return
+        }
+        responder.respond(Self.headers(get(request.path)))
+    }
+
+    private func get(_ path: String) -> HTTPResponse {
         switch path {
         case "/healthz":
             // A cluster node that lost NATS still serves joins but can't take actions.
             if let cluster, !cluster.connection.isConnected {
-                response = HTTPResponse(status: 503, text: "not connected to the cluster\n")
-            } else {
-                response = HTTPResponse(status: 200, text: "ok")
+                return HTTPResponse(status: 503, text: "not connected to the cluster\n")
             }
+            return HTTPResponse(status: 200, text: "ok")
         case "/metrics":
             metrics.rooms.set(Double(hub.roomCount))
-            response = HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render())
+            return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render())
         case "/cluster":
-            if let cluster {
-                response = HTTPResponse(status: 200, contentType: "application/json", body: cluster.statusJSON.encoded())
-            } else {
-                response = HTTPResponse(status: 404, text: "not a cluster node (start with --nats)\n")
-            }
-        default: response = WebAssets.response(for: path) ?? .notFound
+            guard let cluster else { return HTTPResponse(status: 404, text: "not a cluster node (start with --nats)\n") }
+            return HTTPResponse(status: 200, contentType: "application/json", body: cluster.statusJSON.encoded())
+        default:
+            return WebAssets.response(for: path) ?? .notFound
         }
+    }
+
+    private static func headers(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
+    }
+
+    // MARK: Rooms
+
+    /// `GET /rooms` lists every room (in memory and stored); `DELETE /rooms/NAME` deletes one
+    /// (NAME percent-encoded: `/rooms/todo%3Ateam-a`). With token secrets both need `Authorization: Bearer TOKEN`, a
+    /// token with the admin claim, as the overview does; without, whoever may connect may (a
+    /// loopback daemon, or one started with --allow-anonymous). Answers are JSON.
+    private func administerRooms(_ request: HTTPRequest, responder: HTTPResponder) {
+        if let refusal = adminRefusal(request) {
+            responder.respond(refusal)
+            return
+        }
+        switch request.method {
+        case "GET" where request.path == Self.roomsPath:
+            listRooms(responder)
+        case "DELETE" where request.path.count > Self.roomsPath.count + 1:
+            // The transport hands the path over percent-decoded: the rest is the room's name.
+            responder.respond(delete(String(request.path.dropFirst(Self.roomsPath.count + 1))))
+        default:
+            responder.respond(Self.json(405, ["error": "GET /rooms lists the rooms; DELETE /rooms/NAME deletes one"],
+                                        headers: ["Allow": request.path == Self.roomsPath ? "GET" : "DELETE"]))
+        }
+    }
+
+    private func adminRefusal(_ request: HTTPRequest) -> HTTPResponse? {
+        guard let auth = hub.configuration.auth else { return nil }
+        let challenge = ["WWW-Authenticate": "Bearer realm=\"tetherd\""]
+        guard let header = request.authorization, header.lowercased().hasPrefix("bearer ") else {
+            return Self.json(401, ["error": "room administration needs a token with the admin claim (tetherd token --admin): send it as Authorization: Bearer TOKEN"],
+                             headers: challenge)
+        }
+        do {
+            let claims = try auth.verify(String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces), now: hub.runtime.clock.secondsSince1970)
+            guard claims.admin else {
+                return Self.json(403, ["error": .string("room administration needs a token with the admin claim (tetherd token --admin); the token of \"\(claims.subject)\" has none")])
+            }
+            return nil
+        } catch {
+            return Self.json(401, ["error": .string(error.description)], headers: challenge)
+        }
+    }
+
+    private func listRooms(_ responder: HTTPResponder) {
+        let rooms = hub.roomList()
+        guard let cluster else {
+            responder.respond(Self.json(200, ["rooms": Self.encode(rooms)]))
+            return
+        }
+        // The rooms this node holds, and those the cluster's snapshots hold (read from JetStream,
+        // then back on the hub's queue).
+        let hub = self.hub
+        cluster.snapshotRooms { stored in
+            hub.queue.execute {
+                let listed = Set(rooms.map(\.name))
+                let more = stored.filter { !listed.contains($0.name) }
+                let all = (rooms + more).sorted { $0.name < $1.name }
+                responder.respond(Self.json(200, ["rooms": Self.encode(all), "node": .string(cluster.name)]))
+            }
+        }
+    }
+
+    private func delete(_ name: String) -> HTTPResponse {
+        switch hub.deleteRoom(named: name) {
+        case .deleted(let wasInMemory, let subscribers):
+            return Self.json(200, ["deleted": .string(name), "wasInMemory": .bool(wasInMemory), "subscribers": .int(subscribers)])
+        case .notFound(let reason):
+            return Self.json(404, ["error": .string(reason)])
+        case .refused(let reason):
+            return Self.json(409, ["error": .string(reason)])
+        case .unsupported(let reason):
+            return Self.json(501, ["error": .string(reason)])
+        }
+    }
+
+    private static func encode(_ rooms: [RoomListEntry]) -> JSON {
+        (try? JSONValueEncoder().encode(rooms)) ?? .array([])
+    }
+
+    private static func json(_ status: Int, _ body: JSON, headers: [String: String] = [:]) -> HTTPResponse {
+        var headers = headers
+        headers["Cache-Control"] = "no-store"
+        return Self.headers(HTTPResponse(status: status, contentType: "application/json", body: body.encoded(), headers: headers))
     }
 }

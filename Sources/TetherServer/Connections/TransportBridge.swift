@@ -24,7 +24,7 @@ final class TransportBridge: WebSocketServerDelegate, @unchecked Sendable {
         hub.connectionReceivedBinary(connection)
     }
 
-    func httpGET(path: String) -> HTTPResponse { routes.get(path) }
+    func httpRequest(_ request: HTTPRequest, responder: HTTPResponder) { routes.answer(request, responder: responder) }
     func willShutdown() { hub.willShutdown() }
     func didRunQueuedWork() { hub.didRunQueuedWork() }
 }

@@ -34,8 +34,10 @@ public enum RoomDeletion: Equatable, Sendable {
     case deleted(wasInMemory: Bool, subscribers: Int)
     /// No such room: never created, or deleted already.
     case notFound(String)
-    /// This room can't be deleted (the server's own, a per-session kind, a cluster's room).
+    /// This room can't be deleted (the server's own, a per-session kind).
     case refused(String)
+    /// This server can't delete rooms (a cluster node).
+    case unsupported(String)
 }
 
 extension SessionHub {
@@ -86,7 +88,7 @@ extension SessionHub {
             return .refused("\(kind.name) is per-session: each connection has its own instance, gone when it closes")
         }
         guard sharedRoomsAreLocal else {
-            return .refused("deleting rooms is not supported on a cluster yet: a room's log lives in NATS JetStream and other nodes may hold it (docs/CLUSTER.md)")
+            return .unsupported("deleting rooms is not supported on a cluster yet: a room's log lives in NATS JetStream and other nodes may hold it (docs/CLUSTER.md)")
         }
         let retiring = registry.retiringRoom(named: name)
         guard registry.exists(name) || retiring != nil else { return .notFound("no room \(name)") }

@@ -48,7 +48,10 @@ final class ServerStatusBoard: Sendable {
         var name: String
         var tls: Bool
         var durability: String?
-        var storageKind: String
+        /// `server.storage` without `bytes`: `{"kind": "sqlite", "path"}`, `{"kind": "memory"}`,
+        /// or on a cluster node `{"kind": "jetstream", "streams", "replicas"}`.
+        var storage: [String: JSON]
+        /// The database, whose size is read for each record (single node with storage only).
         var databasePath: String?
     }
 
@@ -69,10 +72,18 @@ final class ServerStatusBoard: Sendable {
     private let state = Mutex(State())
 
     init(configuration: ServerConfiguration, clock: any ServerClock, metrics: ServerMetrics) {
-        let database = configuration.dataDirectory.map { ($0 as NSString).appendingPathComponent(RoomStore.databaseFileName) }
-        facts = Facts(name: configuration.serverName, tls: configuration.tls != nil,
-                      durability: database == nil ? nil : configuration.durability.rawValue,
-                      storageKind: database == nil ? "memory" : "sqlite", databasePath: database)
+        if !configuration.natsURLs.isEmpty {
+            // A cluster node keeps shared rooms in JetStream: what an ack means is the streams'
+            // replication, not --durability, and --data holds nothing.
+            facts = Facts(name: configuration.serverName, tls: configuration.tls != nil, durability: "jetstream",
+                          storage: ["kind": "jetstream", "streams": .int(configuration.clusterStreams), "replicas": .int(configuration.clusterReplicas)])
+        } else if let directory = configuration.dataDirectory {
+            let database = (directory as NSString).appendingPathComponent(RoomStore.databaseFileName)
+            facts = Facts(name: configuration.serverName, tls: configuration.tls != nil, durability: configuration.durability.rawValue,
+                          storage: ["kind": "sqlite", "path": .string(database)], databasePath: database)
+        } else {
+            facts = Facts(name: configuration.serverName, tls: configuration.tls != nil, durability: nil, storage: ["kind": "memory"])
+        }
         self.clock = clock
         self.metrics = metrics
         started = clock.now
@@ -134,9 +145,8 @@ final class ServerStatusBoard: Sendable {
     func current() -> (record: Record, server: [String: JSON], nodes: [JSON]) {
         let (record, listen, clusterView) = state.withLock { ($0.record, $0.listen, $0.clusterView) }
         let cluster = clusterView?()
-        var storage: [String: JSON] = ["kind": .string(cluster == nil ? facts.storageKind : "jetstream"),
-                                       "path": cluster == nil ? facts.databasePath.map(JSON.string) ?? .null : .null]
-        storage["bytes"] = .int(facts.databasePath.map(Self.databaseBytes) ?? 0)
+        var storage = facts.storage
+        if let path = facts.databasePath { storage["bytes"] = .int(Self.databaseBytes(path)) }
         let server: [String: JSON] = [
             "name": .string(facts.name),
             "version": .string(TetherServer.version),
