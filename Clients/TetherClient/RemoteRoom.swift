@@ -119,6 +119,14 @@ public final class RemoteRoom {
 
     // MARK: From the client
 
+    /// The server deleted the room (`room_deleted`): not joined any more, last state kept.
+    func wasDeleted(_ error: ProtocolError) {
+        version = nil
+        isRejoining = false
+        forgetPresence()
+        lastError.value = error
+    }
+
     func willJoin() {
         isRejoining = version != nil
     }

@@ -218,6 +218,11 @@ public final class TetherClient {
                 action.continuation.resume(throwing: TetherClientError.server(error))
             } else if let id = error.id, let waiter = pendingDescriptions.removeValue(forKey: id) {
                 waiter.resume(throwing: TetherClientError.server(error))
+            } else if error.code == .roomDeleted, let name = error.room, let room = rooms.removeValue(forKey: name) {
+                // Its stream ended: the mirror keeps its last state and stops; `room(name)` joins
+                // the new, empty room (a reconnect does not, as for a room left).
+                room.wasDeleted(error)
+                onServerError?(error)
             } else {
                 if let name = error.room { rooms[name]?.lastError.value = error }
                 onServerError?(error)

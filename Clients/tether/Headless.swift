@@ -48,9 +48,10 @@ enum Headless {
             case .snapshot(let room, _, _, _), .patch(let room, _, _, _, _):
                 if !mode.printsState, watched.contains(room) { count(room) }
             case .error(let error) where error.id == nil && error.room.map(watched.contains) == true:
-                // A refused join: nothing more will come for this room.
+                // A refused join, or a deleted room: nothing more will come for this room.
                 if mode.printsState { Output.writeLine(raw) }
-                ending.fail("cannot join \(error.room ?? "?"): \(Output.describe(error))", code: Output.serverError)
+                let what = error.code == .roomDeleted ? "\(error.room ?? "?") was deleted" : "cannot join \(error.room ?? "?")"
+                ending.fail("\(what): \(Output.describe(error))", code: Output.serverError)
             default:
                 break
             }

@@ -99,8 +99,10 @@ final class Shell {
         if let error = room.lastError.value, !room.isSynced {
             status.connection = .custom("not joined", .red)
             status.message = .error(error.code.rawValue)
-            refusal.text = "Cannot open the room \"\(room.name)\".\n\n\(error.code.rawValue): \(error.message)\n\n"
-                + "A room is KIND or KIND:INSTANCE. q quits."
+            refusal.text = error.code == .roomDeleted
+                ? "The room \"\(room.name)\" was deleted.\n\n\(error.message)\n\nOpen it again for a new, empty room: tether \(room.name). q quits."
+                : "Cannot open the room \"\(room.name)\".\n\n\(error.code.rawValue): \(error.message)\n\n"
+                    + "A room is KIND or KIND:INSTANCE. q quits."
             refusal.isHidden = false
             screen.body.isHidden = true
             hintBar.hints = []

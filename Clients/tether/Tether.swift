@@ -7,7 +7,8 @@ import TetherTUI
 /// `tether`: the terminal client. `tether ROOM` opens the room's screen (or prints its messages
 /// when there is no terminal), `tether inspect ROOM` the inspector, `tether watch ROOM...` prints
 /// messages or states, `tether send ROOM ACTION` acts once, `tether kinds` and
-/// `tether describe KIND` show what the server's rooms do.
+/// `tether describe KIND` show what the server's rooms do, `tether rooms` lists (and
+/// `tether rooms delete NAME` deletes) the server's rooms.
 @main
 struct Tether: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,6 +21,8 @@ struct Tether: AsyncParsableCommand {
             tether send [--url <url>] <room> <action> [<json-args>]
             tether kinds [--url <url>] [--json]
             tether describe [--url <url>] [--json] <kind>
+            tether rooms [--url <url>] [--token-file <file>] [--json]
+            tether rooms delete [--url <url>] [--token-file <file>] <room>
             """,
         discussion: """
             Room kinds with their own screen: counter, clock, login, exchange, calculator, gallery, \
@@ -32,12 +35,12 @@ struct Tether: AsyncParsableCommand {
 
             Exit status: 0 success, 1 connection failure (unreachable, handshake refused, bad URL, \
             no answer; an action was not sent), 2 the server answered with an error (a refused \
-            join, an action's error that says it was not applied), 3 an action may or may not have \
-            been applied (no answer in time, the connection dropped, or the server's error says it \
-            lost track of it), 64 usage error.
+            join, an action's error that says it was not applied, a refused room administration), \
+            3 an action may or may not have been applied (no answer in time, the connection \
+            dropped, or the server's error says it lost track of it), 64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self],
+        subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self, Rooms.self],
         defaultSubcommand: Open.self)
 }
 
@@ -122,7 +125,8 @@ struct Watch: AsyncParsableCommand {
             Exits with status 1 and a one-line error on stderr when the server cannot be reached, \
             refuses the WebSocket handshake, the URL is invalid, or no hello arrives within \
             --timeout; with status 2 when the server refuses to join a room (unknown room, \
-            unauthorized, too many rooms), after printing its error frame. Once live, a dropped \
+            unauthorized, too many rooms) or deletes a watched room (room_deleted), after printing \
+            its error frame. Once live, a dropped \
             connection also ends it with status 1, unless --reconnect is given: then it reconnects \
             with backoff, resumes from the last version and prints the new hello and the resumed \
             patch (or a fresh snapshot). Stops on SIGINT/SIGTERM with status 0.

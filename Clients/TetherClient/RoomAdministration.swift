@@ -1,0 +1,59 @@
+import Foundation
+import Logging
+import TetherJSON
+import TetherTransport
+
+/// The daemon's room administration, on its HTTP side: `GET /rooms` lists every room (in memory
+/// and stored), `DELETE /rooms/NAME` deletes one. Sent to the first server of `options.url`
+/// (`ws://` as `http://`, `wss://` as `https://`, with the options' TLS trust), with the options'
+/// token as `Authorization: Bearer` (servers with token secrets need one with the admin claim).
+public struct RoomAdministration: Sendable {
+    public let options: ClientOptions
+    public var timeout: Duration
+
+    /// What the server answered: its HTTP status and its JSON body (nil when the body is not JSON).
+    public struct Answer: Sendable {
+        public var status: Int
+        public var body: [UInt8]
+        public var json: JSON? { try? JSONParser().parse(body) }
+        /// The `error` member of a refusal, or the status.
+        public var errorMessage: String { json?["error"]?.stringValue ?? "HTTP \(status)" }
+    }
+
+    public init(options: ClientOptions, timeout: Duration = .seconds(10)) {
+        self.options = options
+        self.timeout = timeout
+    }
+
+    /// `GET /rooms`.
+    public func list() async throws -> Answer {
+        try await request("GET", path: "/rooms")
+    }
+
+    /// `DELETE /rooms/NAME`, the name percent-encoded.
+    public func delete(room: String) async throws -> Answer {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/%")
+        let encoded = room.addingPercentEncoding(withAllowedCharacters: allowed) ?? room
+        return try await request("DELETE", path: "/rooms/" + encoded)
+    }
+
+    private func request(_ method: String, path: String) async throws -> Answer {
+        let client: WebSocketClient
+        do {
+            client = try SharedTransport.client(trust: options.trust, maxMessageBytes: options.maxMessageBytes,
+                                                logger: Logger(label: "tether.admin"))
+        } catch {
+            throw TetherClientError.disconnected("\(error)")
+        }
+        do {
+            let response = try await client.request(method, path: path, on: options.urls[0],
+                                                    authorization: options.token.map { "Bearer \($0)" }, timeout: timeout)
+            return Answer(status: response.status, body: response.body)
+        } catch .timedOut {
+            throw TetherClientError.timedOut
+        } catch {
+            throw TetherClientError.disconnected(error.description)
+        }
+    }
+}
