@@ -346,7 +346,9 @@ export function displayName(member) {
  * paths}), `members` ({members, version, joined, left, changed}: the member ids each change
  * added, removed or changed; members null when the mirror forgot them), `joined` (the server's
  * join ack; the presence snapshot, if any, came before it), `error` (a server error about this
- * room that answers no action, e.g. a refused join).
+ * room that answers no action, e.g. a refused join, or `room_deleted`: an administrator deleted
+ * the room, the mirror keeps its last state and stops, and `client.room(name)` joins the new,
+ * empty room).
  */
 export class RemoteRoom extends Emitter {
   #client;
@@ -463,6 +465,14 @@ export class RemoteRoom extends Emitter {
     this.lastError = error;
     if (!this.synced) this.#settleReady(error);
     this.emit("error", error);
+  }
+
+  _deleted(error) {
+    this.#left = true;
+    this.#joining = false;
+    this.version = null;
+    this.#forgetPresence();
+    this._receiveError(error);
   }
 
   _receiveSnapshot({ epoch, version, state }) {
@@ -965,7 +975,13 @@ export class TetherClient extends Emitter {
     const error = new TetherError(code, text, { id: message.id, room: message.room, applied });
     if (message.id !== undefined && this.#answer(message.id, error)) return;
     const room = typeof message.room === "string" ? this.#rooms.get(message.room) : undefined;
-    room?._receiveError(error);
+    if (room && code === "room_deleted") {
+      // Its stream ended: detached like a room left, so a reconnect does not join it again.
+      this.#rooms.delete(room.name);
+      room._deleted(error);
+    } else {
+      room?._receiveError(error);
+    }
     this.emit("error", error);
   }
 }

@@ -2,10 +2,14 @@
 serves it at GET / and publishes the system room tether.server, with the terminal client `tether`
 ($TETHER) in tmux."""
 
+import json
+import shutil
+import tempfile
 import unittest
+import urllib.request
 
 from dashboard_cases import DashboardCases
-from support.processes import Server, mint_token
+from support.processes import Server, http_get, mint_token
 
 SECRET = "browser-test-secret"
 
@@ -18,6 +22,67 @@ class DashboardOnTetherd(DashboardCases, unittest.TestCase):
 
     def tokens(self):
         return mint_token(SECRET, admin=True), mint_token(SECRET, admin=False)
+
+    # Only the real daemon stores rooms.
+
+    def test_stored_rooms_are_listed_after_their_clients_left_and_can_be_deleted(self):
+        """A daemon with a data directory and a token secret: rooms whose clients left (and that
+        left memory) are listed as stored, with size and last change; the Delete button asks,
+        then deletes with the page's admin token, and the room is gone from the list and GET /rooms."""
+        data = tempfile.mkdtemp(prefix="tether-browser-data-")
+        self.addCleanup(shutil.rmtree, data, True)
+        server = self.server_with(Server(args=["--data", data, "--idle-room-seconds", "1", "--auth-secret", SECRET]))
+        admin, _ = self.tokens()
+        writer = self.client(server.url, token=admin)
+        for room, action, args in [("counter", "increment", {"by": 3}), ("todo:nc", "add", {"title": "milk"}), ("vote:nc", "vote", {"option": "pizza"})]:
+            writer.join(room)
+            writer.act(room, action, args)
+        writer.close()
+
+        b = self.browser
+        self.open(server)
+        b.wait_for("the sign-in form", lambda: b.visible("#sign-in"))
+        b.find("#token-input").send_keys(admin)
+        b.find("#sign-in-form button").click()
+        stored = lambda name: b.find_all(f'#rooms-body tr[data-room="{name}"]') and b.find(f'#rooms-body tr[data-room="{name}"]').find_elements("css selector", "td")[5].text == "stored"
+        b.wait_for("the three rooms listed as stored", lambda: all(stored(name) for name in ("counter", "todo:nc", "vote:nc")), timeout=20)
+        cells = [td.text for td in b.find('#rooms-body tr[data-room="todo:nc"]').find_elements("css selector", "td")]
+        self.assertEqual(cells[1:3], ["todo", "shared"])
+        self.assertEqual((cells[3], cells[6]), ("0", "1"), "no subscribers, version 1")
+        self.assertEqual(cells[4], "0", "no members: nobody is in it")
+        self.assertTrue(cells[7].endswith("B"), cells)
+        self.assertEqual(cells[8], "just now")
+        self.assertIn("stored", b.text("#rooms-summary"))
+        self.assertFalse(b.find('#rooms-body tr[data-room="tether.server"] button').is_displayed(), "the server's own room has no Delete")
+        path = b.screenshot(f"stored-rooms-{self.label}")
+        print(f"\n  screenshot: {path}")
+
+        # Dismissing the question deletes nothing; accepting it deletes the room.
+        b.find('#rooms-body tr[data-room="todo:nc"] button[data-delete]').click()
+        self.assertIn("Delete the room todo:nc?", b.driver.switch_to.alert.text)
+        b.driver.switch_to.alert.dismiss()
+        self.assertTrue(b.find_all('#rooms-body tr[data-room="todo:nc"]'))
+        b.find('#rooms-body tr[data-room="todo:nc"] button[data-delete]').click()
+        b.driver.switch_to.alert.accept()
+        b.wait_for("the notice", lambda: "Deleted todo:nc" in b.text("#rooms-notice"))
+        b.wait_for("the row gone", lambda: not b.find_all('#rooms-body tr[data-room="todo:nc"]'))
+        status, _, _ = http_get(server.http + "/rooms")
+        self.assertEqual(status, 401, "GET /rooms needs the admin token")
+        names = [room["name"] for room in json.loads(self.get_rooms(server, admin))["rooms"]]
+        self.assertEqual([name for name in names if not name.startswith("tether.")], ["counter", "vote:nc"])
+        self.assert_no_console_errors()
+        path = b.screenshot(f"stored-rooms-after-delete-{self.label}")
+        print(f"  screenshot: {path}")
+
+    def server_with(self, server):
+        self.addCleanup(server.stop)
+        return server
+
+    @staticmethod
+    def get_rooms(server, token):
+        request = urllib.request.Request(server.http + "/rooms", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.read()
 
 
 if __name__ == "__main__":

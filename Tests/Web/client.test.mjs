@@ -101,6 +101,24 @@ describe("connecting and joining", () => {
     assert.notEqual(client.room("counter"), room, "a new room after leaving");
   });
 
+  test("a deleted room keeps its last state, stops, and client.room() joins the new one", async (t) => {
+    const { client, connection } = await connect(t);
+    const { room } = await joinWithSnapshot(client, connection, "todo:old", { items: [1] }, { version: 3 });
+    const errorEvent = nextEvent(room, "error");
+    connection.send({ type: "error", code: "room_deleted", message: "room todo:old was deleted", room: "todo:old" });
+    assert.equal((await errorEvent)[0].code, "room_deleted");
+    assert.equal(room.synced, false);
+    assert.deepEqual(room.state, { items: [1] });
+    connection.send({ type: "patch", room: "todo:old", epoch: "e1", from: 3, version: 4, ops: [{ op: "replace", path: "/items", value: [] }] });
+    const fresh = client.room("todo:old");
+    assert.notEqual(fresh, room);
+    const join = await connection.nextOfType("join");
+    assert.equal(join.since, undefined, "a new room: no resume");
+    connection.send({ type: "snapshot", room: "todo:old", epoch: "e2", version: 0, state: { items: [] } });
+    await fresh.ready();
+    assert.deepEqual(room.state, { items: [1] }, "the old mirror stopped");
+  });
+
   test("setToken rejoins every room with the new token, resuming", async (t) => {
     const { client, connection } = await connect(t, { token: "old" });
     await joinWithSnapshot(client, connection, "counter", { count: 1 }, { version: 4 });

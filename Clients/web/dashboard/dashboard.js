@@ -20,7 +20,7 @@ const serverURL = `${location.protocol === "https:" ? "wss" : "ws"}://${location
 const client = new TetherClient(serverURL, { token: storedToken });
 const scheduler = new FrameScheduler();
 const serverRoom = client.room(SERVER_ROOM);
-const overview = new Overview();
+const overview = new Overview({ deleteRoom });
 const roomView = new RoomView({ client, scheduler, describe: describeKind });
 
 /** "unknown" until the server answers the join of tether.server; then "granted", "refused"
@@ -123,6 +123,23 @@ $("open-room-input").addEventListener("focus", async () => {
     return option;
   }));
 });
+
+// MARK: Deleting a room (the daemon's HTTP side, with the page's token)
+
+/** DELETE /rooms/NAME with the token the page signed in with (the admin token the overview
+ * needs); rejects with the server's sentence. */
+async function deleteRoom(name) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  let response;
+  try {
+    response = await fetch(`/rooms/${encodeURIComponent(name)}`, { method: "DELETE", headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  } catch {
+    throw new Error("the server could not be reached");
+  }
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error ?? `the server answered HTTP ${response.status}`);
+  return body;
+}
 
 // MARK: The server room and access
 

@@ -37,6 +37,16 @@ export function shortJSON(value, max = 80) {
   return text.length > max ? text.slice(0, max - 1) + "…" : text;
 }
 
+/** How long ago, for a person: "just now", "12 min ago", "3 h ago", "5 days ago". */
+export function formatAge(milliseconds) {
+  const seconds = Math.max(0, Math.floor(milliseconds / 1000));
+  if (seconds < 60) return "just now";
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  const days = Math.floor(seconds / 86400);
+  return `${days} day${days === 1 ? "" : "s"} ago`;
+}
+
 /** "14:03:07" for a Date or epoch milliseconds. */
 export function clockTime(time) {
   return new Date(time).toLocaleTimeString("en-GB", { hour12: false });
@@ -44,10 +54,11 @@ export function clockTime(time) {
 
 const errorExplanations = {
   unauthorized: "Not allowed: the access token is missing, expired, or does not cover this room.",
-  unknown_room: "No such room: the server has no room kind by that name.",
+  unknown_room: "No such room: the server has no room kind by that name, or the kind has no such instance.",
+  room_deleted: "This room was deleted on the server: its state is gone. Open it again for a new, empty room.",
   unknown_action: "The room has no action by that name.",
   invalid_args: "The arguments don't fit the action.",
-  rate_limited: "Too many requests: the server is limiting this connection for now.",
+  rate_limited: "Refused by a limit: too many requests for now, or too many rooms (of this kind, or in all).",
   too_large: "Too large: the server will not hold a value that big.",
   unavailable: "The room cannot take actions right now: it is moving between servers, or closing.",
   internal: "The server failed while handling this; the room keeps running.",

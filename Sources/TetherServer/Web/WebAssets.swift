@@ -485,6 +485,12 @@ body > .banner { margin-left: max(1.5rem, calc((100% - 1400px) / 2 + 1.5rem)); m
 .rooms-table td:first-child { font-weight: 600; font-family: var(--mono); }
 .node-up { color: var(--ok); }
 .node-down { color: var(--bad); }
+.table .actions { text-align: right; width: 1%; white-space: nowrap; }
+.link-button.danger { color: var(--bad); }
+.rooms-notice { margin: 0.6rem 0 0; }
+.rooms-notice[data-kind="ok"] { color: var(--ok); }
+.rooms-notice[data-kind="error"] { color: var(--bad); }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 .table-tools { display: flex; gap: 1rem; align-items: center; margin-bottom: 0.4rem; }
 .open-room { display: flex; gap: 0.5rem; align-items: center; margin-left: auto; flex-wrap: wrap; }
 .open-room input { width: 16rem; font-family: var(--mono); }
@@ -618,7 +624,7 @@ const serverURL = `${location.protocol === "https:" ? "wss" : "ws"}://${location
 const client = new TetherClient(serverURL, { token: storedToken });
 const scheduler = new FrameScheduler();
 const serverRoom = client.room(SERVER_ROOM);
-const overview = new Overview();
+const overview = new Overview({ deleteRoom });
 const roomView = new RoomView({ client, scheduler, describe: describeKind });
 
 /** "unknown" until the server answers the join of tether.server; then "granted", "refused"
@@ -721,6 +727,23 @@ $("open-room-input").addEventListener("focus", async () => {
     return option;
   }));
 });
+
+// MARK: Deleting a room (the daemon's HTTP side, with the page's token)
+
+/** DELETE /rooms/NAME with the token the page signed in with (the admin token the overview
+ * needs); rejects with the server's sentence. */
+async function deleteRoom(name) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  let response;
+  try {
+    response = await fetch(`/rooms/${encodeURIComponent(name)}`, { method: "DELETE", headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  } catch {
+    throw new Error("the server could not be reached");
+  }
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error ?? `the server answered HTTP ${response.status}`);
+  return body;
+}
 
 // MARK: The server room and access
 
@@ -877,6 +900,16 @@ export function shortJSON(value, max = 80) {
   return text.length > max ? text.slice(0, max - 1) + "…" : text;
 }
 
+/** How long ago, for a person: "just now", "12 min ago", "3 h ago", "5 days ago". */
+export function formatAge(milliseconds) {
+  const seconds = Math.max(0, Math.floor(milliseconds / 1000));
+  if (seconds < 60) return "just now";
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  const days = Math.floor(seconds / 86400);
+  return `${days} day${days === 1 ? "" : "s"} ago`;
+}
+
 /** "14:03:07" for a Date or epoch milliseconds. */
 export function clockTime(time) {
   return new Date(time).toLocaleTimeString("en-GB", { hour12: false });
@@ -884,10 +917,11 @@ export function clockTime(time) {
 
 const errorExplanations = {
   unauthorized: "Not allowed: the access token is missing, expired, or does not cover this room.",
-  unknown_room: "No such room: the server has no room kind by that name.",
+  unknown_room: "No such room: the server has no room kind by that name, or the kind has no such instance.",
+  room_deleted: "This room was deleted on the server: its state is gone. Open it again for a new, empty room.",
   unknown_action: "The room has no action by that name.",
   invalid_args: "The arguments don't fit the action.",
-  rate_limited: "Too many requests: the server is limiting this connection for now.",
+  rate_limited: "Refused by a limit: too many requests for now, or too many rooms (of this kind, or in all).",
   too_large: "Too large: the server will not hold a value that big.",
   unavailable: "The room cannot take actions right now: it is moving between servers, or closing.",
   internal: "The server failed while handling this; the room keeps running.",
@@ -1102,7 +1136,7 @@ export function measureFrameRate(ms) {
       <div class="cards">
         <div class="card"><div class="card-label">Uptime</div><div class="card-value" id="stat-uptime">—</div><div class="card-note" id="stat-started"></div></div>
         <div class="card"><div class="card-label">Connections</div><div class="card-value" id="stat-connections">—</div><div class="card-note">clients connected now</div></div>
-        <div class="card"><div class="card-label">Rooms</div><div class="card-value" id="stat-rooms">—</div><div class="card-note">live ViewModel instances</div></div>
+        <div class="card"><div class="card-label">Rooms</div><div class="card-value" id="stat-rooms">—</div><div class="card-note">ViewModel instances in memory</div></div>
         <div class="card"><div class="card-label">Deliveries / s</div><div class="card-value" id="stat-deliveries">—</div><div class="card-note">patches sent to clients</div></div>
         <div class="card"><div class="card-label">Actions / s</div><div class="card-value" id="stat-actions">—</div><div class="card-note">requests from clients</div></div>
         <div class="card"><div class="card-label">Sent / s</div><div class="card-value" id="stat-bytes">—</div><div class="card-note">bytes out</div></div>
@@ -1149,18 +1183,23 @@ export function measureFrameRate(ms) {
             <button type="submit" class="primary">Open</button>
           </form>
         </div>
-        <p class="muted help">Each room is one live ViewModel on the server. A room's name is its kind, optionally
+        <p class="muted help">Each room is one ViewModel on the server. A room's name is its kind, optionally
           followed by <code>:</code> and an instance name you choose; opening a name creates the room.
+          A room leaves memory a minute after its last client, and stays stored until it is deleted
+          (here, or with <code>tether rooms delete NAME</code>) or its kind's expiry removes it.
           Click a room to see its state change live and to send it actions.</p>
         <div class="table-tools">
           <input id="room-filter" type="search" placeholder="Filter rooms" aria-label="Filter rooms" spellcheck="false">
           <span id="rooms-summary" class="muted"></span>
         </div>
         <table class="table rooms-table">
-          <thead><tr><th>Room</th><th>Kind</th><th>Scope</th><th class="num">Subscribers</th><th class="num" title="clients listed in the room's presence">Members</th><th class="num">Version</th><th>Epoch</th></tr></thead>
+          <thead><tr><th>Room</th><th>Kind</th><th>Scope</th><th class="num">Subscribers</th><th class="num" title="clients listed in the room's presence">Members</th><th>Where</th><th class="num">Version</th><th class="num">Size</th><th>Last change</th><th><span class="visually-hidden">Delete</span></th></tr></thead>
           <tbody id="rooms-body"></tbody>
         </table>
-        <p id="rooms-empty" class="empty" hidden>No room is live. Open one by name above: the demo rooms are
+        <p id="rooms-notice" class="rooms-notice" role="status" hidden></p>
+        <p id="rooms-delete-note" class="muted" hidden>This server is a cluster node: it lists the rooms it holds
+          and those the cluster's snapshots hold, and it can't delete rooms yet.</p>
+        <p id="rooms-empty" class="empty" hidden>No room yet. Open one by name above: the demo rooms are
           <span id="demo-kinds">counter, todo, clock…</span></p>
         <p id="rooms-truncated" class="muted" hidden>The server lists the first 500 rooms by name only.</p>
       </div>
@@ -1520,11 +1559,12 @@ export class LiveJsonTree {
 """##),
         "/overview.js": WebAsset(source: "Clients/web/dashboard/overview.js", contentType: "text/javascript; charset=utf-8", text: #"""
 // The overview: the server's own room `tether.server` drawn as cards, charts, facts, cluster
-// nodes and the list of rooms. Rows of the room list are kept per name and touched only when
-// their entry changed (entries a patch did not touch are the same objects as before).
+// nodes and the list of rooms, stored ones included. Rows of the room list are kept per name and
+// touched only when their entry changed (entries a patch did not touch are the same objects as
+// before), or when a minute passes (their "last change" reads "3 min ago").
 
 import { TimeChart } from "./charts.js";
-import { formatBytes, formatDuration, formatNumber } from "./format.js";
+import { clockTime, formatAge, formatBytes, formatDuration, formatNumber } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -1537,8 +1577,19 @@ const durabilityMeaning = {
 const storageMeaning = {
   sqlite: "SQLite database: shared rooms survive restarts",
   memory: "Memory only: rooms are lost when the daemon stops",
-  jetstream: "NATS JetStream: rooms are replicated across the cluster",
+  jetstream: "NATS JetStream: each room's log and snapshot, replicated across the NATS servers",
 };
+
+/** What an acknowledged change survives, in words. A cluster node's answer is JetStream's, not
+ * the --durability of a single daemon. */
+function durabilityText(server) {
+  if (server.durability !== "jetstream") return durabilityMeaning[server.durability] ?? server.durability;
+  const replicas = server.storage?.replicas;
+  if (!Number.isInteger(replicas)) return "JetStream: acknowledged once stored by the cluster";
+  if (replicas === 1) return "JetStream, 1 replica: an acknowledged change survives a crash of a node, not the loss of its NATS server";
+  const majority = Math.floor(replicas / 2) + 1;
+  return `JetStream, ${replicas} replicas: an acknowledged change is on ${majority} of them, so it survives the loss of any ${replicas - majority === 1 ? "one" : replicas - majority} node or NATS server`;
+}
 
 function facts(list, rows) {
   const content = [];
@@ -1570,19 +1621,53 @@ export class Overview {
   #lastRoomList = null;
   #lastFilter = "";
   #lastRecent = null;
+  #lastMinute = 0;
+  /** Rooms can be deleted here: a single daemon (a cluster node can't delete rooms yet). */
+  #canDelete = true;
+  #deleteRoom;
 
-  constructor() {
+  /** `deleteRoom(name)` deletes a room on the server: resolves with its answer, or rejects with
+   * an Error whose message says why not. */
+  constructor({ deleteRoom }) {
+    this.#deleteRoom = deleteRoom;
     this.#charts = {
       deliveries: new TimeChart($("chart-deliveries")),
       actions: new TimeChart($("chart-actions")),
       connections: new TimeChart($("chart-connections")),
     };
     $("room-filter").addEventListener("input", () => this.#renderRooms(this.#lastRoomList ?? [], true));
-    // A click anywhere on a row opens the room (the name is also a real link).
+    // A click anywhere on a row opens the room (the name is also a real link); its button deletes it.
     $("rooms-body").addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-delete]");
+      if (button) {
+        this.#confirmDelete(button);
+        return;
+      }
       const row = event.target.closest("tr[data-room]");
       if (row && !event.target.closest("a")) location.hash = roomHref(row.dataset.room);
     });
+  }
+
+  /** Asks, then deletes; the line under the list says how it went. */
+  async #confirmDelete(button) {
+    const entry = this.#rows.get(button.dataset.delete)?.entry;
+    if (!entry) return;
+    const who = entry.subscribers > 0
+      ? ` The ${entry.subscribers === 1 ? "client" : `${entry.subscribers} clients`} in it now will be told it was deleted.`
+      : "";
+    if (!window.confirm(`Delete the room ${entry.name}? Its state and history are gone for good; opening the name again makes a new, empty room.${who}`)) return;
+    button.disabled = true;
+    const notice = $("rooms-notice");
+    try {
+      await this.#deleteRoom(entry.name);
+      notice.dataset.kind = "ok";
+      notice.textContent = `Deleted ${entry.name}.`;
+    } catch (error) {
+      notice.dataset.kind = "error";
+      notice.textContent = `${entry.name} was not deleted: ${error.message}`;
+      button.disabled = false;
+    }
+    notice.hidden = false;
   }
 
   /** Draws the document of `tether.server`. */
@@ -1614,10 +1699,15 @@ export class Overview {
       ["Listening on", server.listen],
       ["Encryption", server.tls === undefined ? undefined : server.tls ? "TLS (wss://)" : "none (ws://): fine on a loopback address"],
       ["Access", server.auth === undefined ? undefined : server.auth ? "tokens required to join rooms" : "open: no token needed"],
-      ["Durability", durabilityMeaning[server.durability] ?? server.durability],
+      ["Durability", durabilityText(server)],
     ]);
     const storage = server.storage ?? {};
-    facts($("storage-facts"), [
+    facts($("storage-facts"), storage.kind === "jetstream" ? [
+      ["Kind", storageMeaning.jetstream],
+      ["Streams", Number.isInteger(storage.streams) ? `${storage.streams} (rooms are spread over them by name)` : undefined],
+      ["Replicas", Number.isInteger(storage.replicas) ? `${storage.replicas} of each stream and bucket` : undefined],
+      ["Where", "on the NATS servers (their JetStream store directories), not in this daemon's data directory"],
+    ] : [
       ["Kind", storageMeaning[storage.kind] ?? storage.kind],
       ["Where", storage.path],
       ["Size", Number.isFinite(storage.bytes) ? formatBytes(storage.bytes) : undefined],
@@ -1628,19 +1718,29 @@ export class Overview {
     if (nodes.length > 0) {
       $("nodes-body").replaceChildren(...nodes.map((node) => {
         const row = document.createElement("tr");
-        const state = cell(node.alive ? "● up" : "● down", node.alive ? "node-up" : "node-down");
-        row.append(cell(node.name ?? "?"), state, cell(formatNumber(node.rooms), "num"), cell(formatNumber(node.connections), "num"));
+        const since = Number.isFinite(node.downSince) ? ` since ${clockTime(node.downSince * 1000)}` : "";
+        const state = cell(node.alive ? "● up" : `● down${since}`, node.alive ? "node-up" : "node-down");
+        if (since) state.title = `no heartbeat since ${new Date(node.downSince * 1000).toLocaleString("en-GB")}`;
+        row.append(cell(node.name ?? "?"), state, cell(node.alive ? formatNumber(node.rooms) : "—", "num"),
+          cell(node.alive ? formatNumber(node.connections) : "—", "num"));
         return row;
       }));
     }
 
+    // A cluster node lists the rooms it holds; deleting waits for a way that is safe on a cluster.
+    this.#canDelete = server.node === null || server.node === undefined;
+    $("rooms-delete-note").hidden = this.#canDelete;
     $("rooms-truncated").hidden = status.roomListTruncated !== true;
     this.#renderRooms(Array.isArray(status.roomList) ? status.roomList : [], false);
   }
 
   #renderRooms(list, filterChanged) {
     const filter = $("room-filter").value.trim().toLowerCase();
-    if (list === this.#lastRoomList && filter === this.#lastFilter && !filterChanged) return;
+    // Once a minute every row is written again: "last change" is relative.
+    const minute = Math.floor(Date.now() / 60000);
+    const minutePassed = minute !== this.#lastMinute;
+    this.#lastMinute = minute;
+    if (list === this.#lastRoomList && filter === this.#lastFilter && !filterChanged && !minutePassed) return;
     this.#lastRoomList = list;
     this.#lastFilter = filter;
     const shown = filter ? list.filter((entry) => String(entry.name).toLowerCase().includes(filter) || String(entry.kind).toLowerCase().includes(filter)) : list;
@@ -1653,7 +1753,7 @@ export class Overview {
         row.element.dataset.room = entry.name;
         this.#rows.set(entry.name, row);
       }
-      if (row.entry !== entry) {
+      if (row.entry !== entry || minutePassed) {
         row.entry = entry;
         this.#fillRow(row.element, entry);
       }
@@ -1665,7 +1765,10 @@ export class Overview {
     const sameOrder = current.length === rows.length && rows.every((row, index) => current[index] === row);
     if (!sameOrder) body.replaceChildren(...rows);
     $("rooms-empty").hidden = list.length > 0;
-    $("rooms-summary").textContent = filter ? `${shown.length} of ${list.length} rooms` : `${list.length} room${list.length === 1 ? "" : "s"}`;
+    const inMemory = list.filter((entry) => entry.inMemory !== false).length;
+    const stored = list.length - inMemory;
+    const counts = `${list.length} room${list.length === 1 ? "" : "s"}${stored > 0 ? `: ${inMemory} in memory, ${stored} stored` : ""}`;
+    $("rooms-summary").textContent = filter ? `${shown.length} of ${counts}` : counts;
   }
 
   /** Writes `entry` into its row; cells are made once and only their text changes after. */
@@ -1676,20 +1779,36 @@ export class Overview {
       link.href = roomHref(entry.name);
       link.textContent = entry.name;
       name.append(link);
-      row.append(name, cell(""), cell(""), cell("", "num"), cell("", "num"), cell("", "num"), cell("", "mono muted"));
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "link-button danger";
+      remove.dataset.delete = entry.name;
+      remove.textContent = "Delete";
+      remove.title = `Delete ${entry.name}: from memory and storage`;
+      const actions = cell("", "actions");
+      actions.append(remove);
+      row.append(name, cell(""), cell(""), cell("", "num"), cell("", "num"), cell(""), cell("", "num"), cell("", "num"), cell(""), actions);
     }
     const perSession = entry.scope === "per-session";
     const count = entry.instances ?? entry.count;
     const subscribers = perSession && Number.isFinite(count)
       ? `${formatNumber(entry.subscribers ?? count)} (${formatNumber(count)} private)`
       : formatNumber(entry.subscribers);
+    const stored = entry.inMemory === false;
+    const lastChange = Number.isFinite(entry.lastChange) ? entry.lastChange * 1000 : null;
     // Members: clients listed in the room's presence; "—" for rooms that keep none.
-    const texts = [null, entry.kind ?? "—", entry.scope ?? "—", subscribers, Number.isInteger(entry.members) ? formatNumber(entry.members) : "—",
-      Number.isInteger(entry.version) ? String(entry.version) : "—", entry.epoch ?? "—"];
+    const texts = [null, entry.kind ?? "—", entry.scope ?? "—", subscribers,
+      Number.isInteger(entry.members) ? formatNumber(entry.members) : "—", stored ? "stored" : "in memory",
+      Number.isInteger(entry.version) ? String(entry.version) : "—", Number.isFinite(entry.bytes) ? formatBytes(entry.bytes) : "—",
+      lastChange === null ? "—" : formatAge(Date.now() - lastChange)];
     texts.forEach((text, index) => {
       if (text !== null && row.cells[index].textContent !== text) row.cells[index].textContent = text;
     });
     row.cells[2].classList.toggle("muted", perSession);
+    row.cells[5].classList.toggle("muted", stored);
+    row.cells[8].title = lastChange === null ? "" : new Date(lastChange).toLocaleString("en-GB");
+    // The server's own room and per-session rooms can't be deleted.
+    row.cells[9].firstChild.hidden = !this.#canDelete || perSession || String(entry.name).startsWith("tether.");
   }
 
   /** The rooms the server lists now (for suggestions and the room view's subscriber count). */
@@ -2437,7 +2556,9 @@ export function displayName(member) {
  * paths}), `members` ({members, version, joined, left, changed}: the member ids each change
  * added, removed or changed; members null when the mirror forgot them), `joined` (the server's
  * join ack; the presence snapshot, if any, came before it), `error` (a server error about this
- * room that answers no action, e.g. a refused join).
+ * room that answers no action, e.g. a refused join, or `room_deleted`: an administrator deleted
+ * the room, the mirror keeps its last state and stops, and `client.room(name)` joins the new,
+ * empty room).
  */
 export class RemoteRoom extends Emitter {
   #client;
@@ -2554,6 +2675,14 @@ export class RemoteRoom extends Emitter {
     this.lastError = error;
     if (!this.synced) this.#settleReady(error);
     this.emit("error", error);
+  }
+
+  _deleted(error) {
+    this.#left = true;
+    this.#joining = false;
+    this.version = null;
+    this.#forgetPresence();
+    this._receiveError(error);
   }
 
   _receiveSnapshot({ epoch, version, state }) {
@@ -3056,7 +3185,13 @@ export class TetherClient extends Emitter {
     const error = new TetherError(code, text, { id: message.id, room: message.room, applied });
     if (message.id !== undefined && this.#answer(message.id, error)) return;
     const room = typeof message.room === "string" ? this.#rooms.get(message.room) : undefined;
-    room?._receiveError(error);
+    if (room && code === "room_deleted") {
+      // Its stream ended: detached like a room left, so a reconnect does not join it again.
+      this.#rooms.delete(room.name);
+      room._deleted(error);
+    } else {
+      room?._receiveError(error);
+    }
     this.emit("error", error);
   }
 }
