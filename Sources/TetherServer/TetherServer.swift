@@ -25,6 +25,14 @@ public final class TetherServer: Service, Sendable {
     private let cluster: ClusterNode?
     let logger: Logger
     private let boundPort = Mutex<Int?>(nil)
+    /// The application's kinds, for settings that name them (`room-expiry`).
+    let kindNames: [String]
+
+    /// Why `configuration` names kinds this server does not have, or nil.
+    static func unknownKinds(in configuration: ServerConfiguration, kinds: [String]) -> String? {
+        guard let unknown = configuration.roomExpiry.keys.sorted().first(where: { !kinds.contains($0) }) else { return nil }
+        return "room-expiry names \(unknown), which is no room kind; kinds are \(kinds.joined(separator: ", "))"
+    }
 
     /// A single node: takes the data directory's lock and opens its database; throws when either
     /// fails. (A cluster node is made with `make`, which joins the cluster first.)
@@ -53,9 +61,8 @@ public final class TetherServer: Service, Sendable {
         if let reserved = kinds.first(where: { SystemRoom.isSystemKind($0.name) }) {
             throw .configuration("room kind \(reserved.name): names starting with \(SystemRoom.prefix) are reserved for the server's own rooms")
         }
-        if let unknown = configuration.roomExpiry.keys.sorted().first(where: { name in !kinds.contains { $0.name == name } }) {
-            throw .configuration("room-expiry names \(unknown), which is no room kind; kinds are \(kinds.map(\.name).sorted().joined(separator: ", "))")
-        }
+        kindNames = kinds.map(\.name).sorted()
+        if let problem = Self.unknownKinds(in: configuration, kinds: kindNames) { throw .configuration(problem) }
         self.running = Mutex(configuration)
         self.logger = logger
         self.cluster = cluster

@@ -197,7 +197,7 @@ struct RoomAdminTests {
         #expect(Self.entry(server, "counter:idle") != nil)
     }
 
-    @Test func theRoomExpirySettingReadsAndWritesBack() throws {
+    @Test func theRoomExpirySettingReadsAndWritesBack() async throws {
         var configuration = ServerConfiguration()
         let option = try #require(ServerConfiguration.options.first { $0.key == "room-expiry" })
         #expect(option.isReloadable)
@@ -211,6 +211,14 @@ struct RoomAdminTests {
         var unknownKind = TestServer.defaultConfiguration
         unknownKind.roomExpiry = ["todos": .days(1)]
         #expect(throws: StartupError.self) { try TetherServer(configuration: unknownKind, kinds: Demos.kinds) }
+        // A reload naming a kind the server does not have changes nothing.
+        let server = try TetherServer(configuration: TestServer.defaultConfiguration, kinds: Demos.kinds)
+        await #expect(throws: ConfigurationError.self) { try await server.reload(unknownKind) }
+        #expect(server.configuration.roomExpiry.isEmpty)
+        var known = TestServer.defaultConfiguration
+        known.roomExpiry = ["todo": .days(1)]
+        try await server.reload(known)
+        #expect(server.configuration.roomExpiry == ["todo": .days(1)])
     }
 
     // MARK: Instances and the per-kind limit
