@@ -50,8 +50,8 @@ public final class ScriptedServer: WebSocketServerDelegate, @unchecked Sendable 
     }
 
     /// Alive, as tetherd's `/healthz` says (tools check it before connecting).
-    public func httpGET(path: String) -> HTTPResponse {
-        path == "/healthz" ? HTTPResponse(status: 200, text: "ok") : .notFound
+    public func httpRequest(_ request: HTTPRequest, responder: HTTPResponder) {
+        responder.respond(request.method == "GET" && request.path == "/healthz" ? HTTPResponse(status: 200, text: "ok") : .notFound)
     }
 
     public func connectionOpened(_ connection: WebSocketConnection) {
