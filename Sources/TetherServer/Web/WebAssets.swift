@@ -1197,8 +1197,9 @@ export function measureFrameRate(ms) {
           <tbody id="rooms-body"></tbody>
         </table>
         <p id="rooms-notice" class="rooms-notice" role="status" hidden></p>
-        <p id="rooms-delete-note" class="muted" hidden>This server is a cluster node: it lists the rooms it holds
-          and those the cluster's snapshots hold, and it can't delete rooms yet.</p>
+        <p id="rooms-delete-note" class="muted" hidden>This server is a cluster node: the list shows the rooms it
+          holds (<code>tether rooms</code> adds those the cluster's snapshots hold), and rooms can't be deleted on a
+          cluster yet.</p>
         <p id="rooms-empty" class="empty" hidden>No room yet. Open one by name above: the demo rooms are
           <span id="demo-kinds">counter, todo, clock…</span></p>
         <p id="rooms-truncated" class="muted" hidden>The server lists the first 500 rooms by name only.</p>
