@@ -131,12 +131,15 @@ enum RoomExpirySetting {
     }
 
     static func format(_ expiry: [String: Duration]) -> String {
-        expiry.keys.sorted().map { kind in
-            let seconds = expiry[kind]!.components.seconds
-            guard seconds > 0 else { return "\(kind)=never" }
-            let unit = units.first { seconds % $0.seconds == 0 }!
-            return "\(kind)=\(seconds / unit.seconds)\(unit.suffix)"
-        }.joined(separator: ",")
+        expiry.keys.sorted().map { "\($0)=\(text(expiry[$0]!))" }.joined(separator: ",")
+    }
+
+    /// "30d", "12h", "90m"; "never" for zero.
+    static func text(_ age: Duration) -> String {
+        let seconds = age.components.seconds
+        guard seconds > 0 else { return "never" }
+        let unit = units.first { seconds % $0.seconds == 0 }!
+        return "\(seconds / unit.seconds)\(unit.suffix)"
     }
 }
 

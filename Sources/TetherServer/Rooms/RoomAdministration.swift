@@ -80,6 +80,7 @@ extension SessionHub {
         deleteRoom(named: name, because: "deleted on request")
     }
 
+    /// `reason` is for the log. (An expiring room has no subscribers to tell.)
     private func deleteRoom(named name: String, because reason: String) -> RoomDeletion {
         let kindName = String(name.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)[0])
         guard let kind = registry.kind(named: kindName) else { return .notFound("no room \(name): no kind \(kindName)") }
@@ -92,14 +93,14 @@ extension SessionHub {
         }
         let retiring = registry.retiringRoom(named: name)
         guard registry.exists(name) || retiring != nil else { return .notFound("no room \(name)") }
-        let message = ServerMessage.error(ProtocolError(.roomDeleted, "room \(name) was deleted by the server's administrator; join it again for a new, empty room", room: name)).encoded()
+        let frame = ServerMessage.error(ProtocolError(.roomDeleted, "room \(name) was deleted by the server's administrator; join it again for a new, empty room", room: name)).encoded()
         var told = 0
         for session in sessions.values where session.joined[name] != nil {
             session.joined[name] = nil
             session.authorizedUntil[name] = nil
             session.viewers[name] = nil
             session.sendQueue.forget(room: name)
-            enqueue(.control(message), for: session)
+            enqueue(.control(frame), for: session)
             told += 1
         }
         let live = registry.remove(name)
@@ -131,7 +132,7 @@ extension SessionHub {
             if let live, live.members > 0 { continue }
             guard let lastChange = live?.room.published.lastChange ?? known?.lastChange, lastChange > 0,
                   now - lastChange >= Int(expiry.components.seconds) else { continue }
-            _ = deleteRoom(named: name, because: "expired: unchanged for \(expiry) without subscribers (--room-expiry \(kind.name))")
+            _ = deleteRoom(named: name, because: "expired: unchanged and without subscribers for \(RoomExpirySetting.text(expiry)) (its kind's expiry, or --room-expiry)")
         }
     }
 }
