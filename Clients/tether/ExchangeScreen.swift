@@ -65,7 +65,7 @@ final class ExchangeScreen: Screen {
                 return
             }
             rate.text = ""
-            if await !context.send("setRate", ["value": .double(value)]), rate.text.isEmpty { rate.text = text }
+            if await context.send("setRate", ["value": .double(value)]) == nil, rate.text.isEmpty { rate.text = text }
         }
     }
 

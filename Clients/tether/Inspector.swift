@@ -119,13 +119,7 @@ final class Inspector: Screen {
             args = parsed.value
         }
         outcome.text = ""
-        do {
-            let version = try await context.room.send(name, args)
-            outcome.text = "✓ \(name) acknowledged at v\(version)"
-            context.onActionResult(name, nil)
-        } catch {
-            context.onActionResult(name, error)
-        }
+        if let version = await context.send(name, args) { outcome.text = "✓ \(name) acknowledged at v\(version)" }
     }
 }
 

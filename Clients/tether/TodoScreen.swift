@@ -125,7 +125,7 @@ final class TodoScreen: Screen {
         }
         // Cleared at once, so typing the next one can start before the ack; given back on failure.
         input.text = ""
-        if await !context.send("add", ["title": .string(title)]), input.text.isEmpty { input.text = text }
+        if await context.send("add", ["title": .string(title)]) == nil, input.text.isEmpty { input.text = text }
     }
 
     func handleKey(_ key: Key) -> Bool {

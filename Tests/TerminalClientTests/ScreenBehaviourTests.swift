@@ -39,8 +39,11 @@ struct ScreenBehaviourTests {
     }
 
     func open(_ room: String, url: String, width: Int = 70, height: Int = 20, synced: Bool = true,
-              configure: (Shell) -> Void = { _ in }) async throws -> (TetherClient, Shell, Application, TestBackend) {
-        let client = TetherClient(options: ClientOptions(url: url))
+              configure: (Shell) -> Void = { _ in },
+              options: (inout ClientOptions) -> Void = { _ in }) async throws -> (TetherClient, Shell, Application, TestBackend) {
+        var clientOptions = ClientOptions(url: url)
+        options(&clientOptions)
+        let client = TetherClient(options: clientOptions)
         try client.connect()
         let context = ScreenContext(client: client, room: client.room(room))
         let shell = Shell(client: client, context: context)
@@ -266,6 +269,65 @@ struct ScreenBehaviourTests {
         let x = try #require(screen.lines[y].firstIndex(of: "E")).utf16Offset(in: screen.lines[y])
         #expect(screen.style(x: x, y: y).fg == .red)
         #expect(screen.lines.contains { $0.contains("[ % mod ]") })
+        await client.close()
+    }
+
+    // MARK: Notices of unknown outcome
+
+    /// A press without an answer in time says so, and keeps saying so (it does not expire like
+    /// other notices) until the late ack tells what happened.
+    @Test func anUnknownOutcomeStaysUntilTheLateAckSettlesIt() async throws {
+        let server = try ScriptedServer(greeting: [Self.hello]) { text in
+            guard let message = try? JSONParser().parse(text), message["type"] == "join" else { return [] }
+            return [#"{"type":"snapshot","room":"counter","epoch":"E","version":0,"state":{"count":0}}"#]
+        }
+        defer { server.stop() }
+        let (client, shell, app, screen) = try await open(
+            "counter", url: server.url, configure: { $0.noticeDuration = .milliseconds(300) }, options: { $0.actionTimeout = .milliseconds(200) })
+        app.handle(.char("+"))
+        await app.settle()
+        app.redraw()
+        #expect(screen.lines.contains { $0.hasPrefix("? increment: no answer from the server in time") }, "\(screen.lines)")
+        try await Task.sleep(for: .milliseconds(600))
+        app.redraw()
+        #expect(screen.lines.contains { $0.hasPrefix("? increment: no answer") }, "an unknown outcome does not expire: \(screen.lines)")
+
+        let id = try #require(actions(server).last?["id"]?.intValue)
+        server.broadcast([#"{"type":"patch","room":"counter","epoch":"E","from":0,"version":1,"ops":[{"op":"replace","path":"/count","value":1}]}"#,
+                          #"{"type":"ack","id":\#(id),"room":"counter","version":1}"#])
+        try await eventually("the late ack") {
+            app.redraw()
+            return screen.lines.contains { $0.hasPrefix("✓ increment was applied after all (v1)") }
+        }
+        #expect(!screen.lines.contains { $0.contains("may or may not") })
+        #expect(shell.context.room.state["count"] == 1)
+        await client.close()
+    }
+
+    /// The server lost track of the press (a cluster's owner went away); a later ack at the same
+    /// version shows nothing was applied since, so the press was not.
+    @Test func aLaterAckAtTheSameVersionSettlesAServersUnknown() async throws {
+        let server = try ScriptedServer(greeting: [Self.hello]) { text in
+            guard let message = try? JSONParser().parse(text) else { return [] }
+            let id = message["id"]?.intValue ?? 0
+            switch (message["type"]?.stringValue, message["name"]?.stringValue) {
+            case ("join", _): return [#"{"type":"snapshot","room":"counter","epoch":"E","version":4,"state":{"count":0}}"#]
+            case ("action", "increment"?):
+                return [#"{"type":"error","code":"unavailable","message":"the room's owner was lost","id":\#(id),"room":"counter","applied":"unknown"}"#]
+            case ("action", _): return [#"{"type":"ack","id":\#(id),"room":"counter","version":4}"#]
+            default: return []
+            }
+        }
+        defer { server.stop() }
+        let (client, _, app, screen) = try await open("counter", url: server.url)
+        app.handle(.char("+"))
+        await app.settle()
+        app.redraw()
+        #expect(screen.lines.contains { $0.hasPrefix("? increment: unavailable: the room's owner was lost") }, "\(screen.lines)")
+        app.handle(.char("r"))
+        await app.settle()
+        app.redraw()
+        #expect(screen.lines.contains { $0.hasPrefix("✗ increment was not applied") }, "\(screen.lines)")
         await client.close()
     }
 
