@@ -61,7 +61,7 @@ final class ExchangeScreen: Screen {
         }
         rate.onSubmit { [unowned context, unowned rate] text in
             guard let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite, value > 0 else {
-                context.onInputProblem("the rate must be a positive number, like 1350 or 0.74")
+                context.onProblem("the rate must be a positive number, like 1350 or 0.74")
                 return
             }
             rate.text = ""

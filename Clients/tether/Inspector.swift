@@ -113,7 +113,7 @@ final class Inspector: Screen {
         var args: JSON?
         if !rest.isEmpty {
             guard let parsed = try? JSONArgs(parsing: rest) else {
-                context.onInputProblem("the arguments must be a JSON object, like {\"by\": 2}")
+                context.onProblem("the arguments must be a JSON object, like {\"by\": 2}")
                 return
             }
             args = parsed.value

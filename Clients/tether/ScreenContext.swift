@@ -20,8 +20,9 @@ final class ScreenContext {
     /// Hears the answer to an action that timed out, when it comes after all.
     var onLateAnswer: (SentAction, Result<Int, TetherClientError>) -> Void = { _, _ in }
     private var sentActions = 0
-    /// Hears mistakes in what the user typed that were caught before sending anything.
-    var onInputProblem: (String) -> Void = { _ in }
+    /// Hears problems the screen words itself: a mistake in what the user typed, caught before
+    /// sending anything, or a refusal `send` was given words for.
+    var onProblem: (String) -> Void = { _ in }
 
     init(client: TetherClient, room: RemoteRoom) {
         self.client = client
@@ -94,9 +95,10 @@ final class ScreenContext {
     // MARK: Acting
 
     /// Sends `action` to the room; its outcome goes to `onActionResult`. Returns the ack's
-    /// version, nil when it failed.
+    /// version, nil when it failed. `explain` may put a refusal (not applied) in the screen's
+    /// own words, for `onProblem`: "eggs was deleted" rather than an id the user never saw.
     @discardableResult
-    func send(_ action: String, _ args: JSON? = nil) async -> Int? {
+    func send(_ action: String, _ args: JSON? = nil, explain: (ProtocolError) -> String? = { _ in nil }) async -> Int? {
         sentActions += 1
         let sent = SentAction(name: action, serial: sentActions, epoch: room.epoch, version: room.version)
         do {
@@ -104,7 +106,11 @@ final class ScreenContext {
             onActionResult(sent, .success(version))
             return version
         } catch {
-            onActionResult(sent, .failure(error))
+            if case .server(let refusal)? = error as? TetherClientError, refusal.applied == .no, let words = explain(refusal) {
+                onProblem(words)
+            } else {
+                onActionResult(sent, .failure(error))
+            }
             return nil
         }
     }

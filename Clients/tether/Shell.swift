@@ -99,7 +99,7 @@ final class Shell {
         context.hints.bind { [weak self] _ in self?.updateHints() }.store(in: context.bag)
         context.onActionResult = { [weak self] action, result in self?.actionFinished(action, result) }
         context.onLateAnswer = { [weak self] action, answer in self?.lateAnswer(action, answer) }
-        context.onInputProblem = { [weak self] problem in self?.showNotice("✗ " + problem) }
+        context.onProblem = { [weak self] problem in self?.showNotice("✗ " + problem) }
     }
 
     /// Routes keys, focus and handler errors of `application` through the screen, the hints and
@@ -111,6 +111,7 @@ final class Shell {
         application.onFocusChange = { [weak self] focused in
             // In a text field q is typed, so only Ctrl-C quits there.
             self?.hintBar.pinned = focused?.capturesText == true ? ["Ctrl-C quit"] : ["q quit"]
+            self?.screen.focusDidChange(to: focused)
         }
         if let first = screen.initialFocus { application.focus(first) }
     }

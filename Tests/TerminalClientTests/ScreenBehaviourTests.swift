@@ -114,6 +114,78 @@ struct ScreenBehaviourTests {
         await client.close()
     }
 
+    /// Another member deletes the item being renamed: the screen says so in words (no ids), and
+    /// the typed title is kept as a new to-do to add.
+    @Test func todoSaysInWordsWhenTheItemBeingRenamedIsDeleted() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let (client, shell, app, screen) = try await open("todo:gone", url: daemon.url)
+        for title in ["milk", "eggs"] { await shell.context.send("add", ["title": .string(title)]) }
+        app.handle(.tab)
+        app.handle(.down)  // eggs
+        app.handle(.char("e"))
+        app.handle(.ctrl("u"))
+        for c in "bread" { app.handle(.char(c)) }
+        #expect(try await runTether(["send", "--url", daemon.url, "todo:gone", "remove", #"{"id":"t2"}"#]).status == 0)
+        try await eventually("the deletion") { shell.context.room.state["items"]?.arrayValue?.count == 1 }
+        app.redraw()
+        let text = screen.lines.joined(separator: "\n")
+        #expect(text.contains("eggs was deleted while you were renaming it"), "\(text)")
+        #expect(!text.contains("t2"), "no internal ids: \(text)")
+        #expect(text.contains("┌─ Add "), "back to adding: \(text)")
+        app.handle(.enter)  // what was typed is not lost: it becomes a new to-do
+        await app.settle()
+        try await eventually("bread added") { shell.context.room.state["items"]?[1]?["title"] == "bread" }
+        await client.close()
+    }
+
+    /// The rename arrives after the deletion (a race): the server's error is put in words, the
+    /// hints follow the focus (the list), and letters typed there start a new to-do instead of
+    /// toggling items unseen.
+    @Test func todoExplainsALateRenameAndLettersOnTheListNeverToggle() async throws {
+        let eggs = #"{"id":"b","title":"eggs","done":false}"#
+        let server = try ScriptedServer(greeting: [Self.hello]) { text in
+            guard let message = try? JSONParser().parse(text) else { return [] }
+            let id = message["id"]?.intValue ?? 0
+            switch (message["type"]?.stringValue, message["name"]?.stringValue) {
+            case ("join", _): return [#"{"type":"snapshot","room":"todo:x","epoch":"E","version":0,"state":{"items":[{"id":"a","title":"milk","done":false},\#(eggs)]}}"#]
+            case ("action", "rename"?):
+                return [#"{"type":"patch","room":"todo:x","epoch":"E","from":0,"version":1,"ops":[{"op":"remove","path":"/items/1"}]}"#,
+                        #"{"type":"error","code":"invalid_args","message":"no item with id \"b\"","id":\#(id),"room":"todo:x","applied":false}"#]
+            case ("action", _): return [#"{"type":"ack","id":\#(id),"room":"todo:x","version":1}"#]
+            default: return []
+            }
+        }
+        defer { server.stop() }
+        let (client, shell, app, screen) = try await open("todo:x", url: server.url, width: 80)
+        let todo = try #require(shell.screen as? TodoScreen)
+        app.handle(.tab)
+        app.handle(.down)  // eggs
+        app.handle(.char("e"))
+        app.handle(.ctrl("u"))
+        for c in "bread" { app.handle(.char(c)) }
+        app.handle(.enter)
+        await app.settle()
+        try await eventually("the deletion") { shell.context.room.version == 1 }
+        app.redraw()
+        var text = screen.lines.joined(separator: "\n")
+        #expect(text.contains("✗ eggs was deleted while you were renaming it"), "\(text)")
+        #expect(!text.contains("\"b\""), "no internal ids: \(text)")
+        #expect(app.focused === todo.list)
+        let hints = screen.lines[screen.lines.count - 2]
+        #expect(hints.contains("Space toggles") && !hints.contains("type + Enter adds"), "hints follow the focus: \(hints)")
+
+        let sent = actions(server).count
+        for c in "buy oil" { app.handle(.char(c)) }
+        await app.settle()
+        app.redraw()
+        #expect(actions(server).count == sent, "typing on the list sends nothing: \(actions(server))")
+        #expect(todo.input.text == "buy oil" && app.focused === todo.input)
+        text = screen.lines.joined(separator: "\n")
+        #expect(screen.lines[screen.lines.count - 2].contains("Enter adds"), "\(text)")
+        await client.close()
+    }
+
     // MARK: Status bar
 
     @Test func resyncNewsExpiresAndTheStatusShowsJoiningUntilTheState() async throws {
