@@ -148,8 +148,8 @@ final class Shell {
                 status.message = .info("waiting for the room's state")
             }
         case .reconnecting(let attempt, let reason):
-            status.connection = .custom("reconnecting \(attempt)", .magenta)
-            status.message = .error("retrying · " + Self.shorten(reason, url: client.options.url))
+            status.connection = .custom("reconnecting (attempt \(attempt))", .magenta)
+            status.message = .error(Self.shorten(reason, url: client.options.url))
         case .closed(let reason):
             status.connection = .disconnected
             status.message = .error(reason)

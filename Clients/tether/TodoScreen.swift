@@ -42,6 +42,7 @@ final class TodoScreen: Screen {
         }.store(in: context.bag)
 
         let listBox = Box(title: "To-dos", list)
+        listBox.footer = { [unowned list] in list.positionText }  // where the view is in a long list
         var rows: [Widget] = [inputBox, listBox, Stack.row([toggle, rename, delete, clear], spacing: 1), summary]
         let here = context.presenceLabel()
         if let here {

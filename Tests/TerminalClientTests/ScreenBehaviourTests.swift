@@ -344,6 +344,63 @@ struct ScreenBehaviourTests {
         await client.close()
     }
 
+    // MARK: Small terminals
+
+    /// Currency buttons that don't fit are not cut off unannounced: the exchange says which pair
+    /// is set and that a wider terminal shows the buttons.
+    @Test func exchangeSaysSoWhenItsCurrencyButtonsDoNotFit() async throws {
+        let state = #"{"amount":"","from":"USD","to":"KRW","rate":1350.0,"result":"","error":null,"currencies":["USD","KRW","EUR","JPY","GBP"]}"#
+        let server = try Self.server(room: "exchange", snapshot: state)
+        defer { server.stop() }
+        let (client, _, _, screen) = try await open("exchange", url: server.url, width: 40, height: 12)
+        let text = screen.lines.joined(separator: "\n")
+        #expect(!text.contains("[ EUR ]"), "no row of buttons cut short: \(text)")
+        #expect(text.contains("USD → KRW") && text.contains("wider terminal"), "\(text)")
+        await client.close()
+
+        let (wide, _, _, wideScreen) = try await open("exchange", url: server.url, width: 80, height: 22)
+        #expect(wideScreen.lines.joined(separator: "\n").contains("from [ USD ✓ ] [ KRW ] [ EUR ] [ JPY ] [ GBP ]"))
+        await wide.close()
+    }
+
+    /// A list longer than its box says which of its items are in view.
+    @Test func todoShowsWhichItemsAreInView() async throws {
+        let items = (1...25).map { #"{"id":"t\#($0)","title":"item \#($0)","done":false}"# }
+        let server = try Self.server(room: "todo", snapshot: #"{"items":[\#(items.joined(separator: ","))]}"#)
+        defer { server.stop() }
+        let (client, _, app, screen) = try await open("todo", url: server.url, width: 80, height: 24)
+        #expect(screen.lines.contains { $0.contains("1–13 of 25") }, "\(screen.lines.joined(separator: "\n"))")
+        app.handle(.tab)  // the list
+        app.handle(.end)
+        app.redraw()
+        #expect(screen.lines.contains { $0.contains("13–25 of 25") }, "\(screen.lines.joined(separator: "\n"))")
+        await client.close()
+
+        let four = try Self.server(room: "todo", snapshot: #"{"items":[\#(items.prefix(4).joined(separator: ","))]}"#)
+        defer { four.stop() }
+        let (small, _, _, smallScreen) = try await open("todo", url: four.url, width: 40, height: 12)
+        #expect(smallScreen.lines.contains { $0.contains("1–3 of 4") }, "\(smallScreen.lines.joined(separator: "\n"))")
+        await small.close()
+    }
+
+    /// On a narrow terminal the status bar still says why it reconnects, and which attempt it is.
+    @Test func theStatusBarKeepsTheReasonForReconnectingWhenNarrow() async throws {
+        let server = try Self.server(room: "counter", snapshot: #"{"count":0}"#)
+        let (client, _, app, screen) = try await open("counter", url: server.url, width: 40, height: 12)
+        server.stop()
+        var reason = ""
+        try await eventually("a failed reconnect", timeout: .seconds(15)) {
+            guard case .reconnecting(let attempt, let why) = client.connectionState.value, attempt >= 2 else { return false }
+            reason = Shell.shorten(why, url: client.options.url)
+            return true
+        }
+        app.redraw()
+        let bottom = screen.lines.suffix(3).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(bottom.contains("reconnecting (attempt "), "\(bottom)")
+        #expect(bottom.contains(String(reason.prefix(30))), "the reason \"\(reason)\" in: \(bottom)")
+        await client.close()
+    }
+
     // MARK: Notices of unknown outcome
 
     /// A press without an answer in time says so, and keeps saying so (it does not expire like

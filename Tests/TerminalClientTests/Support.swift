@@ -261,7 +261,7 @@ extension String {
         return nil
     }
 
-    /// The status bar's connection text ("live", "reconnecting 3", ...).
+    /// The status bar's connection text ("live", "reconnecting (attempt 3)", ...).
     var statusConnection: String? {
         guard let status = rows.last(where: { $0.hasPrefix("● ") }) else { return nil }
         return status.dropFirst(2).components(separatedBy: " │ ").first?.trimmingCharacters(in: .whitespaces)
