@@ -401,6 +401,17 @@ struct ScreenBehaviourTests {
         await client.close()
     }
 
+    @Test func loginShowsTheShortPasswordErrorInEnglishBesideTheKorean() async throws {
+        let state = #"{"email":"a@b.c","passwordLength":3,"signInEnabled":true,"errorMessage":"6자리 이상 비밀번호를 입력해주세요.","signedIn":false}"#
+        let server = try Self.server(room: "login", snapshot: state)
+        defer { server.stop() }
+        let (client, _, _, screen) = try await open("login", url: server.url, width: 80)
+        let text = screen.lines.joined(separator: "\n")
+        #expect(text.contains("Please enter a password of at least 6 characters."), "\(text)")
+        #expect(text.contains("6자리 이상 비밀번호를 입력해주세요."), "\(text)")
+        await client.close()
+    }
+
     // MARK: Notices of unknown outcome
 
     /// A press without an answer in time says so, and keeps saying so (it does not expire like
