@@ -16,7 +16,8 @@ struct Tether: AsyncParsableCommand {
         usage: """
             tether [--url <url>] [--name <name>] [--headless] <room>
             tether inspect [--url <url>] <room>
-            tether watch [--url <url>] [--state] [--count <n> | --once] [--since <epoch>:<version>] <room> ...
+            tether watch [--url <url>] [--state] [--count <n> | --once]
+                         [--since <epoch>:<version>] <room> ...
             tether send [--url <url>] <room> <action> [<json-args>]
             tether kinds [--url <url>] [--json]
             tether describe [--url <url>] [--json] <kind>
@@ -26,6 +27,9 @@ struct Tether: AsyncParsableCommand {
             todo, vote. Any other room (bench, or a kind of your own) opens the live inspector, which also \
             sends actions; `tether inspect ROOM` opens it for any room. A room name is KIND or \
             KIND:INSTANCE, e.g. todo:team-a.
+
+            The connection options (--url, --name, --token, --timeout, ...: `tether open --help` \
+            lists them) go before or after the subcommand: `tether --name kim inspect counter`.
 
             Environment: TETHER_URL (the server, instead of --url) and TETHER_TOKEN (the access \
             token, instead of --token or --token-file); a flag beats its variable.
@@ -39,6 +43,26 @@ struct Tether: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self],
         defaultSubcommand: Open.self)
+
+    static func main() async {
+        await main(withSubcommandFirst(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// `tether --name kim inspect counter` read as `tether inspect --name kim counter`:
+    /// ArgumentParser takes a subcommand's options only after its name. After leading options,
+    /// the first subcommand name that parses when moved to the front goes there. Otherwise the
+    /// arguments stay as they are if they parse so (`--name send counter` names you "send"),
+    /// else the first subcommand name moves anyway, so its own error (`--timeout 0`) is reported.
+    static func withSubcommandFirst(_ arguments: [String]) -> [String] {
+        guard arguments.first?.hasPrefix("-") == true else { return arguments }
+        let names = Set(configuration.subcommands.map { $0._commandName })
+        let candidates = arguments.indices.dropFirst().filter { names.contains(arguments[$0]) }.map { index in
+            [arguments[index]] + arguments[..<index] + arguments[(index + 1)...]
+        }
+        if let moved = candidates.first(where: { (try? parseAsRoot($0)) != nil }) { return moved }
+        if (try? parseAsRoot(arguments)) != nil { return arguments }
+        return candidates.first ?? arguments
+    }
 }
 
 /// `tether [--url URL] [--headless] ROOM`
@@ -46,6 +70,7 @@ struct Open: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "open",
         abstract: "Open a room's screen (the default command).",
+        usage: "tether [open] [<options>] [--headless [--reconnect]] <room>",
         discussion: """
             Keys: Tab / Shift-Tab move the focus, Enter activates, q quits (outside text fields), \
             Ctrl-C quits anywhere; each screen shows its own keys. The screen keeps reconnecting \
@@ -82,6 +107,7 @@ struct Open: AsyncParsableCommand {
 struct Inspect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Open the live inspector for any room, demo rooms included: its state as a JSON tree, its actions, and a line to send one.",
+        usage: "tether inspect [<options>] <room>",
         discussion: """
             The state is shown as an indented JSON tree; rows the last patch touched are marked ». \
             The Actions box lists the room's actions with their argument types, as the server \
@@ -107,6 +133,10 @@ struct Inspect: AsyncParsableCommand {
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the messages (or, with --state, the state) of one or more rooms, one JSON line each.",
+        usage: """
+            tether watch [<options>] [--reconnect] [--state] [--count <n> | --once]
+                         [--since <epoch>:<version>] <room> ...
+            """,
         discussion: """
             Without --state each line is the server's frame as received: the hello, then each \
             room's snapshot and patches (each frame names its room). With --state each line is \
@@ -180,6 +210,7 @@ struct Watch: AsyncParsableCommand {
 struct Send: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Perform one action and print the server's answer (ack or error) as one JSON line.",
+        usage: "tether send [<options>] <room> <action> [<json-args>]",
         discussion: """
             Examples:
             tether send counter increment '{"by":2}'
@@ -228,6 +259,7 @@ struct Send: AsyncParsableCommand {
 struct Kinds: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the server's room kinds: name, scope and actions.",
+        usage: "tether kinds [<options>] [--json]",
         discussion: "Asks the server with the protocol's `describe` request. Exits 2 when the server answers with an error (a server too old to know `describe`), 1 when it cannot be reached.")
 
     @OptionGroup var connection: ConnectionOptions
@@ -245,6 +277,7 @@ struct Kinds: AsyncParsableCommand {
 struct Describe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show one room kind: its scope, and each action with its argument fields and their types.",
+        usage: "tether describe [<options>] [--json] <kind>",
         discussion: """
             A field marked "optional" may be left out. Example:
             tether describe todo

@@ -164,6 +164,38 @@ struct CommandLineTests {
         #expect(host.stderr.rows.filter { !$0.isEmpty }.count == 1)
     }
 
+    /// Connection options work before the subcommand as well as after it; a value that happens to
+    /// be a subcommand's name stays a value.
+    @Test func globalOptionsGoBeforeOrAfterTheSubcommand() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let before = try await runTether(["--url", daemon.url, "--timeout", "5", "send", "counter", "increment"])
+        #expect(before.status == 0, "\(before.stderr)")
+        let mixed = try await runTether(["--name", "kim", "watch", "--url", daemon.url, "--state", "--once", "counter"])
+        #expect(mixed.status == 0, "\(mixed.stderr)")
+        #expect(try jsonLines(mixed.stdout).first?["state"] == ["count": 1])
+        let kinds = try await runTether(["--url", daemon.url, "kinds"])
+        #expect(kinds.status == 0 && kinds.stdout.contains("counter"), "\(kinds.stderr)")
+        // `--name send`: a name, then the default subcommand's room.
+        let named = try ChildProcess(tetherExecutable, ["--name", "send", "--url", daemon.url, "--headless", "counter"])
+        try await named.waitForOutput("the counter's snapshot") { $0.stdout.contains(#""type":"snapshot""#) }
+        named.signal(SIGTERM)
+        // A mistake in a leading option is reported as such.
+        let bad = try await runTether(["--timeout", "0", "kinds"])
+        #expect(bad.status == 64 && bad.stderr.contains("--timeout must be a positive number"), "\(bad.stderr)")
+    }
+
+    /// Every help text fits 80 columns, so no terminal breaks a flag in two.
+    @Test func helpTextsFitEightyColumns() async throws {
+        for command in [[], ["open"], ["inspect"], ["watch"], ["send"], ["kinds"], ["describe"]] {
+            let help = try await runTether(command + ["--help"], environment: ["COLUMNS": "80"])
+            #expect(help.status == 0)
+            for line in help.stdout.rows {
+                #expect(line.count <= 80, "tether \(command.joined()) --help: \(line.count) columns: \(line)")
+            }
+        }
+    }
+
     // MARK: Helpers
 
     let hello = #"{"type":"hello","protocol":1,"server":"scripted","session":"s1"}"#
