@@ -14,7 +14,6 @@ import UnixSignals
 @main
 enum Tetherd {
     static let programOptions: [ConfigurationOption] = [
-        .program(ConfigurationLoader.configFileKey, value: "path", "A config file (YAML or JSON) with any of the settings below, keys as the option names without dashes."),
         .program("test-kinds", value: nil, "Also register the `faulty` room used by tests.", hidden: true),
     ]
 
@@ -85,7 +84,7 @@ enum Tetherd {
         do {
             loaded = try loader.load(arguments: arguments, environment: environment)
         } catch {
-            fail(error.description, exitCode: 64)
+            fail(error.problems.map(\.description), exitCode: 64)
         }
         let configuration = loaded.configuration
         // The handlers read their level from here, so a reload can change it.
@@ -97,6 +96,7 @@ enum Tetherd {
             }
         }
         let logger = Logger(label: "tetherd")
+        for warning in loaded.warnings { logger.warning("\(warning)") }
         let kinds = Demos.kinds + (loaded.programValues["test-kinds"] == "true" ? Demos.testKinds : [])
         // Trapped before the server starts: a SIGHUP right after the "listening" line reloads,
         // never kills (its default action).
@@ -122,21 +122,20 @@ enum Tetherd {
         }
     }
 
-    /// `tetherd check`: the settings as `serve` would read them, then what only starting shows.
+    /// `tetherd check`: the settings as `serve` would read them, then what only starting shows;
+    /// every problem found, one line each.
     static func check(_ arguments: [String]) {
         let loaded: ConfigurationLoader.Result
         do {
             loaded = try ConfigurationLoader(programOptions: programOptions).load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
-            fail("check: \(error.description)", exitCode: 78)
+            fail(error.problems.map { "check: \($0)" }, exitCode: 78)
         }
         let problems = ConfigurationCheck.problems(loaded.configuration)
-        let source = loaded.configFile ?? "the settings"
-        guard problems.isEmpty else {
-            FileHandle.standardError.write(Data(problems.map { "tetherd: check: \($0)\n" }.joined().utf8))
-            exit(78)
-        }
-        print("tetherd check: \(source) is valid: \(loaded.configuration.summary(port: loaded.configuration.port))")
+        guard problems.isEmpty else { fail(problems.map { "check: \($0)" }, exitCode: 78) }
+        for warning in loaded.warnings { FileHandle.standardError.write(Data("tetherd: check: warning: \(warning)\n".utf8)) }
+        let source = loaded.configFile.map { "\($0) is" } ?? "the settings are"
+        print("tetherd check: \(source) valid: \(loaded.configuration.summary(port: loaded.configuration.port))")
     }
 
     /// `tetherd sample-config [--KEY VALUE ...]`: the commented config file.
@@ -149,7 +148,12 @@ enum Tetherd {
     }
 
     static func fail(_ message: String, exitCode: Int32) -> Never {
-        FileHandle.standardError.write(Data("tetherd: \(message)\n".utf8))
+        fail([message], exitCode: exitCode)
+    }
+
+    /// One line on stderr per problem, then exit.
+    static func fail(_ problems: [String], exitCode: Int32) -> Never {
+        FileHandle.standardError.write(Data(problems.map { "tetherd: \($0)\n" }.joined().utf8))
         exit(exitCode)
     }
 }
