@@ -238,7 +238,8 @@ struct MintToken: ParsableCommand {
     @Option(help: "Comma-separated room patterns: a name, or a prefix ending in * (todo:*, *).")
     var rooms: String
 
-    @Option(help: "Seconds until the token expires.")
+    // Unconditional: "--ttl -5" is a (refused) number, not a missing value followed by an option.
+    @Option(parsing: .unconditional, help: "Seconds until the token expires (at least 1).")
     var ttl = 3600
 
     @Flag(help: "Also open the server's overview room tether.server (the dashboard's figures and room list).")
@@ -249,6 +250,7 @@ struct MintToken: ParsableCommand {
             throw ValidationError("give one of --secret, --secret-file, --secrets-file")
         }
         if secretsFile != nil, kid == nil { throw ValidationError("--secrets-file needs --kid to pick the secret") }
+        guard ttl > 0 else { throw ValidationError("--ttl must be a positive number of seconds, not \(ttl): that token would be expired when printed") }
     }
 
     func run() throws {

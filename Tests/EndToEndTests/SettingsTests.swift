@@ -75,4 +75,14 @@ struct SettingsTests {
         #expect(strict.status == 78 && strict.stderr.contains("unknown environment variable TETHERD_BIN"), "\(strict.stderr)")
         #expect(try Daemon.runToExit(["--help"]).stdout.contains("--strict-env"))
     }
+
+    /// A token that would be expired when printed is refused, and a negative --ttl is read as
+    /// the number it is.
+    @Test func tokenRefusesATTLThatIsNotPositive() throws {
+        for ttl in ["0", "-5"] {
+            let run = try Daemon.runToExit(["token", "--secret", "s3cret", "--rooms", "*", "--ttl", ttl])
+            #expect(run.status == 64 && run.stdout.isEmpty, "--ttl \(ttl): \(run.stdout)")
+            #expect(run.stderr.contains("--ttl must be a positive number of seconds"), "--ttl \(ttl): \(run.stderr)")
+        }
+    }
 }
