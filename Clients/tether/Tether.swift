@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import TetherClient
+import TetherJSON
 import TetherProtocol
 import TetherTUI
 
@@ -145,9 +146,9 @@ struct Watch: AsyncParsableCommand {
 
             --count N exits 0 after N snapshots and patches (hellos are printed, not counted); \
             --once exits 0 once every room has printed one (with --state: each room's current \
-            state). --since EPOCH:VERSION resumes a single room after that version (as printed by \
-            --state), so only later patches are printed; the server sends a snapshot instead when \
-            it no longer has them.
+            state). --since EPOCH:VERSION resumes a single room after that version, so only later \
+            patches are printed; the server sends a snapshot instead when it no longer has them. \
+            It also takes a line of --state as printed: its epoch and version.
 
             Exits with status 1 and a one-line error on stderr when the server cannot be reached, \
             refuses the WebSocket handshake, the URL is invalid, or no hello arrives within \
@@ -172,7 +173,7 @@ struct Watch: AsyncParsableCommand {
     @Flag(help: "Exit once every room has printed one snapshot or patch.")
     var once = false
 
-    @Option(help: ArgumentHelp("Resume after this point of the room's history (one room only).", valueName: "epoch:version"))
+    @Option(help: ArgumentHelp("Resume after this point of the room's history (one room only): EPOCH:VERSION, or a line of --state.", valueName: "epoch:version"))
     var since: String?
 
     @Argument(help: "The rooms: KIND or KIND:INSTANCE, one or more.")
@@ -189,9 +190,20 @@ struct Watch: AsyncParsableCommand {
         }
     }
 
-    /// --since as a resume point.
+    /// --since as a resume point: EPOCH:VERSION, or a line of `--state` (a JSON object whose
+    /// epoch and version are taken; its room, when it names one, must be the room watched).
     func resumePoint() throws -> ResumePoint? {
         guard let since else { return nil }
+        if since.hasPrefix("{") {
+            guard let line = try? JSONParser().parse(since), let epoch = line["epoch"]?.stringValue,
+                  let version = line["version"]?.intValue, version >= 0 else {
+                throw ValidationError("--since: this is not a line of `tether watch --state` (it needs \"epoch\" and \"version\")")
+            }
+            if let room = line["room"]?.stringValue, room != rooms.first {
+                throw ValidationError("--since: that line is about \(room), not \(rooms.first ?? "the room watched")")
+            }
+            return ResumePoint(epoch: epoch, version: version)
+        }
         guard let colon = since.lastIndex(of: ":"), let version = Int(since[since.index(after: colon)...]), version >= 0,
               colon != since.startIndex else {
             throw ValidationError("--since must be EPOCH:VERSION, e.g. k3j9x2pq:17 (as `tether watch --state` prints them)")

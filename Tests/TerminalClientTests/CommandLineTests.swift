@@ -196,6 +196,21 @@ struct CommandLineTests {
         }
     }
 
+    /// `--since` takes a line of `watch --state` as printed, not only EPOCH:VERSION.
+    @Test func watchSinceTakesAStateLineAsPrinted() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let line = try await runTether(["watch", "--url", daemon.url, "--state", "--once", "counter"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await runTether(["send", "--url", daemon.url, "counter", "increment"]).status == 0)
+        let resumed = try await runTether(["watch", "--url", daemon.url, "--since", line, "--count", "1", "counter"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let frames = try jsonLines(resumed.stdout)
+        #expect(frames.last?["type"] == "patch" && frames.last?["from"] == 0 && frames.last?["version"] == 1, "\(resumed.stdout)")
+        // Another room's line is refused rather than resumed from.
+        let other = try await runTether(["watch", "--url", daemon.url, "--since", line, "--count", "1", "todo"])
+        #expect(other.status == 64 && other.stderr.contains("counter"), "\(other.stderr)")
+    }
+
     // MARK: Helpers
 
     let hello = #"{"type":"hello","protocol":1,"server":"scripted","session":"s1"}"#
