@@ -74,6 +74,7 @@ enum Tetherd {
           0 stopped by SIGTERM/SIGINT; 64 bad option, setting or config file; 69 address or data directory \
         in use; 71 cannot listen; 73 data directory cannot be created; 74 storage I/O error; 78 unusable \
         TLS or secret file (and every problem `tetherd check` finds).
+          backup and restore: \(DatabaseBackup.Failure.exitStatusHelp)
         """
     }
 
@@ -306,8 +307,11 @@ struct BackupCommand: ParsableCommand {
         abstract: "Copy the data directory's database to a file, consistently, while the daemon runs and writes.",
         discussion: """
             Uses SQLite's online backup API from a read-only connection; it does not need the daemon's lock. \
-            Every change acknowledged before the copy began is in it. Run it as the daemon's user \
+            Every change acknowledged before the copy began is in it. The file is readable by its owner only \
+            (mode 0600): it holds every room's state. Run it as the daemon's user \
             (sudo -u tether tetherd backup --config /etc/tether/tetherd.yaml /var/backups/tether.sqlite).
+
+            Exit status: \(DatabaseBackup.Failure.exitStatusHelp)
             """)
 
     @OptionGroup var location: DataDirectoryOptions
@@ -335,6 +339,8 @@ struct RestoreCommand: ParsableCommand {
             The daemon must be stopped (the data directory's lock is taken). Rooms come back with their epoch \
             and version, so clients resuming from the backup's versions get patches. With --replace an \
             existing database is moved aside as tether.sqlite.replaced-TIME, never deleted.
+
+            Exit status: \(DatabaseBackup.Failure.exitStatusHelp)
             """)
 
     @OptionGroup var location: DataDirectoryOptions
