@@ -1,5 +1,5 @@
-"""The counter example page (/examples/counter.html) against the real tetherd: what its message
-line says must follow what actually happened."""
+"""The counter example page (/examples/counter.html) against the real tetherd: what its status
+and its message line say must follow what actually happened."""
 
 import shutil
 import signal
@@ -9,6 +9,8 @@ import unittest
 
 from support.browser import Browser
 from support.processes import Server, free_port
+
+SECRET = "browser-test-secret"
 
 
 class CounterPage(unittest.TestCase):
@@ -27,6 +29,16 @@ class CounterPage(unittest.TestCase):
         server = Server(args=args, port=port)
         self.addCleanup(server.stop)
         return server
+
+    def test_the_status_is_not_live_before_the_count_arrives(self):
+        """Connected but not joined (here: refused, the page has no token) is not "live"."""
+        server = self.server(["--memory-only", "--auth-secret", SECRET])
+        b = self.browser
+        b.open(server.http + "/examples/counter.html")
+        b.wait_for("the refused join", lambda: "unauthorized" in b.text("#status"))
+        self.assertEqual(b.text("#count"), "…")
+        self.assertNotIn("live", b.text("#status"))
+        self.assertFalse(b.find("#increment").is_enabled(), "nothing to press before the count")
 
     def test_an_unknown_outcome_is_followed_by_what_happened(self):
         """A press the stopped daemon answers late is reported applied; one lost with a kill -9

@@ -1988,11 +1988,18 @@ const room = client.room("counter");
 // The label follows /count: now, and on every change from any client.
 room.observe("/count", (count) => { $("count").textContent = count ?? "…"; });
 
-client.on("state", (state) => {
-  $("status").textContent = state;
-  $("status").dataset.state = state;
-  $("increment").disabled = $("decrement").disabled = state !== "live";
-});
+// "live" only once the count is here: connected is not yet joined.
+function showStatus() {
+  const joined = room.synced;
+  const refused = !joined && room.lastError;
+  const text = client.state !== "live" ? client.state
+    : joined ? "live" : refused ? `not joined: ${refused.code}: ${refused.message}` : "joining";
+  $("status").textContent = text;
+  $("status").dataset.state = client.state === "live" && !joined ? "joining" : client.state;
+  $("increment").disabled = $("decrement").disabled = !(client.state === "live" && joined);
+}
+client.on("state", showStatus);
+for (const event of ["snapshot", "patch", "error"]) room.on(event, showStatus);
 
 function say(text) {
   $("error").textContent = text;
