@@ -196,6 +196,25 @@ struct CommandLineTests {
         }
     }
 
+    /// The manual page is the help as the program wraps it for man's width: no sentence is
+    /// broken a second time ("…a tetherd room, / and / commands for scripts.").
+    @Test func theManPageBreaksNoSentenceTwice() throws {
+        let page = try runProgram(URL(fileURLWithPath: "/bin/bash"), [
+            Repository.root.appendingPathComponent("Scripts/manpage.sh").path, tetherExecutable.path, "1", "Tether terminal client", "0.1.0",
+        ])
+        #expect(page.status == 0, "\(page.stderr)")
+        let text = page.stdout.rows
+        let start = try #require(text.firstIndex(of: ".nf")) + 1
+        let end = try #require(text.firstIndex { $0.hasPrefix("USAGE:") })
+        let prose = Array(text[start..<end])
+        #expect(prose.count > 5)
+        for (line, next) in zip(prose, prose.dropFirst()) where !line.isEmpty && !next.isEmpty {
+            let word = next.prefix { $0 != " " }
+            // ArgumentParser keeps lines under COLUMNS (76): a break is early when the next word fit.
+            #expect(line.trimmingCharacters(in: .whitespaces).count + 1 + word.count >= 76, "broken too early: \(line) / \(next)")
+        }
+    }
+
     /// `--since` takes a line of `watch --state` as printed, not only EPOCH:VERSION.
     @Test func watchSinceTakesAStateLineAsPrinted() async throws {
         let daemon = try Daemon(arguments: ["--memory-only"])
