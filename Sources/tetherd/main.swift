@@ -167,7 +167,7 @@ struct Listening: Service {
 
     func run() async throws {
         let port = try server.start()
-        FileHandle.standardOutput.write(Data("tetherd listening on \(server.configuration.scheme)://\(server.configuration.host):\(port)\n".utf8))
+        server.announceListening(port: port)
         notifier.notify("READY=1\nSTATUS=listening on port \(port)")
         try await server.run()
     }
