@@ -29,9 +29,10 @@ monitor_port="${TETHER_CLUSTER_MONITOR_PORT:-8222}"
 
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
-wait_for() {  # wait_for DESCRIPTION PID COMMAND...: until COMMAND succeeds, while PID lives
+wait_for() {  # wait_for DESCRIPTION PID COMMAND...: until COMMAND succeeds, while PID lives (60 s at most)
     local what="$1" pid="$2"; shift 2
-    for _ in $(seq 1 100); do
+    # A node's first start creates the JetStream streams: on a busy machine, well over 10 s.
+    for _ in $(seq 1 600); do
         "$@" >/dev/null 2>&1 && return 0
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
