@@ -8,8 +8,14 @@
 #
 # TETHERD=path uses that binary instead of building a release one.
 # DIR defaults to .cluster/ in the repository: configs, JetStream stores, logs and pids.
-# Ports: NATS clients 4222-4224, NATS routes 6222-6224, NATS monitoring 8222-8224, tetherd
-# 8081-8083 (override with TETHER_CLUSTER_BASE_PORT=9000 for 9001-9003).
+# Ports, each the first of three (one per node), all movable:
+#   TETHER_CLUSTER_NATS_PORT      NATS clients     (default 4222: 4222-4224)
+#   TETHER_CLUSTER_ROUTE_PORT     NATS routes      (default 6222: 6222-6224)
+#   TETHER_CLUSTER_MONITOR_PORT   NATS monitoring  (default 8222: 8222-8224)
+#   TETHER_CLUSTER_BASE_PORT      tetherd nodes listen on BASE+1..BASE+3 (default 8080: 8081-8083)
+# A server counts as up only if it is the one started here: a NATS server by the server id in
+# its own log, answered on its monitoring port; a tetherd node by its own "listening" line.
+# Another server already on a port fails the start, which then stops what it had started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,14 +23,38 @@ command="${1:-}"
 dir="${2:-.cluster}"
 mkdir -p "$dir" && dir="$(cd "$dir" && pwd)"
 base="${TETHER_CLUSTER_BASE_PORT:-8080}"
+nats_port="${TETHER_CLUSTER_NATS_PORT:-4222}"
+route_port="${TETHER_CLUSTER_ROUTE_PORT:-6222}"
+monitor_port="${TETHER_CLUSTER_MONITOR_PORT:-8222}"
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
-wait_for() {  # wait_for DESCRIPTION COMMAND...
-    local what="$1"; shift
-    for _ in $(seq 1 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+wait_for() {  # wait_for DESCRIPTION PID COMMAND...: until COMMAND succeeds, while PID lives (60 s at most)
+    local what="$1" pid="$2"; shift 2
+    # A node's first start creates the JetStream streams: on a busy machine, well over 10 s.
+    for _ in $(seq 1 600); do
+        "$@" >/dev/null 2>&1 && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
     echo "cluster: $what did not come up; see the logs in $dir" >&2
     return 1
+}
+
+# Whether the NATS server answering on monitoring port PORT is the one that wrote LOG (the
+# server id it logged at start), with JetStream ready.
+is_our_nats() {  # is_our_nats LOG PORT
+    local id
+    id="$(sed -n 's/.*\[INF\] *ID: *\([A-Z0-9]*\).*/\1/p' "$1" | tail -1)"
+    [ -n "$id" ] && curl -sf "http://127.0.0.1:$2/varz" | grep -q "\"server_id\": *\"$id\"" \
+        && curl -sf "http://127.0.0.1:$2/healthz?js-enabled-only=true" >/dev/null
+}
+
+# A start that failed leaves nothing running.
+abandon() {
+    stop >/dev/null
+    echo "cluster: start failed; stopped what it had started" >&2
+    exit 1
 }
 
 start() {
@@ -37,26 +67,35 @@ start() {
     fi
     mkdir -p "$dir"
     : > "$dir/pids"
-    local urls=""
+    local urls="" routes="" pids=()
+    for i in 1 2 3; do
+        urls="$urls${urls:+,}nats://127.0.0.1:$((nats_port + i - 1))"
+        routes="$routes${routes:+, }nats-route://127.0.0.1:$((route_port + i - 1))"
+    done
     for i in 1 2 3; do
         cat > "$dir/n$i.conf" <<EOF
 server_name: n$i
-listen: 127.0.0.1:$((4221 + i))
-http: 127.0.0.1:$((8221 + i))
+listen: 127.0.0.1:$((nats_port + i - 1))
+http: 127.0.0.1:$((monitor_port + i - 1))
 jetstream { store_dir: "$dir/nats-n$i" }
-cluster { name: tether, listen: 127.0.0.1:$((6221 + i)),
-  routes: [nats-route://127.0.0.1:6222, nats-route://127.0.0.1:6223, nats-route://127.0.0.1:6224] }
+cluster { name: tether, listen: 127.0.0.1:$((route_port + i - 1)), routes: [$routes] }
 EOF
-        nats-server -c "$dir/n$i.conf" > "$dir/nats-n$i.log" 2>&1 &
+        nats-server -c "$dir/n$i.conf" > "$dir/nats-n$i.log" 2>&1 < /dev/null &
+        pids[i]=$!
         echo "nats-server n$i $!" >> "$dir/pids"
-        urls="$urls${urls:+,}nats://127.0.0.1:$((4221 + i))"
     done
-    for i in 1 2 3; do wait_for "nats-server n$i" curl -sf "http://127.0.0.1:$((8221 + i))/healthz?js-enabled-only=true"; done
     for i in 1 2 3; do
-        "$tetherd" --nats "$urls" --node "node$i" --port $((base + i)) > "$dir/tetherd-node$i.log" 2>&1 &
+        wait_for "nats-server n$i (ports $((nats_port + i - 1)), $((route_port + i - 1)), $((monitor_port + i - 1)): another server on one of them?)" \
+            "${pids[i]}" is_our_nats "$dir/nats-n$i.log" $((monitor_port + i - 1)) || abandon
+    done
+    for i in 1 2 3; do
+        "$tetherd" --nats "$urls" --node "node$i" --port $((base + i)) > "$dir/tetherd-node$i.log" 2>&1 < /dev/null &
+        pids[i]=$!
         echo "tetherd node$i $!" >> "$dir/pids"
     done
-    for i in 1 2 3; do wait_for "tetherd node$i" grep -q "listening on" "$dir/tetherd-node$i.log"; done
+    for i in 1 2 3; do
+        wait_for "tetherd node$i (port $((base + i)): another server on it?)" "${pids[i]}" grep -q "listening on" "$dir/tetherd-node$i.log" || abandon
+    done
     echo "cluster: 3 nats-server (JetStream) and 3 tetherd nodes"
     for i in 1 2 3; do echo "  node$i  ws://127.0.0.1:$((base + i))   log $dir/tetherd-node$i.log"; done
     echo "  NATS   $urls   (stores and logs in $dir/)"

@@ -79,30 +79,14 @@ gzip -9n < Packaging/debian/changelog > "$doc/changelog.gz"
 install -m 0644 Packaging/debian/copyright "$doc/copyright"
 chmod 0644 "$doc"/*
 
-# A manual page from a program's --help: the help text verbatim, lines wrapped to fit man's 80
-# columns, roff control characters escaped.
-manpage() { # name section summary help-text
-    local name="$1" section="$2" summary="$3" help="$4"
-    local upper
-    upper="$(echo "$name" | tr '[:lower:]' '[:upper:]')"
-    {
-        echo ".TH $upper $section \"$(date -u -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}" +%Y-%m-%d)\" \"tether $version\" \"Tether\""
-        echo ".SH NAME"
-        echo "$name \\- $summary"
-        echo ".SH DESCRIPTION"
-        echo "The text of \\fB$name \\-\\-help\\fR:"
-        echo ".PP"
-        echo ".nf"
-        printf '%s\n' "$help" | fold -s -w 76 | sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"
-        echo ".fi"
-        echo ".SH SEE ALSO"
-        echo "/usr/share/doc/tether/OPERATIONS.md.gz, /usr/share/doc/tether/README.md.gz"
-    } | gzip -9n > "$stage/usr/share/man/man$section/$name.$section.gz"
-}
+# Manual pages made from each program's --help (Scripts/manpage.sh).
 install -d -m 0755 "$stage/usr/share/man/man1" "$stage/usr/share/man/man8"
-manpage tetherd 8 "Tether server daemon: MVVM ViewModels over WebSockets" "$("$bin/tetherd" --help)"
-manpage tether 1 "Tether terminal client" "$("$bin/tether" --help)"
-manpage tether-load 1 "Tether load generator" "$("$bin/tether-load" --help)"
+manpage() { # name section summary
+    Scripts/manpage.sh "$bin/$1" "$2" "$3" "$version" | gzip -9n > "$stage/usr/share/man/man$2/$1.$2.gz"
+}
+manpage tetherd 8 "Tether server daemon: MVVM ViewModels over WebSockets"
+manpage tether 1 "Tether terminal client"
+manpage tether-load 1 "Tether load generator"
 chmod 0644 "$stage"/usr/share/man/man*/*
 
 # The lintian tag that stays, with the reason (Packaging/debian/lintian-overrides).

@@ -105,10 +105,11 @@ public final class RemoteRoom {
     // MARK: Acting
 
     /// Sends an action to this room; returns the ack's version or throws the server's error.
+    /// `lateAnswer` hears an answer that comes after `.timedOut` (`TetherClient.send`).
     @discardableResult
-    public func send(_ action: String, _ args: JSON? = nil) async throws -> Int {
+    public func send(_ action: String, _ args: JSON? = nil, lateAnswer: ((Result<Int, TetherClientError>) -> Void)? = nil) async throws -> Int {
         guard let client else { throw TetherClientError.notConnected("the client no longer exists") }
-        return try await client.send(action, to: name, args: args)
+        return try await client.send(action, to: name, args: args, lateAnswer: lateAnswer)
     }
 
     /// Unsubscribes; the mirror stops changing (and lists no members).

@@ -45,6 +45,8 @@ public final class TetherClient {
     private var isClosed = false
     private var rooms: [String: RemoteRoom] = [:]
     private var pending: [Int: PendingAction] = [:]
+    /// Actions that timed out on the current connection, whose answer may still come.
+    private var lateListeners: [Int: (Result<Int, TetherClientError>) -> Void] = [:]
     private var urlIndex = 0
     private var pendingDescriptions: [Int: CheckedContinuation<[KindDescription], any Error>] = [:]
     private var nextActionID = 1
@@ -53,6 +55,7 @@ public final class TetherClient {
     private struct PendingAction {
         let continuation: CheckedContinuation<Int, any Error>
         let sentAt: ContinuousClock.Instant
+        let lateAnswer: ((Result<Int, TetherClientError>) -> Void)?
     }
 
     public init(options: ClientOptions, logger: Logger = Logger(label: "tether.client")) {
@@ -101,14 +104,19 @@ public final class TetherClient {
 
     /// Sends `action` to `room` and returns the version of the ack, or throws a `TetherClientError`
     /// whose `applied` says whether the action may have been applied.
+    ///
+    /// After `.timedOut` the server may still answer on the same connection: `lateAnswer` then
+    /// hears that answer (the ack's version, or the server's error). It is not called when the
+    /// connection drops first.
     @discardableResult
-    public func send(_ action: String, to room: String, args: JSON? = nil) async throws -> Int {
-        try await request { id in ClientMessage.action(room: room, name: action, args: args, id: id) }
+    public func send(_ action: String, to room: String, args: JSON? = nil,
+                     lateAnswer: ((Result<Int, TetherClientError>) -> Void)? = nil) async throws -> Int {
+        try await request(lateAnswer: lateAnswer) { id in ClientMessage.action(room: room, name: action, args: args, id: id) }
     }
 
     /// Sends the request `message(id)` and waits for its ack (its version, 0 without) or error.
     @discardableResult
-    func request(_ message: (Int) -> ClientMessage) async throws -> Int {
+    func request(lateAnswer: ((Result<Int, TetherClientError>) -> Void)? = nil, _ message: (Int) -> ClientMessage) async throws -> Int {
         guard let link, session != nil, !isClosed else {
             throw TetherClientError.notConnected(connectionState.value.description)
         }
@@ -117,11 +125,13 @@ public final class TetherClient {
         let frame = message(id).encoded()
         let timeout = options.actionTimeout
         return try await withCheckedThrowingContinuation { continuation in
-            pending[id] = PendingAction(continuation: continuation, sentAt: .now)
+            pending[id] = PendingAction(continuation: continuation, sentAt: .now, lateAnswer: lateAnswer)
             link.send(frame)
             Task { @MainActor [weak self] in
                 try? await Task.sleep(for: timeout)
-                self?.pending.removeValue(forKey: id)?.continuation.resume(throwing: TetherClientError.timedOut)
+                guard let self, let action = self.pending.removeValue(forKey: id) else { return }
+                self.lateListeners[id] = action.lateAnswer
+                action.continuation.resume(throwing: TetherClientError.timedOut)
             }
         }
     }
@@ -208,7 +218,10 @@ public final class TetherClient {
         case .presencePatch(let room, let from, let version, let operations):
             rooms[room]?.receivePresencePatch(from: from, version: version, operations: operations)
         case .ack(let id, _, let version):
-            guard let action = pending.removeValue(forKey: id) else { return }
+            guard let action = pending.removeValue(forKey: id) else {
+                lateListeners.removeValue(forKey: id)?(.success(version ?? 0))
+                return
+            }
             lastActionLatency.value = .now - action.sentAt
             action.continuation.resume(returning: version ?? 0)
         case .description(let id, let kinds):
@@ -218,6 +231,8 @@ public final class TetherClient {
                 action.continuation.resume(throwing: TetherClientError.server(error))
             } else if let id = error.id, let waiter = pendingDescriptions.removeValue(forKey: id) {
                 waiter.resume(throwing: TetherClientError.server(error))
+            } else if let id = error.id, let listener = lateListeners.removeValue(forKey: id) {
+                listener(.failure(.server(error)))
             } else if error.code == .roomDeleted, let name = error.room, let room = rooms.removeValue(forKey: name) {
                 // Its stream ended: the mirror keeps its last state and stops; `room(name)` joins
                 // the new, empty room (a reconnect does not, as for a room left).
@@ -266,6 +281,7 @@ public final class TetherClient {
     }
 
     private func failPending(_ error: TetherClientError) {
+        lateListeners.removeAll()  // their answers can only come on the connection that is gone
         let actions = pending
         pending.removeAll()
         for action in actions.values { action.continuation.resume(throwing: error) }

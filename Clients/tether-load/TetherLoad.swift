@@ -34,11 +34,13 @@ struct TetherLoad: ParsableCommand {
             refused: one line on stderr says why); 64 for usage errors.
             """)
 
+    static let defaultURL = "ws://127.0.0.1:8080/"
+
     @Option(help: ArgumentHelp(
-        "Server URL (ws:// or wss://); several, comma-separated, spread the connections over them in turn.",
+        "Server URL (ws:// or wss://); several, comma-separated, spread the connections over them in turn. Default: $TETHER_URL (as for tether), else \(defaultURL).",
         discussion: "Several URLs are the nodes of one cluster: independent daemons share no rooms, so only --rate 0 checks out against them.",
         valueName: "url[,url...]"))
-    var url = "ws://127.0.0.1:8080/"
+    var url: String?
 
     @Option(help: ArgumentHelp("Trust this CA certificate (PEM) for wss://, e.g. one from Scripts/make-cert.sh.", valueName: "pem-file"))
     var ca: String?
@@ -186,8 +188,11 @@ struct TetherLoad: ParsableCommand {
         if let ca, !FileManager.default.isReadableFile(atPath: ca) { throw ValidationError("--ca: cannot read '\(ca)'") }
     }
 
-    /// `--url`, split at commas.
-    var urls: [String] { url.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+    /// `--url` (else $TETHER_URL, else the default), split at commas.
+    var urls: [String] {
+        let environment = ProcessInfo.processInfo.environment["TETHER_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        return (url ?? environment ?? Self.defaultURL).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+    }
 
     /// `--server-pid`, split at commas (nil when not given).
     var serverPids: [Int32]? {

@@ -28,7 +28,10 @@ final class ExchangeScreen: Screen {
         let rateLabel = Label("", style: Style(dim: true))
         let rate = TextField(placeholder: "new rate, then Enter")
         let rateBox = Box(title: "Set the rate", rate)
-        body = Stack(.vertical, [amountBox, result, rateLabel, fromRow, toRow, rateBox])
+        // Too narrow for the buttons: one line says which pair is set and how to see them.
+        let narrow = Label("", style: Style(dim: true), wraps: true)
+        let currencies = Fallback(Stack(.vertical, [fromRow, toRow]), otherwise: narrow)
+        body = Stack(.vertical, [amountBox, result, rateLabel, currencies, rateBox])
 
         context.bindTwoWay(amount, to: "/amount", action: "setAmount")
         let pair = combineLatest(context.value("/from", as: String.self), context.value("/to", as: String.self))
@@ -47,35 +50,36 @@ final class ExchangeScreen: Screen {
             result.text = text.line
             result.style = text.isProblem ? Style(fg: .red, bold: true) : (typed.isEmpty ? Style(dim: true) : Style(bold: true))
         }
-        context.bind(combineLatest(context.value("/currencies", as: [String].self, default: []), pair)) { [unowned self] currencies, pair in
+        context.bind(combineLatest(context.value("/currencies", as: [String].self, default: []), pair)) { [unowned self] list, pair in
             self.pair = pair
-            fill(fromRow, label: "from", currencies: currencies, selected: pair.0) { [unowned self] chosen in
+            fill(fromRow, label: "from", currencies: list, selected: pair.0) { [unowned self] chosen in
                 chosen == self.pair.to ? (chosen, self.pair.from) : (chosen, self.pair.to)
             }
-            fill(toRow, label: "to  ", currencies: currencies, selected: pair.1) { [unowned self] chosen in
+            fill(toRow, label: "to  ", currencies: list, selected: pair.1) { [unowned self] chosen in
                 chosen == self.pair.from ? (self.pair.to, chosen) : (self.pair.from, chosen)
             }
-            context.hints.value = currencies.isEmpty
+            currencies.isHidden = list.isEmpty
+            narrow.text = "\(pair.0 ?? "?") → \(pair.1 ?? "?"): a wider terminal shows the buttons to switch currencies"
+            context.hints.value = list.isEmpty
                 ? ["type an amount", "Enter in the rate field sets the rate"]
                 : ["type an amount", "Tab to a currency, Enter picks it", "Enter in the rate field sets the rate"]
         }
         rate.onSubmit { [unowned context, unowned rate] text in
             guard let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite, value > 0 else {
-                context.onInputProblem("the rate must be a positive number, like 1350 or 0.74")
+                context.onProblem("the rate must be a positive number, like 1350 or 0.74")
                 return
             }
             rate.text = ""
-            if await !context.send("setRate", ["value": .double(value)]), rate.text.isEmpty { rate.text = text }
+            if await context.send("setRate", ["value": .double(value)]) == nil, rate.text.isEmpty { rate.text = text }
         }
     }
 
     /// One row of currency buttons; pressing one sends `setPair` with the pair `pairFor` gives
-    /// from the pair at that moment (picking the other side's currency swaps the two). Hidden without currencies (older server).
+    /// from the pair at that moment (picking the other side's currency swaps the two).
     private func fill(_ row: Stack, label: String, currencies: [String], selected: String?,
                       pairFor: @escaping (String) -> (String?, String?)) {
         let titles = currencies.map { $0 == selected ? "\($0) ✓" : $0 }
         let current = row.children.compactMap { ($0 as? Button)?.title }
-        row.isHidden = currencies.isEmpty
         guard titles != current else { return }
         row.removeAll()
         row.add(Label(label, style: Style(dim: true)))
@@ -86,7 +90,6 @@ final class ExchangeScreen: Screen {
                 await context.send("setPair", ["from": .string(from), "to": .string(to)])
             })
         }
-        row.add(Spacer(.horizontal))
     }
 
     /// "1350.0" stays, "1350.123456" too; no exponent for ordinary rates.

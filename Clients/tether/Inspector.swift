@@ -113,19 +113,13 @@ final class Inspector: Screen {
         var args: JSON?
         if !rest.isEmpty {
             guard let parsed = try? JSONArgs(parsing: rest) else {
-                context.onInputProblem("the arguments must be a JSON object, like {\"by\": 2}")
+                context.onProblem("the arguments must be a JSON object, like {\"by\": 2}")
                 return
             }
             args = parsed.value
         }
         outcome.text = ""
-        do {
-            let version = try await context.room.send(name, args)
-            outcome.text = "✓ \(name) acknowledged at v\(version)"
-            context.onActionResult(name, nil)
-        } catch {
-            context.onActionResult(name, error)
-        }
+        if let version = await context.send(name, args) { outcome.text = "✓ \(name) acknowledged at v\(version)" }
     }
 }
 

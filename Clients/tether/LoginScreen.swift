@@ -33,7 +33,7 @@ final class LoginScreen: Screen {
             signIn.title = enabled ? "Sign in" : "Sign in (disabled)"  // visible without colors too
         }
         context.bind(context.value("/errorMessage", as: String.self)) { message in
-            error.text = message ?? ""
+            error.text = message.map { message in Self.english[message].map { "\($0)\n\(message)" } ?? message } ?? ""
         }
         var wasSignedIn = false
         context.bind(combineLatest(context.value("/signedIn", as: Bool.self, default: false), context.value("/email", as: String.self, default: ""))) {
@@ -60,4 +60,7 @@ final class LoginScreen: Screen {
         }.store(in: context.bag)
         body = Stack(.vertical, [form, signedIn])
     }
+
+    /// English for the server's messages that come from the seeds in Korean; shown above them.
+    static let english = ["6자리 이상 비밀번호를 입력해주세요.": "Please enter a password of at least 6 characters."]
 }

@@ -13,9 +13,12 @@ protocol Screen: AnyObject {
     var initialFocus: Widget? { get }
     /// Keys no focused widget used; returns true when it handled the key.
     func handleKey(_ key: Key) -> Bool
+    /// The focus moved to `widget`: a screen whose keys depend on the focus updates its hints.
+    func focusDidChange(to widget: Widget?)
 }
 
 extension Screen {
     var initialFocus: Widget? { nil }
     func handleKey(_ key: Key) -> Bool { false }
+    func focusDidChange(to widget: Widget?) {}
 }

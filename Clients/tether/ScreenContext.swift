@@ -15,10 +15,14 @@ final class ScreenContext {
     weak var application: Application?
     /// The screen's key hints, most important first; the shell adds "Tab focus" and "q quit".
     let hints = Observable<[String]>([])
-    /// Hears the outcome of every action sent through `send`: its name, and nil on success.
-    var onActionResult: (String, (any Error)?) -> Void = { _, _ in }
-    /// Hears mistakes in what the user typed that were caught before sending anything.
-    var onInputProblem: (String) -> Void = { _ in }
+    /// Hears the outcome of every action sent through `send`: the ack's version, or the error.
+    var onActionResult: (SentAction, Result<Int, any Error>) -> Void = { _, _ in }
+    /// Hears the answer to an action that timed out, when it comes after all.
+    var onLateAnswer: (SentAction, Result<Int, TetherClientError>) -> Void = { _, _ in }
+    private var sentActions = 0
+    /// Hears problems the screen words itself: a mistake in what the user typed, caught before
+    /// sending anything, or a refusal `send` was given words for.
+    var onProblem: (String) -> Void = { _ in }
 
     init(client: TetherClient, room: RemoteRoom) {
         self.client = client
@@ -90,16 +94,24 @@ final class ScreenContext {
 
     // MARK: Acting
 
-    /// Sends `action` to the room; its outcome goes to `onActionResult`, not to the caller.
+    /// Sends `action` to the room; its outcome goes to `onActionResult`. Returns the ack's
+    /// version, nil when it failed. `explain` may put a refusal (not applied) in the screen's
+    /// own words, for `onProblem`: "eggs was deleted" rather than an id the user never saw.
     @discardableResult
-    func send(_ action: String, _ args: JSON? = nil) async -> Bool {
+    func send(_ action: String, _ args: JSON? = nil, explain: (ProtocolError) -> String? = { _ in nil }) async -> Int? {
+        sentActions += 1
+        let sent = SentAction(name: action, serial: sentActions, epoch: room.epoch, version: room.version)
         do {
-            try await room.send(action, args)
-            onActionResult(action, nil)
-            return true
+            let version = try await room.send(action, args) { [weak self] answer in self?.onLateAnswer(sent, answer) }
+            onActionResult(sent, .success(version))
+            return version
         } catch {
-            onActionResult(action, error)
-            return false
+            if case .server(let refusal)? = error as? TetherClientError, refusal.applied == .no, let words = explain(refusal) {
+                onProblem(words)
+            } else {
+                onActionResult(sent, .failure(error))
+            }
+            return nil
         }
     }
 
@@ -152,4 +164,14 @@ final class ScreenContext {
     private final class Flag {
         var isSet = false
     }
+}
+
+/// An action sent through `ScreenContext.send`, with the point of the room's history the user
+/// saw when sending it: what its unknown outcome is later compared with.
+struct SentAction {
+    let name: String
+    /// Tells sends apart.
+    let serial: Int
+    let epoch: String?
+    let version: Int?
 }

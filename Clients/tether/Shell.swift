@@ -14,12 +14,13 @@ import TetherTUI
 /// disconnected: it is dropped, not queued, and the notice says so), refused by the server ("✗":
 /// not applied), or of unknown outcome ("?": unanswered, or the server lost track of it). It
 /// clears on the next action that succeeds, when the connection comes back, or after
-/// `noticeDuration`.
+/// `noticeDuration`; except "?", which stays until what happened is known (`Unsettled`) and is
+/// then replaced by what is known.
 @MainActor
 final class Shell {
     let root: Stack
     let status = StatusBar()
-    let notice = Label("", style: Style(fg: .red, bold: true), wraps: true)
+    let notice = Label("", style: Shell.problemStyle, wraps: true)
     let hintBar = HintBar()
     let screen: any Screen
     let context: ScreenContext
@@ -36,6 +37,25 @@ final class Shell {
     private var noticeGeneration = 0
     /// True while the notice is about an action that could not be sent for lack of a connection.
     private var noticeIsAboutTheConnection = false
+    /// True while the notice is a "?" waiting to be settled (it does not expire).
+    private var noticeWaits = false
+    /// The last action whose outcome is unknown, until something tells what became of it.
+    private var unsettled: Unsettled?
+
+    /// What will tell the outcome of an unanswered action.
+    private struct Unsettled {
+        enum Evidence: Equatable {
+            /// Its answer, late, on the connection it was sent on (it timed out).
+            case lateAnswer
+            /// The room's state once the client is back (the connection dropped); `reconnected`
+            /// once it is connected again.
+            case rejoin(reconnected: Bool)
+            /// The room's next version seen, by a patch, snapshot or ack (the server lost track).
+            case nextVersion
+        }
+        let action: SentAction
+        var evidence: Evidence
+    }
 
     init(client: TetherClient, context: ScreenContext, inspector: Bool = false) {
         self.client = client
@@ -59,12 +79,14 @@ final class Shell {
             connection = state
             if case .resynced(let name) = state { showTransient("\(name) resynced from a snapshot") }
             if state.isConnected, !wasConnected, noticeIsAboutTheConnection { clearNotice() }
+            followConnection(state)
             updateStatus()
         }.store(in: context.bag)
         let bar = status
         client.lastActionLatency.bind { bar.latency = $0 }.store(in: context.bag)
         room.observeChanges { [weak self, unowned room] _ in
             bar.version = room.version
+            self?.roomChanged()
             self?.updateStatus()
         }.store(in: context.bag)
         room.lastError.observe { [weak self] error in
@@ -75,8 +97,9 @@ final class Shell {
             updateStatus()
         }.store(in: context.bag)
         context.hints.bind { [weak self] _ in self?.updateHints() }.store(in: context.bag)
-        context.onActionResult = { [weak self] action, error in self?.actionFinished(action, error) }
-        context.onInputProblem = { [weak self] problem in self?.showNotice("✗ " + problem) }
+        context.onActionResult = { [weak self] action, result in self?.actionFinished(action, result) }
+        context.onLateAnswer = { [weak self] action, answer in self?.lateAnswer(action, answer) }
+        context.onProblem = { [weak self] problem in self?.showNotice("✗ " + problem) }
     }
 
     /// Routes keys, focus and handler errors of `application` through the screen, the hints and
@@ -88,6 +111,7 @@ final class Shell {
         application.onFocusChange = { [weak self] focused in
             // In a text field q is typed, so only Ctrl-C quits there.
             self?.hintBar.pinned = focused?.capturesText == true ? ["Ctrl-C quit"] : ["q quit"]
+            self?.screen.focusDidChange(to: focused)
         }
         if let first = screen.initialFocus { application.focus(first) }
     }
@@ -126,8 +150,8 @@ final class Shell {
                 status.message = .info("waiting for the room's state")
             }
         case .reconnecting(let attempt, let reason):
-            status.connection = .custom("reconnecting \(attempt)", .magenta)
-            status.message = .error("retrying · " + Self.shorten(reason, url: client.options.url))
+            status.connection = .custom("reconnecting (attempt \(attempt))", .magenta)
+            status.message = .error(Self.shorten(reason, url: client.options.url))
         case .closed(let reason):
             status.connection = .disconnected
             status.message = .error(reason)
@@ -159,28 +183,98 @@ final class Shell {
 
     // MARK: Notices
 
-    private func actionFinished(_ action: String, _ error: (any Error)?) {
-        guard let error else {
-            clearNotice()
+    private func actionFinished(_ action: SentAction, _ result: Result<Int, any Error>) {
+        let error: any Error
+        switch result {
+        case .success(let version):
+            if unsettled?.evidence == .nextVersion {
+                settle(epoch: context.room.epoch, version: version)
+            } else if !noticeWaits {
+                clearNotice()  // a "?" stays: this success says nothing about that action
+            }
             return
+        case .failure(let failure):
+            error = failure
         }
         switch error {
         case TetherClientError.notConnected:
-            showNotice("✗ \(action) was not sent: not connected to the server; press again once live", aboutTheConnection: true)
+            showNotice("✗ \(action.name) was not sent: not connected to the server; press again once live", aboutTheConnection: true)
         case TetherClientError.closed:
             break  // the screen is closing
         case let error as TetherClientError where error.applied == .unknown:
-            showNotice("? \(action): \(Output.describe(error)); it may or may not have been applied")
+            let evidence: Unsettled.Evidence
+            switch error {
+            case .timedOut where connection.isConnected: evidence = .lateAnswer
+            case .timedOut, .disconnected: evidence = .rejoin(reconnected: false)
+            default: evidence = .nextVersion
+            }
+            unsettled = Unsettled(action: action, evidence: evidence)
+            showNotice("? \(action.name): \(Output.describe(error)); it may or may not have been applied", expires: false)
         default:
-            showNotice("✗ \(action): \(Output.describe(error))")
+            showNotice("✗ \(action.name): \(Output.describe(error))")
         }
     }
 
-    private func showNotice(_ text: String, aboutTheConnection: Bool = false) {
+    /// The answer to an action that had timed out.
+    private func lateAnswer(_ action: SentAction, _ answer: Result<Int, TetherClientError>) {
+        guard let unsettled, unsettled.action.serial == action.serial else { return }
+        switch answer {
+        case .success(let version):
+            self.unsettled = nil
+            showNotice("✓ \(action.name) was applied after all (v\(version))", style: Self.settledStyle)
+        case .failure(let error) where error.applied == .unknown:
+            self.unsettled?.evidence = .nextVersion
+            showNotice("? \(action.name): \(Output.describe(error)); it may or may not have been applied", expires: false)
+        case .failure(let error):
+            self.unsettled = nil
+            showNotice("✗ \(action.name): \(Output.describe(error))")
+        }
+    }
+
+    /// A dropped connection turns a wait for the late answer into a wait for the room's state
+    /// after reconnecting.
+    private func followConnection(_ state: ConnectionState) {
+        guard let evidence = unsettled?.evidence else { return }
+        if !state.isConnected, evidence == .lateAnswer || evidence == .rejoin(reconnected: true) {
+            unsettled?.evidence = .rejoin(reconnected: false)
+        } else if state.isConnected, evidence == .rejoin(reconnected: false) {
+            unsettled?.evidence = .rejoin(reconnected: true)
+        }
+    }
+
+    private func roomChanged() {
+        guard let evidence = unsettled?.evidence, evidence == .nextVersion || evidence == .rejoin(reconnected: true) else { return }
+        settle(epoch: context.room.epoch, version: context.room.version)
+    }
+
+    /// Says what the room's point `epoch`/`version`, reached after the unsettled action's fate
+    /// was sealed, tells about it: nothing changed since it was sent, so it was not applied; or
+    /// the room changed, by it or by others, and the screen shows the result.
+    private func settle(epoch: String?, version: Int?) {
+        guard let action = unsettled?.action else { return }
+        unsettled = nil
+        let name = action.name
+        if let version, epoch != nil, epoch == action.epoch, version == action.version {
+            showNotice("✗ \(name) was not applied: the room is still at v\(version); press again if you meant it")
+        } else if let version, let sent = action.version, epoch == action.epoch {
+            showNotice("? \(name): still unknown whether it was applied; the room changed since (v\(sent) → v\(version)), as shown")
+        } else {
+            showNotice("? \(name): still unknown whether it was applied; the room is shown as it is now")
+        }
+    }
+
+    static let problemStyle = Style(fg: .red, bold: true)
+    static let settledStyle = Style(fg: .green, bold: true)
+
+    /// Shows `text` on the notice line; it clears after `noticeDuration` unless `expires` is false.
+    private func showNotice(_ text: String, style: Style = Shell.problemStyle, aboutTheConnection: Bool = false, expires: Bool = true) {
         notice.text = text
+        notice.style = style
         notice.isHidden = false
         noticeIsAboutTheConnection = aboutTheConnection
+        noticeWaits = !expires
         noticeGeneration += 1
+        guard expires else { return }
         let generation = noticeGeneration
         let duration = noticeDuration
         Task { @MainActor [weak self] in
@@ -195,6 +289,7 @@ final class Shell {
         notice.text = ""
         notice.isHidden = true
         noticeIsAboutTheConnection = false
+        noticeWaits = false
     }
 
     // MARK: Hints

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import TetherClient
+import TetherJSON
 import TetherProtocol
 import TetherTUI
 
@@ -17,7 +18,8 @@ struct Tether: AsyncParsableCommand {
         usage: """
             tether [--url <url>] [--name <name>] [--headless] <room>
             tether inspect [--url <url>] <room>
-            tether watch [--url <url>] [--state] [--count <n> | --once] [--since <epoch>:<version>] <room> ...
+            tether watch [--url <url>] [--state] [--count <n> | --once]
+                         [--since <epoch>:<version>] <room> ...
             tether send [--url <url>] <room> <action> [<json-args>]
             tether kinds [--url <url>] [--json]
             tether describe [--url <url>] [--json] <kind>
@@ -29,6 +31,9 @@ struct Tether: AsyncParsableCommand {
             todo, vote. Any other room (bench, or a kind of your own) opens the live inspector, which also \
             sends actions; `tether inspect ROOM` opens it for any room. A room name is KIND or \
             KIND:INSTANCE, e.g. todo:team-a.
+
+            The connection options (--url, --name, --token, --timeout, ...: `tether open --help` \
+            lists them) go before or after the subcommand: `tether --name kim inspect counter`.
 
             Environment: TETHER_URL (the server, instead of --url) and TETHER_TOKEN (the access \
             token, instead of --token or --token-file); a flag beats its variable.
@@ -42,6 +47,26 @@ struct Tether: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self, Rooms.self],
         defaultSubcommand: Open.self)
+
+    static func main() async {
+        await main(withSubcommandFirst(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// `tether --name kim inspect counter` read as `tether inspect --name kim counter`:
+    /// ArgumentParser takes a subcommand's options only after its name. After leading options,
+    /// the first subcommand name that parses when moved to the front goes there. Otherwise the
+    /// arguments stay as they are if they parse so (`--name send counter` names you "send"),
+    /// else the first subcommand name moves anyway, so its own error (`--timeout 0`) is reported.
+    static func withSubcommandFirst(_ arguments: [String]) -> [String] {
+        guard arguments.first?.hasPrefix("-") == true else { return arguments }
+        let names = Set(configuration.subcommands.map { $0._commandName })
+        let candidates = arguments.indices.dropFirst().filter { names.contains(arguments[$0]) }.map { index in
+            [arguments[index]] + arguments[..<index] + arguments[(index + 1)...]
+        }
+        if let moved = candidates.first(where: { (try? parseAsRoot($0)) != nil }) { return moved }
+        if (try? parseAsRoot(arguments)) != nil { return arguments }
+        return candidates.first ?? arguments
+    }
 }
 
 /// `tether [--url URL] [--headless] ROOM`
@@ -49,6 +74,7 @@ struct Open: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "open",
         abstract: "Open a room's screen (the default command).",
+        usage: "tether [open] [<options>] [--headless [--reconnect]] <room>",
         discussion: """
             Keys: Tab / Shift-Tab move the focus, Enter activates, q quits (outside text fields), \
             Ctrl-C quits anywhere; each screen shows its own keys. The screen keeps reconnecting \
@@ -85,6 +111,7 @@ struct Open: AsyncParsableCommand {
 struct Inspect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Open the live inspector for any room, demo rooms included: its state as a JSON tree, its actions, and a line to send one.",
+        usage: "tether inspect [<options>] <room>",
         discussion: """
             The state is shown as an indented JSON tree; rows the last patch touched are marked ». \
             The Actions box lists the room's actions with their argument types, as the server \
@@ -110,6 +137,10 @@ struct Inspect: AsyncParsableCommand {
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the messages (or, with --state, the state) of one or more rooms, one JSON line each.",
+        usage: """
+            tether watch [<options>] [--reconnect] [--state] [--count <n> | --once]
+                         [--since <epoch>:<version>] <room> ...
+            """,
         discussion: """
             Without --state each line is the server's frame as received: the hello, then each \
             room's snapshot and patches (each frame names its room). With --state each line is \
@@ -118,9 +149,9 @@ struct Watch: AsyncParsableCommand {
 
             --count N exits 0 after N snapshots and patches (hellos are printed, not counted); \
             --once exits 0 once every room has printed one (with --state: each room's current \
-            state). --since EPOCH:VERSION resumes a single room after that version (as printed by \
-            --state), so only later patches are printed; the server sends a snapshot instead when \
-            it no longer has them.
+            state). --since EPOCH:VERSION resumes a single room after that version, so only later \
+            patches are printed; the server sends a snapshot instead when it no longer has them. \
+            It also takes a line of --state as printed: its epoch and version.
 
             Exits with status 1 and a one-line error on stderr when the server cannot be reached, \
             refuses the WebSocket handshake, the URL is invalid, or no hello arrives within \
@@ -146,7 +177,7 @@ struct Watch: AsyncParsableCommand {
     @Flag(help: "Exit once every room has printed one snapshot or patch.")
     var once = false
 
-    @Option(help: ArgumentHelp("Resume after this point of the room's history (one room only).", valueName: "epoch:version"))
+    @Option(help: ArgumentHelp("Resume after this point of the room's history (one room only): EPOCH:VERSION, or a line of --state.", valueName: "epoch:version"))
     var since: String?
 
     @Argument(help: "The rooms: KIND or KIND:INSTANCE, one or more.")
@@ -163,9 +194,20 @@ struct Watch: AsyncParsableCommand {
         }
     }
 
-    /// --since as a resume point.
+    /// --since as a resume point: EPOCH:VERSION, or a line of `--state` (a JSON object whose
+    /// epoch and version are taken; its room, when it names one, must be the room watched).
     func resumePoint() throws -> ResumePoint? {
         guard let since else { return nil }
+        if since.hasPrefix("{") {
+            guard let line = try? JSONParser().parse(since), let epoch = line["epoch"]?.stringValue,
+                  let version = line["version"]?.intValue, version >= 0 else {
+                throw ValidationError("--since: this is not a line of `tether watch --state` (it needs \"epoch\" and \"version\")")
+            }
+            if let room = line["room"]?.stringValue, room != rooms.first {
+                throw ValidationError("--since: that line is about \(room), not \(rooms.first ?? "the room watched")")
+            }
+            return ResumePoint(epoch: epoch, version: version)
+        }
         guard let colon = since.lastIndex(of: ":"), let version = Int(since[since.index(after: colon)...]), version >= 0,
               colon != since.startIndex else {
             throw ValidationError("--since must be EPOCH:VERSION, e.g. k3j9x2pq:17 (as `tether watch --state` prints them)")
@@ -184,6 +226,7 @@ struct Watch: AsyncParsableCommand {
 struct Send: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Perform one action and print the server's answer (ack or error) as one JSON line.",
+        usage: "tether send [<options>] <room> <action> [<json-args>]",
         discussion: """
             Examples:
             tether send counter increment '{"by":2}'
@@ -232,6 +275,7 @@ struct Send: AsyncParsableCommand {
 struct Kinds: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the server's room kinds: name, scope and actions.",
+        usage: "tether kinds [<options>] [--json]",
         discussion: "Asks the server with the protocol's `describe` request. Exits 2 when the server answers with an error (a server too old to know `describe`), 1 when it cannot be reached.")
 
     @OptionGroup var connection: ConnectionOptions
@@ -249,6 +293,7 @@ struct Kinds: AsyncParsableCommand {
 struct Describe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show one room kind: its scope, and each action with its argument fields and their types.",
+        usage: "tether describe [<options>] [--json] <kind>",
         discussion: """
             A field marked "optional" may be left out. Example:
             tether describe todo

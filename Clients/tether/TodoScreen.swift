@@ -5,7 +5,8 @@ import TetherTUI
 
 /// `todo` (shared): the list with toggles; an input that adds, or renames the item chosen with
 /// `e`; delete and clear-completed. The selection follows its item (by id) whatever other clients
-/// do to the list.
+/// do to the list. The hints follow the focus, and letters typed outside the input go into it
+/// (a new to-do), so typing never acts on the list unseen.
 @MainActor
 final class TodoScreen: Screen {
     struct Item: Decodable, Equatable {
@@ -20,8 +21,8 @@ final class TodoScreen: Screen {
     let list = ListView([])
     let input = TextField(placeholder: "a new to-do, then Enter")
     private let inputBox: Box
-    /// The id of the item being renamed, while the input renames instead of adding.
-    private(set) var renaming: String?
+    /// The item being renamed, while the input renames instead of adding.
+    private(set) var renaming: Item?
 
     init(_ context: ScreenContext) {
         self.context = context
@@ -41,6 +42,7 @@ final class TodoScreen: Screen {
         }.store(in: context.bag)
 
         let listBox = Box(title: "To-dos", list)
+        listBox.footer = { [unowned list] in list.positionText }  // where the view is in a long list
         var rows: [Widget] = [inputBox, listBox, Stack.row([toggle, rename, delete, clear], spacing: 1), summary]
         let here = context.presenceLabel()
         if let here {
@@ -50,13 +52,28 @@ final class TodoScreen: Screen {
         let stack = Stack(.vertical, rows)
         stack.setSize(.fill(), of: listBox)
         body = stack
+        items.bind { [unowned self] items in
+            if let item = renaming, !items.contains(where: { $0.id == item.id }) { renamedItemWasDeleted(item) }
+        }.store(in: context.bag)
         input.onSubmit { [unowned self] text in await self.submit(text) }
         list.onSelect { [unowned self] _ in await self.act(on: "toggle") }
         toggle.onPress { [unowned self] in await self.act(on: "toggle") }
         delete.onPress { [unowned self] in await self.act(on: "remove") }
         rename.onPress { [unowned self] in self.startRenaming() }
-        context.hints.value = ["type + Enter adds", "Space toggles", "e renames", "Delete removes"]
+        focusDidChange(to: input)
         if here != nil { markOthersEditing() }
+    }
+
+    var initialFocus: Widget? { input }
+
+    func focusDidChange(to widget: Widget?) {
+        context.hints.value = if widget === input {
+            renaming == nil ? ["type + Enter adds"] : ["Enter renames", "Esc cancels"]
+        } else if widget === list {
+            ["Space toggles", "e renames", "Delete removes", "other letters start a new to-do"]
+        } else {
+            ["Enter presses the button", "e renames", "Delete removes"]
+        }
     }
 
     /// Another member's `editing` marks its item; the list redraws when that changes.
@@ -100,32 +117,45 @@ final class TodoScreen: Screen {
     /// Puts the selected item's title in the input, which renames it on Enter (Esc cancels).
     func startRenaming() {
         guard let item = selected else { return }
-        renaming = item.id
+        renaming = item
         context.announce(["editing": .string(item.id)])
         inputBox.title = "Rename \"\(item.title)\" (Esc cancels)"
         input.text = item.title
         context.application?.focus(input)
+        focusDidChange(to: input)
     }
 
-    private func stopRenaming() {
+    /// Back to adding; the input keeps `text`.
+    private func stopRenaming(keeping text: String = "") {
         if renaming != nil { context.announce() }
         renaming = nil
         inputBox.title = "Add"
-        input.text = ""
+        input.text = text
+        focusDidChange(to: context.application?.focused)
+    }
+
+    /// Another member deleted the item being renamed: what was typed stays, to add as a new one.
+    /// (Who deleted it is not known: the protocol does not say who made a change.)
+    private func renamedItemWasDeleted(_ item: Item) {
+        stopRenaming(keeping: input.text)
+        context.onProblem("\(item.title) was deleted while you were renaming it; Enter adds your text as a new to-do")
     }
 
     private func submit(_ text: String) async {
         let title = text.trimmingCharacters(in: .whitespaces)
         guard !title.isEmpty else { return }
-        if let id = renaming {
+        if let item = renaming {
             stopRenaming()
             context.application?.focus(list)  // back where the rename started
-            await context.send("rename", ["id": .string(id), "title": .string(title)])
+            // Deleted by someone else after Enter, before the rename arrived: say so in words.
+            await context.send("rename", ["id": .string(item.id), "title": .string(title)]) { [unowned self] _ in
+                items.contains { $0.id == item.id } ? nil : "\(item.title) was deleted while you were renaming it"
+            }
             return
         }
         // Cleared at once, so typing the next one can start before the ack; given back on failure.
         input.text = ""
-        if await !context.send("add", ["title": .string(title)]), input.text.isEmpty { input.text = text }
+        if await context.send("add", ["title": .string(title)]) == nil, input.text.isEmpty { input.text = text }
     }
 
     func handleKey(_ key: Key) -> Bool {
@@ -134,6 +164,10 @@ final class TodoScreen: Screen {
         case .delete: context.run { [unowned self] in await self.act(on: "remove") }
         case .char("e"): startRenaming()
         case .escape where renaming != nil: stopRenaming()
+        case .char(let c) where c != "q" && !c.isWhitespace:
+            // Typing outside the input starts a new to-do (q still quits, as the hints say).
+            context.application?.focus(input)
+            _ = input.handle(key)
         default: return false
         }
         return true

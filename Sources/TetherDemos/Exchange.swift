@@ -40,7 +40,11 @@ public final class Exchange: ViewModel {
         if text.contains(",") {
             return .failure(Unreadable(message: "\"\(text)\" has a comma: write \(text.replacingOccurrences(of: ",", with: "")) without separators"))
         }
-        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }), let value = Double(text) else {
+        // The rule is the message's: digits and at most one decimal point, so no sign either.
+        if text.hasPrefix("-"), Double(text.dropFirst()) != nil {
+            return .failure(Unreadable(message: "\"\(text)\" is negative: type an amount without a sign"))
+        }
+        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let value = Double(text) else {
             return .failure(Unreadable(message: "\"\(text)\" is not a number: use digits and at most one decimal point"))
         }
         let result = value * rate

@@ -144,8 +144,9 @@ final class _JSONValueDecoder: Decoder {
             if let exact = T(exactly: d) { return exact }
             let path = path()
             if d.isFinite && d == d.rounded(.towardZero) {
-                throw DecodingError.dataCorrupted(
-                    .init(codingPath: path, debugDescription: "number \(d)\(_at(path)) does not fit in \(T.self)"))
+                // Not the digits as sent: a number beyond 64 bits arrives as a double (1e+20).
+                let bound = d > 0 ? "too large for an integer (at most \(T.max))" : "too small for an integer (at least \(T.min))"
+                throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "the number\(_at(path)) is \(bound)"))
             }
             throw DecodingError.typeMismatch(
                 T.self, .init(codingPath: path, debugDescription: "expected integer\(_at(path)), got \(d)"))

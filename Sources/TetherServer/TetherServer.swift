@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -119,10 +120,17 @@ public final class TetherServer: Service, Sendable {
     /// The bound port once started.
     public var port: Int? { boundPort.withLock { $0 } }
 
-    /// The `Service` entry point: starts (unless started already), serves until the group shuts
-    /// down gracefully (or the task is cancelled), then shuts down.
+    /// Prints "PROGRAM listening on ws://HOST:PORT" on stdout, PROGRAM being this process's name
+    /// (tetherd, hello-tether): the one line scripts and tests wait for.
+    public func announceListening(port: Int) {
+        let program = CommandLine.arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "tetherd"
+        FileHandle.standardOutput.write(Data("\(program) listening on \(configuration.scheme)://\(configuration.host):\(port)\n".utf8))
+    }
+
+    /// The `Service` entry point: starts and says so (unless started already), serves until the
+    /// group shuts down gracefully (or the task is cancelled), then shuts down.
     public func run() async throws {
-        if port == nil { try start() }
+        if port == nil { announceListening(port: try start()) }
         try? await gracefulShutdown()
         await shutdown()
     }

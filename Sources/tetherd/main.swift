@@ -14,7 +14,6 @@ import UnixSignals
 @main
 enum Tetherd {
     static let programOptions: [ConfigurationOption] = [
-        .program(ConfigurationLoader.configFileKey, value: "path", "A config file (YAML or JSON) with any of the settings below, keys as the option names without dashes."),
         .program("test-kinds", value: nil, "Also register the `faulty` room used by tests.", hidden: true),
     ]
 
@@ -75,6 +74,7 @@ enum Tetherd {
           0 stopped by SIGTERM/SIGINT; 64 bad option, setting or config file; 69 address or data directory \
         in use; 71 cannot listen; 73 data directory cannot be created; 74 storage I/O error; 78 unusable \
         TLS or secret file (and every problem `tetherd check` finds).
+          backup and restore: \(DatabaseBackup.Failure.exitStatusHelp)
         """
     }
 
@@ -85,7 +85,7 @@ enum Tetherd {
         do {
             loaded = try loader.load(arguments: arguments, environment: environment)
         } catch {
-            fail(error.description, exitCode: 64)
+            fail(error.problems.map(\.description), exitCode: 64)
         }
         let configuration = loaded.configuration
         // The handlers read their level from here, so a reload can change it.
@@ -97,6 +97,7 @@ enum Tetherd {
             }
         }
         let logger = Logger(label: "tetherd")
+        for warning in loaded.warnings { logger.warning("\(warning)") }
         let kinds = Demos.kinds + (loaded.programValues["test-kinds"] == "true" ? Demos.testKinds : [])
         // Trapped before the server starts: a SIGHUP right after the "listening" line reloads,
         // never kills (its default action).
@@ -122,21 +123,20 @@ enum Tetherd {
         }
     }
 
-    /// `tetherd check`: the settings as `serve` would read them, then what only starting shows.
+    /// `tetherd check`: the settings as `serve` would read them, then what only starting shows;
+    /// every problem found, one line each.
     static func check(_ arguments: [String]) {
         let loaded: ConfigurationLoader.Result
         do {
             loaded = try ConfigurationLoader(programOptions: programOptions).load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
-            fail("check: \(error.description)", exitCode: 78)
+            fail(error.problems.map { "check: \($0)" }, exitCode: 78)
         }
         let problems = ConfigurationCheck.problems(loaded.configuration)
-        let source = loaded.configFile ?? "the settings"
-        guard problems.isEmpty else {
-            FileHandle.standardError.write(Data(problems.map { "tetherd: check: \($0)\n" }.joined().utf8))
-            exit(78)
-        }
-        print("tetherd check: \(source) is valid: \(loaded.configuration.summary(port: loaded.configuration.port))")
+        guard problems.isEmpty else { fail(problems.map { "check: \($0)" }, exitCode: 78) }
+        for warning in loaded.warnings { FileHandle.standardError.write(Data("tetherd: check: warning: \(warning)\n".utf8)) }
+        let source = loaded.configFile.map { "\($0) is" } ?? "the settings are"
+        print("tetherd check: \(source) valid: \(loaded.configuration.summary(port: loaded.configuration.port))")
     }
 
     /// `tetherd sample-config [--KEY VALUE ...]`: the commented config file.
@@ -149,7 +149,12 @@ enum Tetherd {
     }
 
     static func fail(_ message: String, exitCode: Int32) -> Never {
-        FileHandle.standardError.write(Data("tetherd: \(message)\n".utf8))
+        fail([message], exitCode: exitCode)
+    }
+
+    /// One line on stderr per problem, then exit.
+    static func fail(_ problems: [String], exitCode: Int32) -> Never {
+        FileHandle.standardError.write(Data(problems.map { "tetherd: \($0)\n" }.joined().utf8))
         exit(exitCode)
     }
 }
@@ -162,7 +167,7 @@ struct Listening: Service {
 
     func run() async throws {
         let port = try server.start()
-        FileHandle.standardOutput.write(Data("tetherd listening on \(server.configuration.scheme)://\(server.configuration.host):\(port)\n".utf8))
+        server.announceListening(port: port)
         notifier.notify("READY=1\nSTATUS=listening on port \(port)")
         try await server.run()
     }
@@ -234,7 +239,8 @@ struct MintToken: ParsableCommand {
     @Option(help: "Comma-separated room patterns: a name, or a prefix ending in * (todo:*, *).")
     var rooms: String
 
-    @Option(help: "Seconds until the token expires.")
+    // Unconditional: "--ttl -5" is a (refused) number, not a missing value followed by an option.
+    @Option(parsing: .unconditional, help: "Seconds until the token expires (at least 1).")
     var ttl = 3600
 
     @Flag(help: "Also open the server's overview room tether.server (the dashboard's figures and room list).")
@@ -245,6 +251,7 @@ struct MintToken: ParsableCommand {
             throw ValidationError("give one of --secret, --secret-file, --secrets-file")
         }
         if secretsFile != nil, kid == nil { throw ValidationError("--secrets-file needs --kid to pick the secret") }
+        guard ttl > 0 else { throw ValidationError("--ttl must be a positive number of seconds, not \(ttl): that token would be expired when printed") }
     }
 
     func run() throws {
@@ -300,8 +307,11 @@ struct BackupCommand: ParsableCommand {
         abstract: "Copy the data directory's database to a file, consistently, while the daemon runs and writes.",
         discussion: """
             Uses SQLite's online backup API from a read-only connection; it does not need the daemon's lock. \
-            Every change acknowledged before the copy began is in it. Run it as the daemon's user \
+            Every change acknowledged before the copy began is in it. The file is readable by its owner only \
+            (mode 0600): it holds every room's state. Run it as the daemon's user \
             (sudo -u tether tetherd backup --config /etc/tether/tetherd.yaml /var/backups/tether.sqlite).
+
+            Exit status: \(DatabaseBackup.Failure.exitStatusHelp)
             """)
 
     @OptionGroup var location: DataDirectoryOptions
@@ -329,6 +339,8 @@ struct RestoreCommand: ParsableCommand {
             The daemon must be stopped (the data directory's lock is taken). Rooms come back with their epoch \
             and version, so clients resuming from the backup's versions get patches. With --replace an \
             existing database is moved aside as tether.sqlite.replaced-TIME, never deleted.
+
+            Exit status: \(DatabaseBackup.Failure.exitStatusHelp)
             """)
 
     @OptionGroup var location: DataDirectoryOptions

@@ -125,4 +125,27 @@ struct BackupRestoreTests {
         #expect(restore.stderr.split(separator: "\n").count == 1)
         #expect(!FileManager.default.fileExists(atPath: empty + "/data/tether.sqlite"))
     }
+
+    /// A backup holds every room's state: only its owner may read it. Restoring over a database
+    /// without --replace exits with the status the help gives for it.
+    @Test func backupsAreTheOwnersAloneAndRestoreSaysWhatItsStatusMeans() throws {
+        let daemon = try Daemon()
+        let socket = try RawWebSocket(port: daemon.port)
+        _ = try socket.receiveJSON()
+        try socket.sendText(#"{"type":"action","room":"counter","name":"increment","id":1}"#)
+        _ = try socket.receiveJSON(until: { $0["type"] == "ack" })
+        daemon.stop()
+        let file = daemon.dataDirectory + "-backup.sqlite"
+        defer { unlink(file) }
+        #expect(try Self.tetherd(["backup", "--data", daemon.dataDirectory, file]).status == 0)
+        let mode = try #require(FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
+        #expect(mode == 0o600, "mode \(String(mode, radix: 8))")
+
+        let refused = try Self.tetherd(["restore", "--data", daemon.dataDirectory, file])
+        #expect(refused.status == 73 && refused.stderr.contains("--replace"), "\(refused.stderr)")
+        for help in [try Self.tetherd(["restore", "--help"]).stdout, try Self.tetherd(["--help"]).stdout] {
+            let text = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(text.contains("73 the data directory cannot be created, or it already has a database and --replace was not given"), "\(help)")
+        }
+    }
 }

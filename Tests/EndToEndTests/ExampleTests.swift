@@ -21,7 +21,8 @@ struct ExampleTests {
         let process = Process()
         process.executableURL = Daemon.executable("hello-tether")
         process.arguments = ["--port", "\(port)", "--memory-only", "--log-level", "warning"]
-        process.standardOutput = FileHandle.nullDevice
+        let stdout = Pipe()
+        process.standardOutput = stdout
         let stderr = Pipe()
         process.standardError = stderr
         try process.run()
@@ -48,6 +49,13 @@ struct ExampleTests {
         #expect(refused.status == 2)
         #expect(refused.stdout.contains("invalid_args") && refused.stdout.contains("args.bogus"))
         #expect(try send("counter", "increment", "{}").status == 0, "the demos are served too")
+        // The line tetherd prints once it listens, from the same code.
+        let fd = stdout.fileHandleForReading.fileDescriptor
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)  // printed by now, or never
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(fd, &buffer, buffer.count)
+        let listening = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
+        #expect(listening == "hello-tether listening on ws://127.0.0.1:\(port)\n", "\(listening)")
 
         kill(process.processIdentifier, SIGTERM)
         let stopDeadline = ContinuousClock.now + .seconds(10)

@@ -129,6 +129,16 @@ struct LoadToolTests {
         #expect(plain.stdout.isEmpty && plain.errorLines.count == 1, "\(plain.stdout)\(plain.stderr)")
     }
 
+    /// Like `tether`, tether-load takes the server from $TETHER_URL when --url is not given.
+    @Test func theURLComesFromTheEnvironment() throws {
+        let url = "ws://127.0.0.1:\(try freePort())"  // nothing listens there
+        let run = try runProgram(Daemon.executable("tether-load"), ["--clients", "1", "--duration", "1", "--quiet"],
+                                 environment: ProcessInfo.processInfo.environment.merging(["TETHER_URL": url]) { _, new in new })
+        #expect(run.status == 2 && run.stderr.contains(url), "\(run.stderr)")
+        let help = try runProgram(Daemon.executable("tether-load"), ["--help"]).stdout
+        #expect(help.contains("TETHER_URL"), "\(help)")
+    }
+
     @Test func usageErrorsExit64WithOneLine() throws {
         let cases: [[String]] = [
             ["--clients", "0"], ["--clients", "-3"], ["--clients", "many"], ["--rooms", "0"], ["--clients", "2", "--rooms", "3"],

@@ -19,7 +19,7 @@ struct SettingsTests {
         let cases: [(arguments: [String], environment: [String: String], says: String)] = [
             (["--port", "0", "--nope"], [:], "unknown option --nope"),
             (["--port", "x"], [:], "port: \"x\" is not an integer"),
-            (["--port", "0"], ["TETHERD_PROT": "1"], "unknown environment variable TETHERD_PROT"),
+            (["--port", "0", "--strict-env"], ["TETHERD_PROT": "1"], "unknown environment variable TETHERD_PROT"),
             (["--port", "0"], ["TETHERD_MAX_ROOMS": "many"], "max-rooms: \"many\" is not an integer"),
             (["--config", file], [:], "\(file): unknown setting \"max-room\""),
         ]
@@ -53,5 +53,36 @@ struct SettingsTests {
         let third = try RawWebSocket(port: daemon.port)
         let serverWide = try join(third, "gallery", id: 4)
         #expect(serverWide["code"] == "rate_limited" && serverWide["message"]?.stringValue?.contains("maximum of 2 rooms") == true, "\(serverWide)")
+    }
+
+    /// A variable that only looks like a setting (a wrapper's TETHERD_BIN) is one warning naming
+    /// the closest setting, not a refusal to start; --strict-env refuses it.
+    @Test func aStrayEnvironmentVariableIsAWarning() throws {
+        let daemon = try Daemon(arguments: ["--memory-only"], logLevel: "info", environment: ["TETHERD_BIN": "/usr/bin/tetherd", "TETHERD_PROT": "1"])
+        defer { daemon.stop() }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while daemon.stderr.components(separatedBy: "TETHERD_PROT").count < 2, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        let warnings = daemon.stderr.split(separator: "\n").filter { $0.contains("TETHERD_") }
+        #expect(warnings.count == 2, "\(daemon.stderr)")
+        #expect(warnings.contains { $0.contains("TETHERD_PROT") && $0.contains("TETHERD_PORT") }, "\(daemon.stderr)")
+        #expect(warnings.contains { $0.contains("TETHERD_BIN") && $0.contains("ignored") }, "\(daemon.stderr)")
+
+        let check = try runProgram(Self.tetherd, ["check", "--memory-only"],
+                                   environment: ProcessInfo.processInfo.environment.merging(["TETHERD_BIN": "x"]) { _, new in new })
+        #expect(check.status == 0 && check.stderr.contains("TETHERD_BIN"), "\(check.stderr)")
+        let strict = try runProgram(Self.tetherd, ["check", "--memory-only", "--strict-env"],
+                                    environment: ProcessInfo.processInfo.environment.merging(["TETHERD_BIN": "x"]) { _, new in new })
+        #expect(strict.status == 78 && strict.stderr.contains("unknown environment variable TETHERD_BIN"), "\(strict.stderr)")
+        #expect(try Daemon.runToExit(["--help"]).stdout.contains("--strict-env"))
+    }
+
+    /// A token that would be expired when printed is refused, and a negative --ttl is read as
+    /// the number it is.
+    @Test func tokenRefusesATTLThatIsNotPositive() throws {
+        for ttl in ["0", "-5"] {
+            let run = try Daemon.runToExit(["token", "--secret", "s3cret", "--rooms", "*", "--ttl", ttl])
+            #expect(run.status == 64 && run.stdout.isEmpty, "--ttl \(ttl): \(run.stdout)")
+            #expect(run.stderr.contains("--ttl must be a positive number of seconds"), "--ttl \(ttl): \(run.stderr)")
+        }
     }
 }

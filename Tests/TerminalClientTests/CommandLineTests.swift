@@ -164,6 +164,72 @@ struct CommandLineTests {
         #expect(host.stderr.rows.filter { !$0.isEmpty }.count == 1)
     }
 
+    /// Connection options work before the subcommand as well as after it; a value that happens to
+    /// be a subcommand's name stays a value.
+    @Test func globalOptionsGoBeforeOrAfterTheSubcommand() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let before = try await runTether(["--url", daemon.url, "--timeout", "5", "send", "counter", "increment"])
+        #expect(before.status == 0, "\(before.stderr)")
+        let mixed = try await runTether(["--name", "kim", "watch", "--url", daemon.url, "--state", "--once", "counter"])
+        #expect(mixed.status == 0, "\(mixed.stderr)")
+        #expect(try jsonLines(mixed.stdout).first?["state"] == ["count": 1])
+        let kinds = try await runTether(["--url", daemon.url, "kinds"])
+        #expect(kinds.status == 0 && kinds.stdout.contains("counter"), "\(kinds.stderr)")
+        // `--name send`: a name, then the default subcommand's room.
+        let named = try ChildProcess(tetherExecutable, ["--name", "send", "--url", daemon.url, "--headless", "counter"])
+        try await named.waitForOutput("the counter's snapshot") { $0.stdout.contains(#""type":"snapshot""#) }
+        named.signal(SIGTERM)
+        // A mistake in a leading option is reported as such.
+        let bad = try await runTether(["--timeout", "0", "kinds"])
+        #expect(bad.status == 64 && bad.stderr.contains("--timeout must be a positive number"), "\(bad.stderr)")
+    }
+
+    /// Every help text fits 80 columns, so no terminal breaks a flag in two.
+    @Test func helpTextsFitEightyColumns() async throws {
+        for command in [[], ["open"], ["inspect"], ["watch"], ["send"], ["kinds"], ["describe"]] {
+            let help = try await runTether(command + ["--help"], environment: ["COLUMNS": "80"])
+            #expect(help.status == 0)
+            for line in help.stdout.rows {
+                #expect(line.count <= 80, "tether \(command.joined()) --help: \(line.count) columns: \(line)")
+            }
+        }
+    }
+
+    /// The manual page is the help as the program wraps it for man's width: no sentence is
+    /// broken a second time ("…a tetherd room, / and / commands for scripts.").
+    @Test func theManPageBreaksNoSentenceTwice() throws {
+        let page = try runProgram(URL(fileURLWithPath: "/bin/bash"), [
+            Repository.root.appendingPathComponent("Scripts/manpage.sh").path, tetherExecutable.path, "1", "Tether terminal client", "0.1.0",
+        ])
+        #expect(page.status == 0, "\(page.stderr)")
+        let text = page.stdout.rows
+        let start = try #require(text.firstIndex(of: ".nf")) + 1
+        let end = try #require(text.firstIndex { $0.hasPrefix("USAGE:") })
+        let prose = Array(text[start..<end])
+        #expect(prose.count > 5)
+        for (line, next) in zip(prose, prose.dropFirst()) where !line.isEmpty && !next.isEmpty {
+            let word = next.prefix { $0 != " " }
+            // ArgumentParser keeps lines under COLUMNS (76): a break is early when the next word fit.
+            #expect(line.trimmingCharacters(in: .whitespaces).count + 1 + word.count >= 76, "broken too early: \(line) / \(next)")
+        }
+    }
+
+    /// `--since` takes a line of `watch --state` as printed, not only EPOCH:VERSION.
+    @Test func watchSinceTakesAStateLineAsPrinted() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let line = try await runTether(["watch", "--url", daemon.url, "--state", "--once", "counter"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await runTether(["send", "--url", daemon.url, "counter", "increment"]).status == 0)
+        let resumed = try await runTether(["watch", "--url", daemon.url, "--since", line, "--count", "1", "counter"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let frames = try jsonLines(resumed.stdout)
+        #expect(frames.last?["type"] == "patch" && frames.last?["from"] == 0 && frames.last?["version"] == 1, "\(resumed.stdout)")
+        // Another room's line is refused rather than resumed from.
+        let other = try await runTether(["watch", "--url", daemon.url, "--since", line, "--count", "1", "todo"])
+        #expect(other.status == 64 && other.stderr.contains("counter"), "\(other.stderr)")
+    }
+
     // MARK: Helpers
 
     let hello = #"{"type":"hello","protocol":1,"server":"scripted","session":"s1"}"#

@@ -39,8 +39,11 @@ struct ScreenBehaviourTests {
     }
 
     func open(_ room: String, url: String, width: Int = 70, height: Int = 20, synced: Bool = true,
-              configure: (Shell) -> Void = { _ in }) async throws -> (TetherClient, Shell, Application, TestBackend) {
-        let client = TetherClient(options: ClientOptions(url: url))
+              configure: (Shell) -> Void = { _ in },
+              options: (inout ClientOptions) -> Void = { _ in }) async throws -> (TetherClient, Shell, Application, TestBackend) {
+        var clientOptions = ClientOptions(url: url)
+        options(&clientOptions)
+        let client = TetherClient(options: clientOptions)
         try client.connect()
         let context = ScreenContext(client: client, room: client.room(room))
         let shell = Shell(client: client, context: context)
@@ -108,6 +111,78 @@ struct ScreenBehaviourTests {
         #expect(shell.context.room.state["items"]?[0]?["title"] == "milk")
         app.redraw()
         #expect(screen.lines.contains { $0.contains("┌─ Add ") }, "back to adding")
+        await client.close()
+    }
+
+    /// Another member deletes the item being renamed: the screen says so in words (no ids), and
+    /// the typed title is kept as a new to-do to add.
+    @Test func todoSaysInWordsWhenTheItemBeingRenamedIsDeleted() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let (client, shell, app, screen) = try await open("todo:gone", url: daemon.url)
+        for title in ["milk", "eggs"] { await shell.context.send("add", ["title": .string(title)]) }
+        app.handle(.tab)
+        app.handle(.down)  // eggs
+        app.handle(.char("e"))
+        app.handle(.ctrl("u"))
+        for c in "bread" { app.handle(.char(c)) }
+        #expect(try await runTether(["send", "--url", daemon.url, "todo:gone", "remove", #"{"id":"t2"}"#]).status == 0)
+        try await eventually("the deletion") { shell.context.room.state["items"]?.arrayValue?.count == 1 }
+        app.redraw()
+        let text = screen.lines.joined(separator: "\n")
+        #expect(text.contains("eggs was deleted while you were renaming it"), "\(text)")
+        #expect(!text.contains("t2"), "no internal ids: \(text)")
+        #expect(text.contains("┌─ Add "), "back to adding: \(text)")
+        app.handle(.enter)  // what was typed is not lost: it becomes a new to-do
+        await app.settle()
+        try await eventually("bread added") { shell.context.room.state["items"]?[1]?["title"] == "bread" }
+        await client.close()
+    }
+
+    /// The rename arrives after the deletion (a race): the server's error is put in words, the
+    /// hints follow the focus (the list), and letters typed there start a new to-do instead of
+    /// toggling items unseen.
+    @Test func todoExplainsALateRenameAndLettersOnTheListNeverToggle() async throws {
+        let eggs = #"{"id":"b","title":"eggs","done":false}"#
+        let server = try ScriptedServer(greeting: [Self.hello]) { text in
+            guard let message = try? JSONParser().parse(text) else { return [] }
+            let id = message["id"]?.intValue ?? 0
+            switch (message["type"]?.stringValue, message["name"]?.stringValue) {
+            case ("join", _): return [#"{"type":"snapshot","room":"todo:x","epoch":"E","version":0,"state":{"items":[{"id":"a","title":"milk","done":false},\#(eggs)]}}"#]
+            case ("action", "rename"?):
+                return [#"{"type":"patch","room":"todo:x","epoch":"E","from":0,"version":1,"ops":[{"op":"remove","path":"/items/1"}]}"#,
+                        #"{"type":"error","code":"invalid_args","message":"no item with id \"b\"","id":\#(id),"room":"todo:x","applied":false}"#]
+            case ("action", _): return [#"{"type":"ack","id":\#(id),"room":"todo:x","version":1}"#]
+            default: return []
+            }
+        }
+        defer { server.stop() }
+        let (client, shell, app, screen) = try await open("todo:x", url: server.url, width: 80)
+        let todo = try #require(shell.screen as? TodoScreen)
+        app.handle(.tab)
+        app.handle(.down)  // eggs
+        app.handle(.char("e"))
+        app.handle(.ctrl("u"))
+        for c in "bread" { app.handle(.char(c)) }
+        app.handle(.enter)
+        await app.settle()
+        try await eventually("the deletion") { shell.context.room.version == 1 }
+        app.redraw()
+        var text = screen.lines.joined(separator: "\n")
+        #expect(text.contains("✗ eggs was deleted while you were renaming it"), "\(text)")
+        #expect(!text.contains("\"b\""), "no internal ids: \(text)")
+        #expect(app.focused === todo.list)
+        let hints = screen.lines[screen.lines.count - 2]
+        #expect(hints.contains("Space toggles") && !hints.contains("type + Enter adds"), "hints follow the focus: \(hints)")
+
+        let sent = actions(server).count
+        for c in "buy oil" { app.handle(.char(c)) }
+        await app.settle()
+        app.redraw()
+        #expect(actions(server).count == sent, "typing on the list sends nothing: \(actions(server))")
+        #expect(todo.input.text == "buy oil" && app.focused === todo.input)
+        text = screen.lines.joined(separator: "\n")
+        #expect(screen.lines[screen.lines.count - 2].contains("Enter adds"), "\(text)")
         await client.close()
     }
 
@@ -266,6 +341,133 @@ struct ScreenBehaviourTests {
         let x = try #require(screen.lines[y].firstIndex(of: "E")).utf16Offset(in: screen.lines[y])
         #expect(screen.style(x: x, y: y).fg == .red)
         #expect(screen.lines.contains { $0.contains("[ % mod ]") })
+        await client.close()
+    }
+
+    // MARK: Small terminals
+
+    /// Currency buttons that don't fit are not cut off unannounced: the exchange says which pair
+    /// is set and that a wider terminal shows the buttons.
+    @Test func exchangeSaysSoWhenItsCurrencyButtonsDoNotFit() async throws {
+        let state = #"{"amount":"","from":"USD","to":"KRW","rate":1350.0,"result":"","error":null,"currencies":["USD","KRW","EUR","JPY","GBP"]}"#
+        let server = try Self.server(room: "exchange", snapshot: state)
+        defer { server.stop() }
+        let (client, _, _, screen) = try await open("exchange", url: server.url, width: 40, height: 12)
+        let text = screen.lines.joined(separator: "\n")
+        #expect(!text.contains("[ EUR ]"), "no row of buttons cut short: \(text)")
+        #expect(text.contains("USD → KRW") && text.contains("wider terminal"), "\(text)")
+        await client.close()
+
+        let (wide, _, _, wideScreen) = try await open("exchange", url: server.url, width: 80, height: 22)
+        #expect(wideScreen.lines.joined(separator: "\n").contains("from [ USD ✓ ] [ KRW ] [ EUR ] [ JPY ] [ GBP ]"))
+        await wide.close()
+    }
+
+    /// A list longer than its box says which of its items are in view.
+    @Test func todoShowsWhichItemsAreInView() async throws {
+        let items = (1...25).map { #"{"id":"t\#($0)","title":"item \#($0)","done":false}"# }
+        let server = try Self.server(room: "todo", snapshot: #"{"items":[\#(items.joined(separator: ","))]}"#)
+        defer { server.stop() }
+        let (client, _, app, screen) = try await open("todo", url: server.url, width: 80, height: 24)
+        #expect(screen.lines.contains { $0.contains("1–13 of 25") }, "\(screen.lines.joined(separator: "\n"))")
+        app.handle(.tab)  // the list
+        app.handle(.end)
+        app.redraw()
+        #expect(screen.lines.contains { $0.contains("13–25 of 25") }, "\(screen.lines.joined(separator: "\n"))")
+        await client.close()
+
+        let four = try Self.server(room: "todo", snapshot: #"{"items":[\#(items.prefix(4).joined(separator: ","))]}"#)
+        defer { four.stop() }
+        let (small, _, _, smallScreen) = try await open("todo", url: four.url, width: 40, height: 12)
+        #expect(smallScreen.lines.contains { $0.contains("1–3 of 4") }, "\(smallScreen.lines.joined(separator: "\n"))")
+        await small.close()
+    }
+
+    /// On a narrow terminal the status bar still says why it reconnects, and which attempt it is.
+    @Test func theStatusBarKeepsTheReasonForReconnectingWhenNarrow() async throws {
+        let server = try Self.server(room: "counter", snapshot: #"{"count":0}"#)
+        let (client, _, app, screen) = try await open("counter", url: server.url, width: 40, height: 12)
+        server.stop()
+        var reason = ""
+        try await eventually("a failed reconnect", timeout: .seconds(15)) {
+            guard case .reconnecting(let attempt, let why) = client.connectionState.value, attempt >= 2 else { return false }
+            reason = Shell.shorten(why, url: client.options.url)
+            return true
+        }
+        app.redraw()
+        let bottom = screen.lines.suffix(3).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(bottom.contains("reconnecting (attempt "), "\(bottom)")
+        #expect(bottom.contains(String(reason.prefix(30))), "the reason \"\(reason)\" in: \(bottom)")
+        await client.close()
+    }
+
+    @Test func loginShowsTheShortPasswordErrorInEnglishBesideTheKorean() async throws {
+        let state = #"{"email":"a@b.c","passwordLength":3,"signInEnabled":true,"errorMessage":"6자리 이상 비밀번호를 입력해주세요.","signedIn":false}"#
+        let server = try Self.server(room: "login", snapshot: state)
+        defer { server.stop() }
+        let (client, _, _, screen) = try await open("login", url: server.url, width: 80)
+        let text = screen.lines.joined(separator: "\n")
+        #expect(text.contains("Please enter a password of at least 6 characters."), "\(text)")
+        #expect(text.contains("6자리 이상 비밀번호를 입력해주세요."), "\(text)")
+        await client.close()
+    }
+
+    // MARK: Notices of unknown outcome
+
+    /// A press without an answer in time says so, and keeps saying so (it does not expire like
+    /// other notices) until the late ack tells what happened.
+    @Test func anUnknownOutcomeStaysUntilTheLateAckSettlesIt() async throws {
+        let server = try ScriptedServer(greeting: [Self.hello]) { text in
+            guard let message = try? JSONParser().parse(text), message["type"] == "join" else { return [] }
+            return [#"{"type":"snapshot","room":"counter","epoch":"E","version":0,"state":{"count":0}}"#]
+        }
+        defer { server.stop() }
+        let (client, shell, app, screen) = try await open(
+            "counter", url: server.url, configure: { $0.noticeDuration = .milliseconds(300) }, options: { $0.actionTimeout = .milliseconds(200) })
+        app.handle(.char("+"))
+        await app.settle()
+        app.redraw()
+        #expect(screen.lines.contains { $0.hasPrefix("? increment: no answer from the server in time") }, "\(screen.lines)")
+        try await Task.sleep(for: .milliseconds(600))
+        app.redraw()
+        #expect(screen.lines.contains { $0.hasPrefix("? increment: no answer") }, "an unknown outcome does not expire: \(screen.lines)")
+
+        let id = try #require(actions(server).last?["id"]?.intValue)
+        server.broadcast([#"{"type":"patch","room":"counter","epoch":"E","from":0,"version":1,"ops":[{"op":"replace","path":"/count","value":1}]}"#,
+                          #"{"type":"ack","id":\#(id),"room":"counter","version":1}"#])
+        try await eventually("the late ack") {
+            app.redraw()
+            return screen.lines.contains { $0.hasPrefix("✓ increment was applied after all (v1)") }
+        }
+        #expect(!screen.lines.contains { $0.contains("may or may not") })
+        #expect(shell.context.room.state["count"] == 1)
+        await client.close()
+    }
+
+    /// The server lost track of the press (a cluster's owner went away); a later ack at the same
+    /// version shows nothing was applied since, so the press was not.
+    @Test func aLaterAckAtTheSameVersionSettlesAServersUnknown() async throws {
+        let server = try ScriptedServer(greeting: [Self.hello]) { text in
+            guard let message = try? JSONParser().parse(text) else { return [] }
+            let id = message["id"]?.intValue ?? 0
+            switch (message["type"]?.stringValue, message["name"]?.stringValue) {
+            case ("join", _): return [#"{"type":"snapshot","room":"counter","epoch":"E","version":4,"state":{"count":0}}"#]
+            case ("action", "increment"?):
+                return [#"{"type":"error","code":"unavailable","message":"the room's owner was lost","id":\#(id),"room":"counter","applied":"unknown"}"#]
+            case ("action", _): return [#"{"type":"ack","id":\#(id),"room":"counter","version":4}"#]
+            default: return []
+            }
+        }
+        defer { server.stop() }
+        let (client, _, app, screen) = try await open("counter", url: server.url)
+        app.handle(.char("+"))
+        await app.settle()
+        app.redraw()
+        #expect(screen.lines.contains { $0.hasPrefix("? increment: unavailable: the room's owner was lost") }, "\(screen.lines)")
+        app.handle(.char("r"))
+        await app.settle()
+        app.redraw()
+        #expect(screen.lines.contains { $0.hasPrefix("✗ increment was not applied") }, "\(screen.lines)")
         await client.close()
     }
 

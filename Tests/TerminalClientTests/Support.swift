@@ -154,7 +154,7 @@ final class Tmux {
     /// Runs tmux with `arguments` on this server; returns its stdout, throws on failure.
     @discardableResult
     func run(_ arguments: [String]) throws -> String {
-        let result = try spawnAndWait(["tmux", "-S", socketPath, "-f", configuration.path] + arguments)
+        let result = try spawnAndWait(["tmux", "-S", socketPath, "-f", configuration.path] + arguments, environment: testEnvironment)
         guard result.status == 0 else {
             throw TestFailure("tmux \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)")
         }
@@ -261,61 +261,9 @@ extension String {
         return nil
     }
 
-    /// The status bar's connection text ("live", "reconnecting 3", ...).
+    /// The status bar's connection text ("live", "reconnecting (attempt 3)", ...).
     var statusConnection: String? {
         guard let status = rows.last(where: { $0.hasPrefix("● ") }) else { return nil }
         return status.dropFirst(2).components(separatedBy: " │ ").first?.trimmingCharacters(in: .whitespaces)
     }
-}
-
-/// Runs a program to completion with posix_spawn: a clean signal mask and default signal
-/// handlers (Foundation's `Process` passes on the spawning thread's mask, in which a test
-/// runner's threads block SIGTERM and more; a tmux server started that way would ignore
-/// `kill-server`), stdin from /dev/null, stdout and stderr through files (a daemon that inherits
-/// a pipe would keep it open forever).
-func spawnAndWait(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-    let directory = FileManager.default.temporaryDirectory
-    let id = UUID().uuidString
-    let outPath = directory.appendingPathComponent("tether-spawn-\(id).out").path
-    let errPath = directory.appendingPathComponent("tether-spawn-\(id).err").path
-    defer {
-        unlink(outPath)
-        unlink(errPath)
-    }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var mask = sigset_t()
-    sigemptyset(&mask)
-    posix_spawnattr_setsigmask(&attributes, &mask)
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    for signal in [SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD, SIGUSR1, SIGUSR2, SIGWINCH] { sigaddset(&defaults, signal) }
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-    let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    let envp: [UnsafeMutablePointer<CChar>?] = testEnvironment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-        argv.forEach { free($0) }
-        envp.forEach { free($0) }
-    }
-    var pid = pid_t()
-    let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
-    guard spawned == 0 else { throw TestFailure("cannot run \(arguments[0]): \(String(cString: strerror(spawned)))") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-        guard errno == EINTR else { throw TestFailure("waitpid: \(errno)") }
-    }
-    let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    let stdout = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-    let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-    return (exitStatus, stdout, stderr)
 }

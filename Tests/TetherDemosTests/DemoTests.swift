@@ -114,11 +114,16 @@ struct DemoTests {
             .replace(path: "/error", value: "\"1,000\" has a comma: write 1000 without separators"),
         ])
         let notANumber = "is not a number: use digits and at most one decimal point"
-        for bad in ["abc", "1e20", "1-"] {
+        // The rule is what the message says: digits and at most one decimal point, no sign.
+        for bad in ["abc", "1e20", "1-", "+5", "1.2.3"] {
             try room.send("setAmount", ["value": .string(bad)], produces: [
                 .replace(path: "/amount", value: .string(bad)), .replace(path: "/error", value: .string("\"\(bad)\" \(notANumber)")),
             ])
         }
+        try room.send("setAmount", ["value": "-5"], produces: [
+            .replace(path: "/amount", value: "-5"),
+            .replace(path: "/error", value: "\"-5\" is negative: type an amount without a sign"),
+        ])
         try room.send("setAmount", ["value": "99999999999999"], produces: [
             .replace(path: "/amount", value: "99999999999999"),
             .replace(path: "/error", value: "\"99999999999999\" is too large to convert"),

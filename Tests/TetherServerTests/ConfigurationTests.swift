@@ -116,7 +116,7 @@ struct ConfigurationTests {
         (["--nope", "1"], [:], nil, .unknownFlag("--nope")),
         (["--port"], [:], nil, .missingValue("--port")),
         (["serve"], [:], nil, .unexpectedArgument("serve")),
-        ([], ["TETHERD_PROT": "9000"], nil, .unknownEnvironmentVariable("TETHERD_PROT")),
+        (["--strict-env"], ["TETHERD_PROT": "9000"], nil, .unknownEnvironmentVariable("TETHERD_PROT")),
         (["--port", "x"], [:], nil, .badValue("port", "x", "an integer")),
         (["--port", "70000"], [:], nil, .badValue("port", "70000", "from 0 to 65535")),
         ([], ["TETHERD_MAX_ROOMS": "many"], nil, .badValue("max-rooms", "many", "an integer")),

@@ -76,10 +76,13 @@ test("errors are explained in plain words, with the server's own message kept", 
 });
 
 test("durations, sizes, numbers and connection states read naturally", () => {
-  assert.equal(formatDuration(42), "42 s");
-  assert.equal(formatDuration(125), "2 min 5 s");
-  assert.equal(formatDuration(3725), "1 h 2 min");
-  assert.equal(formatDuration(2 * 86400 + 3600), "2 d 1 h");
+  // No-break spaces (U+00A0): a duration never wraps inside ("6 min" / "33 s").
+  const nbsp = (text) => text.replaceAll(" ", "\u00a0");
+  assert.equal(formatDuration(42), nbsp("42 s"));
+  assert.equal(formatDuration(125), nbsp("2 min 5 s"));
+  assert.equal(formatDuration(393), nbsp("6 min 33 s"));
+  assert.equal(formatDuration(3725), nbsp("1 h 2 min"));
+  assert.equal(formatDuration(2 * 86400 + 3600), nbsp("2 d 1 h"));
   assert.equal(formatDuration(undefined), "—");
   assert.equal(formatBytes(512), "512 B");
   assert.equal(formatBytes(12345), "12.1 KiB");

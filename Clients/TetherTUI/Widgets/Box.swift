@@ -17,6 +17,9 @@ public final class Box: Widget {
     /// In an area narrower or lower than this, the box draws only its child: on a small terminal
     /// the border's rows and columns go to the content. nil: always draw the border.
     @Redraws public var borderlessBelow: Size?
+    /// Text for the bottom border, at its right end ("─ 3–5 of 25 ─┘"). It is read after the
+    /// child is drawn, so it can tell what that drawing showed (`ListView.positionText`).
+    public var footer: (@MainActor () -> String?)?
 
     public init(title: String? = nil, padding: Int = 0, _ child: Widget? = nil) {
         self.title = title
@@ -66,5 +69,9 @@ public final class Box: Widget {
         }
         let inner = area.inset(horizontal: 1 + padding, vertical: 1)
         child?.draw(in: inner, into: &buffer)
+        // "─ text ─┘": a dash and a space each side, inside the corners.
+        if area.height >= 2, let text = footer?(), !text.isEmpty, text.displayWidth + 6 <= area.width {
+            buffer.write(" " + text + " ", x: maxX - 2 - text.displayWidth - 1, y: maxY, style: border, limit: maxX)
+        }
     }
 }

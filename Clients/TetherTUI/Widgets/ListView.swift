@@ -36,6 +36,9 @@ public final class ListView: Widget {
 
     /// Index of the first visible item; kept so the selection stays in view.
     public private(set) var scrollOffset = 0
+    /// Which items the last drawing showed, "3–5 of 25", when it could not show them all; nil
+    /// when every item was in view.
+    public private(set) var positionText: String?
 
     private var rows: [Line]
     private var onSelectHandler: Handler?
@@ -145,8 +148,10 @@ public final class ListView: Widget {
             scrollOffset = maxOffset
         }
         scrollOffset = min(max(0, scrollOffset), maxOffset)
+        let shown = min(rows, items.count - scrollOffset)
+        positionText = shown < items.count ? "\(scrollOffset + 1)–\(scrollOffset + shown) of \(items.count)" : nil
 
-        for row in 0..<min(rows, items.count - scrollOffset) {
+        for row in 0..<shown {
             let index = scrollOffset + row
             let y = area.y + row
             var line = items[index].truncated(toWidth: area.width)

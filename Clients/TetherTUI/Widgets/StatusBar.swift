@@ -1,5 +1,6 @@
 /// One row: connection state (colored), room, version, latency of the last action, and a message.
-/// "● live │ room signin │ v12 │ 34 ms │ resynced from snapshot"
+/// "● live │ room signin │ v12 │ 34 ms │ resynced from snapshot". Where that row does not fit, the
+/// message takes a second row of its own, so a narrow terminal still shows it (why it reconnects).
 public final class StatusBar: Widget {
     public enum Connection: Hashable, Sendable {
         case connecting, live, reconnecting, resynced, disconnected
@@ -57,30 +58,49 @@ public final class StatusBar: Widget {
         return "\(Int(ms.rounded())) ms"
     }
 
-    /// The bar's content as styled spans.
+    private static let separator = Span(" │ ", style: Style(dim: true))
+
+    /// The bar's content as styled spans, on one row.
     public var line: Line {
-        let separator = Span(" │ ", style: Style(dim: true))
+        guard let message = messageSpan else { return head }
+        return Line(head.spans + [Self.separator, message])
+    }
+
+    /// Everything but the message.
+    private var head: Line {
         var spans = [Span("● " + connection.text, style: Style(fg: connection.color, bold: true))]
-        if let room { spans += [separator, Span("room " + room)] }
-        if let version { spans += [separator, Span("v\(version)")] }
-        if let latency { spans += [separator, Span(Self.format(latency))] }
-        switch message {
-        case .info(let text): spans += [separator, Span(text)]
-        case .error(let text): spans += [separator, Span(text, style: Style(fg: .red, bold: true))]
-        case nil: break
-        }
+        if let room { spans += [Self.separator, Span("room " + room)] }
+        if let version { spans += [Self.separator, Span("v\(version)")] }
+        if let latency { spans += [Self.separator, Span(Self.format(latency))] }
         return Line(spans)
     }
 
+    private var messageSpan: Span? {
+        switch message {
+        case .info(let text): Span(text)
+        case .error(let text): Span(text, style: Style(fg: .red, bold: true))
+        case nil: nil
+        }
+    }
+
+    /// The rows the bar takes `width` cells wide: two when the message does not fit beside the rest.
+    public func rows(width: Int) -> [Line] {
+        guard let message = messageSpan, line.displayWidth > width else { return [line] }
+        return [head, Line([message])]
+    }
+
     public override func preferredLength(_ axis: Axis, cross: Int) -> Int? {
-        axis == .vertical ? 1 : nil
+        axis == .vertical ? rows(width: cross).count : nil
     }
 
     public override func render(in area: Rect, into buffer: inout Buffer) {
-        let row = Rect(x: area.x, y: area.y, width: area.width, height: 1)
-        buffer.fill(row, style: style)
-        var content = line.truncated(toWidth: area.width)
-        content.spans = content.spans.map { Span($0.text, style: style.patched(with: $0.style)) }
-        buffer.write(content, x: area.x, y: area.y, limit: area.maxX)
+        let rows = rows(width: area.width)
+        let lines = area.height >= rows.count ? rows : [line]
+        for (index, line) in lines.enumerated() {
+            buffer.fill(Rect(x: area.x, y: area.y + index, width: area.width, height: 1), style: style)
+            var content = line.truncated(toWidth: area.width)
+            content.spans = content.spans.map { Span($0.text, style: style.patched(with: $0.style)) }
+            buffer.write(content, x: area.x, y: area.y + index, limit: area.maxX)
+        }
     }
 }

@@ -1,17 +1,19 @@
 // Plain-language formatting for the dashboard: durations, sizes, rates, and errors a person who
 // has never read the protocol can act on.
 
-/** 3725 → "1 h 2 min"; 42 → "42 s". */
+/** 3725 → "1 h 2 min"; 42 → "42 s". The spaces are no-break spaces: a duration never wraps
+ * inside ("6 min" on one line, "33 s" on the next). */
 export function formatDuration(seconds) {
   if (!Number.isFinite(seconds) || seconds < 0) return "—";
   seconds = Math.floor(seconds);
   const days = Math.floor(seconds / 86400);
   const hours = Math.floor((seconds % 86400) / 3600);
   const minutes = Math.floor((seconds % 3600) / 60);
-  if (days > 0) return `${days} d ${hours} h`;
-  if (hours > 0) return `${hours} h ${minutes} min`;
-  if (minutes > 0) return `${minutes} min ${seconds % 60} s`;
-  return `${seconds} s`;
+  const text = days > 0 ? `${days} d ${hours} h`
+    : hours > 0 ? `${hours} h ${minutes} min`
+    : minutes > 0 ? `${minutes} min ${seconds % 60} s`
+    : `${seconds} s`;
+  return text.replaceAll(" ", "\u00a0");
 }
 
 /** 12345 → "12.1 KiB". */

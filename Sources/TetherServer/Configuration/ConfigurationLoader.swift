@@ -13,6 +13,19 @@ public enum ConfigurationError: Error, Equatable, CustomStringConvertible {
     case badValue(String, String, String)
     case unreadable(String, String)
     case invalid(String)
+    /// More than one of the above, in the order found (`tetherd check` reports them all).
+    case several([ConfigurationError])
+
+    /// One line each: the problems this error holds.
+    public var problems: [ConfigurationError] {
+        if case .several(let problems) = self { return problems.flatMap(\.problems) }
+        return [self]
+    }
+
+    /// `problems` as one error (itself when there is one); nil for none.
+    static func combining(_ problems: [ConfigurationError]) -> ConfigurationError? {
+        problems.count > 1 ? .several(problems) : problems.first
+    }
 
     public var description: String {
         switch self {
@@ -25,6 +38,7 @@ public enum ConfigurationError: Error, Equatable, CustomStringConvertible {
         case .badValue(let key, let value, let expected): return "\(key): \"\(value)\" is not \(expected)"
         case .unreadable(let key, let path): return "\(key): cannot read \(path)"
         case .invalid(let reason): return reason
+        case .several(let problems): return problems.map(\.description).joined(separator: "\n")
         }
     }
 }
@@ -32,30 +46,42 @@ public enum ConfigurationError: Error, Equatable, CustomStringConvertible {
 /// Reads settings the way `tetherd` takes them, through swift-configuration: command-line
 /// flags, then `TETHERD_*` environment variables, then the config file (`--config FILE` or
 /// `TETHERD_CONFIG`, YAML or JSON), then the defaults. Anything unknown or malformed is an error
-/// naming it, never silently ignored.
+/// naming it, never silently ignored; every such problem is reported, not only the first. The one
+/// exception: a `TETHERD_*` variable that names no setting (a wrapper's `TETHERD_BIN`) is a
+/// warning, unless `strict-env` is set.
 public struct ConfigurationLoader: Sendable {
-    /// The settings and the program's own options (tetherd's switches), all read the same way.
+    /// The settings, the loader's own options and the program's (tetherd's switches), all read
+    /// the same way.
     public var options: [ConfigurationOption]
 
     public static let configFileKey = "config"
+    public static let strictEnvironmentKey = "strict-env"
+
+    /// Options about reading the settings themselves.
+    static let ownOptions: [ConfigurationOption] = [
+        .program(configFileKey, value: "path", "A config file (YAML or JSON) with any of the settings above, keys as the option names without dashes."),
+        .program(strictEnvironmentKey, value: nil, "Refuse to start on a TETHERD_ environment variable that names no setting, instead of warning about it and going on."),
+    ]
 
     public init(programOptions: [ConfigurationOption] = []) {
-        options = ServerConfiguration.options + programOptions
+        options = ServerConfiguration.options + Self.ownOptions + programOptions
     }
 
-    /// What was read: the configuration, the config file used, and the program options' values.
+    /// What was read: the configuration, the config file used, the program options' values, and
+    /// warnings to log (one line each).
     public struct Result: Sendable {
         public var configuration: ServerConfiguration
         public var configFile: String?
         public var programValues: [String: String]
+        public var warnings: [String]
     }
 
     public func load(arguments: [String], environment: [String: String],
                      defaults: ServerConfiguration = ServerConfiguration()) throws(ConfigurationError) -> Result {
-        let flags = try checkArguments(arguments)
-        try checkEnvironment(environment)
+        var problems: [ConfigurationError] = []
+        let flags = readArguments(arguments, problems: &problems)
         let configFile = flags[Self.configFileKey] ?? environment[ConfigurationOption.environmentPrefix + "CONFIG"]
-        let fileValues = try configFile.map { path throws(ConfigurationError) in try readFile(path) } ?? [:]
+        let fileValues = configFile.map { readFile($0, problems: &problems) } ?? [:]
 
         let secrets = Set(options.filter(\.isSecret).map(\.key))
         let flagKeys = Set(options.filter(\.isFlag).map(\.key))
@@ -88,33 +114,53 @@ public struct ConfigurationLoader: Sendable {
             guard let text = value else {
                 // Present somewhere yet unreadable as its type (a flag's value that is no boolean).
                 if let given = flags[option.key] ?? environment[option.environmentName] ?? fileValues[option.key] {
-                    throw .badValue(option.key, given, option.isFlag ? "true or false" : "readable")
+                    problems.append(.badValue(option.key, given, option.isFlag ? "true or false" : "readable"))
                 }
                 continue
             }
             if program.contains(option.key) {
                 programValues[option.key] = text
             } else {
-                try option.apply(&configuration, text)
+                do {
+                    try option.apply(&configuration, text)
+                } catch {
+                    problems.append(error)
+                }
+            }
+        }
+        let strict = programValues[Self.strictEnvironmentKey] == "true"
+        var warnings: [String] = []
+        for name in unknownEnvironmentVariables(environment) {
+            if strict {
+                problems.append(.unknownEnvironmentVariable(name))
+            } else {
+                warnings.append("ignored the environment variable \(name): it names no setting (the closest is \(closestEnvironmentName(to: name))); --strict-env refuses it")
             }
         }
         let given = { (key: String) in reader.string(forKey: ConfigKey([key]), isSecret: true) != nil }
-        if given("auth-secret"), given("auth-secret-file") { throw .invalid("give auth-secret or auth-secret-file, not both") }
-        try Self.validate(configuration)
-        return Result(configuration: configuration, configFile: configFile, programValues: programValues)
+        if given("auth-secret"), given("auth-secret-file") { problems.append(.invalid("give auth-secret or auth-secret-file, not both")) }
+        problems += Self.problems(in: configuration)
+        if let error = ConfigurationError.combining(problems) { throw error }
+        return Result(configuration: configuration, configFile: configFile, programValues: programValues, warnings: warnings)
     }
 
     /// Rules that span settings.
     public static func validate(_ configuration: ServerConfiguration) throws(ConfigurationError) {
+        if let error = ConfigurationError.combining(problems(in: configuration)) { throw error }
+    }
+
+    static func problems(in configuration: ServerConfiguration) -> [ConfigurationError] {
+        var problems: [ConfigurationError] = []
         if (configuration.tlsCertificatePath == nil) != (configuration.tlsKeyPath == nil) {
-            throw .invalid("tls-cert and tls-key go together")
+            problems.append(.invalid("tls-cert and tls-key go together"))
         }
         if configuration.auth == nil, !configuration.allowAnonymous, !isLoopback(configuration.host) {
-            throw .invalid("refusing to listen on \(configuration.host) without auth-secret: anyone could join every room. Set auth-secret-file (or allow-anonymous).")
+            problems.append(.invalid("refusing to listen on \(configuration.host) without auth-secret: anyone could join every room. Set auth-secret-file (or allow-anonymous)."))
         }
         if configuration.peerTimeout <= configuration.pingInterval {
-            throw .invalid("peer-timeout-seconds must be longer than ping-seconds")
+            problems.append(.invalid("peer-timeout-seconds must be longer than ping-seconds"))
         }
+        return problems
     }
 
     static func isLoopback(_ host: String) -> Bool {
@@ -125,29 +171,50 @@ public struct ConfigurationLoader: Sendable {
 
     /// Every `--flag` must be known and a non-flag option needs a value. Returns the values.
     func checkArguments(_ arguments: [String]) throws(ConfigurationError) -> [String: String] {
+        var problems: [ConfigurationError] = []
+        let values = readArguments(arguments, problems: &problems)
+        if let error = ConfigurationError.combining(problems) { throw error }
+        return values
+    }
+
+    /// The flags' values; what is wrong with them goes to `problems`.
+    private func readArguments(_ arguments: [String], problems: inout [ConfigurationError]) -> [String: String] {
         let byKey = Dictionary(options.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         var values: [String: String] = [:]
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
-            guard argument.hasPrefix("--") else { throw .unexpectedArgument(argument) }
+            guard argument.hasPrefix("--") else {
+                problems.append(.unexpectedArgument(argument))
+                continue
+            }
             let body = argument.dropFirst(2)
             let name = String(body.prefix { $0 != "=" })
             let inline = body.contains("=") ? String(body.drop { $0 != "=" }.dropFirst()) : nil
             if name == Self.configFileKey {
-                guard let value = inline ?? (index < arguments.count ? arguments[index] : nil) else { throw .missingValue(argument) }
+                guard let value = inline ?? (index < arguments.count ? arguments[index] : nil) else {
+                    problems.append(.missingValue(argument))
+                    continue
+                }
                 if inline == nil { index += 1 }
                 values[name] = value
                 continue
             }
-            guard let option = byKey[name] else { throw .unknownFlag("--\(name)") }
+            guard let option = byKey[name] else {
+                problems.append(.unknownFlag("--\(name)"))
+                if inline == nil, index < arguments.count, !arguments[index].hasPrefix("--") { index += 1 }  // its value, likely
+                continue
+            }
             if option.isFlag {
                 values[name] = inline ?? "true"
             } else if let inline {
                 values[name] = inline
             } else {
-                guard index < arguments.count, !arguments[index].hasPrefix("--") else { throw .missingValue(option.flag) }
+                guard index < arguments.count, !arguments[index].hasPrefix("--") else {
+                    problems.append(.missingValue(option.flag))
+                    continue
+                }
                 values[name] = arguments[index]
                 index += 1
             }
@@ -155,36 +222,68 @@ public struct ConfigurationLoader: Sendable {
         return values
     }
 
-    private func checkEnvironment(_ environment: [String: String]) throws(ConfigurationError) {
-        let known = Set(options.map(\.environmentName) + [ConfigurationOption.environmentPrefix + "CONFIG"])
-        for name in environment.keys.sorted() where name.hasPrefix(ConfigurationOption.environmentPrefix) && !known.contains(name) {
-            throw .unknownEnvironmentVariable(name)
-        }
+    /// `TETHERD_*` variables that name no option, sorted.
+    private func unknownEnvironmentVariables(_ environment: [String: String]) -> [String] {
+        let known = Set(options.map(\.environmentName))
+        return environment.keys.sorted().filter { $0.hasPrefix(ConfigurationOption.environmentPrefix) && !known.contains($0) }
     }
 
-    /// The file's settings as text, each key checked against the options.
-    private func readFile(_ path: String) throws(ConfigurationError) -> [String: String] {
-        guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable("config", path) }
+    /// The known variable nearest to `name` by edit distance (a typo's intended setting).
+    private func closestEnvironmentName(to name: String) -> String {
+        let candidates = options.filter { !$0.isHidden }.map(\.environmentName)
+        return candidates.min { Self.editDistance($0, name) < Self.editDistance($1, name) } ?? ""
+    }
+
+    /// Levenshtein distance: insertions, deletions and substitutions of one character each.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let b = Array(b)
+        var row = Array(0...b.count)  // distances from a's prefix so far to each prefix of b
+        for (i, x) in a.enumerated() {
+            var diagonal = row[0]
+            row[0] = i + 1
+            for (j, y) in b.enumerated() {
+                let above = row[j + 1]
+                row[j + 1] = min(diagonal + (x == y ? 0 : 1), above + 1, row[j] + 1)
+                diagonal = above
+            }
+        }
+        return row[b.count]
+    }
+
+    /// The file's settings as text, each key checked against the options; what is wrong with it
+    /// goes to `problems`.
+    private func readFile(_ path: String, problems: inout [ConfigurationError]) -> [String: String] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            problems.append(.unreadable("config", path))
+            return [:]
+        }
         let parsed: Any?
         do {
             // YAML is a superset of JSON, so one parser reads both.
             parsed = try Yams.load(yaml: String(decoding: data, as: UTF8.self))
         } catch {
-            throw .badFile(path, "not valid YAML or JSON: \(String(describing: error).split(separator: "\n").first ?? "")")
+            problems.append(.badFile(path, "not valid YAML or JSON: \(String(describing: error).split(separator: "\n").first ?? "")"))
+            return [:]
         }
         guard let parsed else { return [:] }
-        guard let mapping = parsed as? [String: Any] else { throw .badFile(path, "expected a mapping of settings (key: value)") }
+        guard let mapping = parsed as? [String: Any] else {
+            problems.append(.badFile(path, "expected a mapping of settings (key: value)"))
+            return [:]
+        }
         let known = Set(options.map(\.key))
         var values: [String: String] = [:]
-        for (key, value) in mapping {
-            guard known.contains(key) else { throw .unknownFileKey(file: path, key: key) }
+        for (key, value) in mapping.sorted(by: { $0.key < $1.key }) {
+            guard known.contains(key) else {
+                problems.append(.unknownFileKey(file: path, key: key))
+                continue
+            }
             switch value {
             case let text as String: values[key] = text
             case let flag as Bool: values[key] = flag ? "true" : "false"
             case let number as Int: values[key] = "\(number)"
             case let number as Double: values[key] = "\(number)"
             case is NSNull: continue
-            default: throw .badFile(path, "\(key): expected a single value, got \(type(of: value))")
+            default: problems.append(.badFile(path, "\(key): expected a single value, got \(type(of: value))"))
             }
         }
         return values

@@ -47,6 +47,10 @@ public enum DatabaseBackup {
             case .storage: return 74
             }
         }
+
+        /// What each status means, for `--help`.
+        public static let exitStatusHelp = "0 done; 64 bad option; 66 no database to back up, or no backup file; 69 a daemon holds the data "
+            + "directory; 73 the data directory cannot be created, or it already has a database and --replace was not given; 74 storage I/O error."
     }
 
     /// Copies the database of `dataDirectory` to `file` (replacing it), daemon running or not.
@@ -57,6 +61,9 @@ public enum DatabaseBackup {
         removeDatabaseFiles(partial)
         do {
             let from = try SQLiteDatabase(path: source, readOnly: true)
+            // Every room's state: created readable by its owner only (SQLite keeps the mode, and
+            // gives its journal the same), never readable by others even for a moment.
+            close(open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600))
             try copy(from, toNew: partial)
             let summary = try verify(partial)
             try rename(partial, to: file)
