@@ -226,10 +226,8 @@ extension ServerMessage {
         case "error":
             let codeName = try fields.string("code")
             guard let code = ErrorCode(rawValue: codeName) else { throw fields.fail(.badMessage, "unknown error code \"\(codeName)\"") }
-            // `applied` is false or "unknown"; a server that does not say is taken as not knowing.
-            let applied: ProtocolError.Applied = fields.object["applied"] == .bool(false) ? .no : .unknown
             return .error(ProtocolError(code, try fields.string("message"), id: try fields.optionalInt("id"), room: try fields.optionalString("room"),
-                                        applied: applied))
+                                        applied: ProtocolError.Applied(json: fields.object["applied"])))
         default:
             throw fields.fail(.badMessage, "unknown message type \"\(type)\"")
         }
@@ -420,7 +418,7 @@ extension ServerMessage {
             writer.field("message", error.message)
             writer.optionalField("id", error.id)
             writer.optionalField("room", error.room)
-            writer.field("applied", error.applied == .no ? .bool(false) : .string("unknown"))
+            writer.field("applied", error.applied.json)
             return writer.finish()
         }
     }

@@ -137,6 +137,12 @@ public struct ProtocolError: Error, Hashable, Sendable, CustomStringConvertible 
         case no
         /// It may or may not have been applied (the room's owner was lost while it was in flight).
         case unknown
+
+        /// As the `applied` member says it: `false`, or `"unknown"`.
+        public var json: JSON { self == .no ? .bool(false) : .string("unknown") }
+
+        /// From an `applied` member; anything but `false` (a missing one too) is taken as not knowing.
+        public init(json: JSON?) { self = json == .bool(false) ? .no : .unknown }
     }
 
     public init(_ code: ErrorCode, _ message: String, id: Int? = nil, room: String? = nil, applied: Applied = .no) {

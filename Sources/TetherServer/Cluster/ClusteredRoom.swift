@@ -598,6 +598,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
     }
 
+    /// The answer to an action whose turn never reached the log (another owner's entry holds
+    /// its place, or it was not appended when this node stopped owning).
+    private var notStored: ActionOutcome { .failed(Self.notApplied("room \(name) changed owners before this action was stored")) }
+
     /// `unavailable` for an action certainly not applied: safe to send again.
     static func notApplied(_ message: String) -> ProtocolError { ProtocolError(.unavailable, message + "; nothing was applied: try again") }
 
@@ -806,7 +810,6 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         node.didReleaseOwnership(of: name)
         if releaseLease { node.owners.delete(node.token(name)) { _ in } }
         appendQueue.removeAll()
-        let notStored = ActionOutcome.failed(Self.notApplied("room \(name) changed owners before this action was stored"))
         var inDoubt: [HeldReply] = []
         for held in heldReplies {
             if case .applied = held.outcome, !fenced, let inFlight, held.version <= inFlight.entry.version {
@@ -856,7 +859,6 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         if let undecided, sequence > undecided.after {
             self.undecided = nil
             let stored = entry.isSameAppend(as: undecided.entry)
-            let notStored = ActionOutcome.failed(Self.notApplied("room \(name) changed owners before this action was stored"))
             for held in undecided.replies { answer(stored ? held.outcome : notStored, to: held.target, storedAt: stored ? sequence : nil) }
         }
         guard ownership != nil, sequence > appendedSequence else { return }
@@ -874,7 +876,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         guard ownership?.term == term else {
             // A ViewModel that stopped owning: none of its turns reach the log.
             for case .reply(_, let target) in deliveries {
-                answer(.failed(Self.notApplied("room \(name) changed owners before this action was stored")), to: target, storedAt: nil)
+                answer(notStored, to: target, storedAt: nil)
             }
             return
         }

@@ -128,7 +128,7 @@ enum ForwardedAction {
         case .applied(let version): return JSON.object(["version": .int(version)]).encoded()
         case .failed(let error):
             return JSON.object(["code": .string(error.code.rawValue), "message": .string(error.message),
-                                "applied": error.applied == .no ? .bool(false) : .string("unknown")]).encoded()
+                                "applied": error.applied.json]).encoded()
         }
     }
 
@@ -138,6 +138,6 @@ enum ForwardedAction {
         }
         if let version = json["version"]?.intValue { return .applied(version: version) }
         let code = json["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) ?? .internal
-        return .failed(ProtocolError(code, json["message"]?.stringValue ?? "failed", applied: json["applied"] == .bool(false) ? .no : .unknown))
+        return .failed(ProtocolError(code, json["message"]?.stringValue ?? "failed", applied: ProtocolError.Applied(json: json["applied"])))
     }
 }
