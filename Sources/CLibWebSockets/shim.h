@@ -28,6 +28,18 @@ static const uint64_t TETHER_OPT_DISABLE_IPV6 = (uint64_t)LWS_SERVER_OPTION_DISA
 static const uint64_t TETHER_OPT_FAIL_UPON_UNABLE_TO_BIND = (uint64_t)LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
 static const uint64_t TETHER_OPT_LIBEV = (uint64_t)LWS_SERVER_OPTION_LIBEV;
 
+/// A vhost's port for a context that serves sockets it is handed (socket shards) and listens on none.
+enum { TETHER_PORT_NO_LISTEN_SERVER = CONTEXT_PORT_NO_LISTEN_SERVER };
+
+/// Hands an accepted socket to `vhost`, to be served as HTTP (and upgraded to a WebSocket), through
+/// TLS when `tls` is set; NULL when lws refused it (lws has closed the socket then).
+static inline struct lws *tether_adopt_socket(struct lws_vhost *vhost, int fd, int tls) {
+    lws_sock_file_fd_type descriptor;
+    descriptor.sockfd = fd;
+    int type = LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP | (tls ? LWS_ADOPT_ALLOW_SSL : 0);
+    return lws_adopt_descriptor_vhost(vhost, (lws_adoption_type)type, descriptor, NULL, NULL);
+}
+
 // libev, which lws drives through its event-library plugin: epoll instead of poll(), so a
 // service round costs what is ready, not what is connected. (libev's API is macros over
 // `struct ev_loop *`; these wrappers give Swift plain functions.)

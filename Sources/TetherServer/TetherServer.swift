@@ -20,8 +20,11 @@ public final class TetherServer: Service, Sendable {
     public var configuration: ServerConfiguration { running.withLock { $0 } }
     let running: Mutex<ServerConfiguration>
     let transport: WebSocketServer
-    let hub: SessionHub
-    private let bridge: TransportBridge
+    /// The first socket shard's hub: rooms, status and reloads go through it.
+    var hub: SessionHub { hubs[0] }
+    /// One hub per socket shard, in shard order.
+    let hubs: [SessionHub]
+    private let bridges: [TransportBridge]
     private let store: RoomStore?
     private let cluster: ClusterNode?
     let logger: Logger
@@ -82,12 +85,14 @@ public final class TetherServer: Service, Sendable {
             store = nil
         }
         transport = WebSocketServer(configuration: configuration.transportConfiguration, logger: logger)
-        let runtime = ServerRuntime(clock: SystemClock(), hubQueue: TransportQueue(server: transport)) { room in
+        let runtime = ServerRuntime(clock: SystemClock(), hubQueue: TransportQueue(server: transport, shard: 0)) { room in
             DispatchRoomExecutor(label: "tether.room.\(room)")
         }
-        hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, storedRooms: storedRooms, metrics: metrics, logger: logger,
-                         makeSharedRooms: cluster.map { node in { environment in ClusterRoomFactory(node: node, environment: environment) } })
-        bridge = TransportBridge(hub: hub, routes: HTTPRoutes(hub: hub, metrics: metrics, cluster: cluster))
+        let first = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, storedRooms: storedRooms, metrics: metrics, logger: logger,
+                               makeSharedRooms: cluster.map { node in { environment in ClusterRoomFactory(node: node, environment: environment) } })
+        let transport = self.transport
+        hubs = [first] + (1..<transport.shardCount).map { SessionHub(shardOf: first, queue: TransportQueue(server: transport, shard: $0)) }
+        bridges = hubs.map { TransportBridge(hub: $0, routes: HTTPRoutes(hub: $0, metrics: metrics, cluster: cluster, transport: transport)) }
         if let cluster {
             let hub = self.hub
             cluster.startHeartbeat { hub.openConnections }
@@ -100,7 +105,7 @@ public final class TetherServer: Service, Sendable {
     public func start() throws(StartupError) -> Int {
         let port: Int
         do {
-            port = try transport.start(delegate: bridge)
+            port = try transport.start(delegates: bridges)
         } catch {
             let (host, port) = (configuration.host, configuration.port)
             switch error as? TransportError {
@@ -112,7 +117,7 @@ public final class TetherServer: Service, Sendable {
         }
         boundPort.withLock { $0 = port }
         hub.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
-        hub.queue.execute { [hub] in hub.startHousekeeping() }
+        for hub in hubs { hub.queue.execute { hub.startHousekeeping() } }
         logger.info("serving \(configuration.summary(port: port))")
         return port
     }
@@ -139,7 +144,7 @@ public final class TetherServer: Service, Sendable {
     /// 1001, stops the rooms, closes the store. Returns when the socket thread is gone.
     public func shutdown() async {
         logger.info("shutting down")
-        hub.queue.execute { [hub] in hub.stopHousekeeping() }
+        for hub in hubs { hub.queue.execute { hub.stopHousekeeping() } }
         await transport.shutdownAsync(deadline: configuration.shutdownGracePeriod * 2)
         await hub.stopAllRooms()
         store?.close()
@@ -149,6 +154,6 @@ public final class TetherServer: Service, Sendable {
 
     /// The Prometheus exposition text, as `GET /metrics` serves it.
     public func metricsText() -> String {
-        String(decoding: bridge.routes.metrics.render(), as: UTF8.self)
+        String(decoding: bridges[0].routes.metrics.render(), as: UTF8.self)
     }
 }

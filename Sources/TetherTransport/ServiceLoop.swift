@@ -398,15 +398,7 @@ class ServiceLoop: @unchecked Sendable {
     /// Starts the shutdown and, unless called on the loop thread, waits for the loop to finish
     /// and joins it. `deadline` bounds the whole sequence (drain, close handshakes, destroy).
     func shutdown(deadline requested: Duration) {
-        let deadline = min(max(requested, .zero), .seconds(3_600))
-        let first: Bool = shared.withLock { state in
-            guard state.started, state.shutdownRequest == nil else { return false }
-            state.shutdownRequest = deadline
-            return true
-        }
-        if first {
-            _ = execute { [self] in self.beginShutdown(deadline: deadline) }
-        }
+        beginShutdown(deadline: requested)
         if isOnLoopThread {
             // Cannot join ourselves: detach so the thread's resources go when it ends. A later
             // shutdown from another thread still waits for `finished`.
@@ -438,7 +430,20 @@ class ServiceLoop: @unchecked Sendable {
         if let joinable { pthread_join(joinable, nil) }
     }
 
-    private func beginShutdown(deadline: Duration) {
+    /// Starts the shutdown without waiting for it (several loops then stop side by side).
+    func beginShutdown(deadline requested: Duration) {
+        let deadline = min(max(requested, .zero), .seconds(3_600))
+        let first: Bool = shared.withLock { state in
+            guard state.started, state.shutdownRequest == nil else { return false }
+            state.shutdownRequest = deadline
+            return true
+        }
+        if first {
+            _ = execute { [self] in self.startDraining(deadline: deadline) }
+        }
+    }
+
+    private func startDraining(deadline: Duration) {
         guard phase == .running else { return }
         let now = ContinuousClock.now
         finalDeadline = now + deadline
@@ -532,12 +537,12 @@ struct ContextHandle: @unchecked Sendable {
 
 // MARK: - Threads
 
-private final class ThreadBody {
+final class ThreadBody {
     let body: () -> Void
     init(_ body: @escaping () -> Void) { self.body = body }
 }
 
-private let threadEntry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { arg in
+let threadEntry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { arg in
     guard let arg else { return nil }
     let body = Unmanaged<ThreadBody>.fromOpaque(arg).takeRetainedValue()
     body.body()

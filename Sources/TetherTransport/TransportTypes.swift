@@ -134,6 +134,9 @@ public struct WebSocketServerConfiguration: Sendable {
     /// The server never compresses per connection: it sends frames compressed once
     /// (`MessageDeflater`) as they are; lws inflates what such clients send.
     public var compression: Bool = false
+    /// Socket shards: service threads that each own a share of the connections. With one, its
+    /// context listens itself; with more, one accepting thread hands new sockets out in turn.
+    public var ioThreads: Int = 1
 
     public init() {}
 

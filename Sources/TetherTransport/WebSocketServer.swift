@@ -1,5 +1,6 @@
 import CLibWebSockets
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -10,71 +11,141 @@ import Darwin
 /// A WebSocket (ws:// or wss://) server that also answers plain HTTP GETs and DELETEs on the
 /// same port.
 ///
-/// Threading: one lws context serviced by one dedicated thread that owns every socket. Every
-/// delegate callback runs on that thread. Other threads only call `execute(_:)` and `shutdown`.
-/// (Full rule at the top of ServiceLoop.swift.)
+/// Threading: `configuration.ioThreads` socket shards, each one lws context serviced by one
+/// dedicated thread that owns the shard's sockets; every delegate callback of a shard runs on its
+/// thread, and each shard has a delegate of its own. With one shard its context listens itself;
+/// with several, an `Acceptor` listens and hands each new socket to the next shard in turn. Other
+/// threads only call `execute` and `shutdown`. (Full rule at the top of ServiceLoop.swift.)
 public final class WebSocketServer: Sendable {
     public let configuration: WebSocketServerConfiguration
-    private let loop: ServerLoop
+    private let loops: [ServerLoop]
+    private let acceptor = Mutex<Acceptor?>(nil)
+    /// The shard the next accepted socket goes to (modulo the count).
+    private let nextShard = AtomicCount()
 
     public init(configuration: WebSocketServerConfiguration = .init(),
                 logger: Logger = Logger(label: "tether.transport.server")) {
         self.configuration = configuration
-        self.loop = ServerLoop(configuration: configuration, logger: logger)
+        let count = max(1, configuration.ioThreads)
+        let shared = AtomicCount()
+        self.loops = (0..<count).map { ServerLoop(configuration: configuration, logger: logger, shard: $0, shardCount: count, open: shared) }
     }
 
     deinit {
-        loop.shutdown(deadline: .zero)
+        shutdown(deadline: .zero)
     }
 
-    /// Listens and starts the service thread. Returns the bound port (useful with port 0).
-    /// Throws `TransportError.cannotListen` (port in use, bad address...), `.tls` (unreadable or
-    /// invalid certificate/key) or `.alreadyStarted`. A server is started at most once.
+    /// The number of socket shards (service threads).
+    public var shardCount: Int { loops.count }
+
+    /// Listens and starts the service thread of a one-shard server. Returns the bound port
+    /// (useful with port 0). Throws `TransportError.cannotListen` (port in use, bad address...),
+    /// `.tls` (unreadable or invalid certificate/key) or `.alreadyStarted`. A server is started
+    /// at most once.
     @discardableResult
     public func start(delegate: any WebSocketServerDelegate) throws -> Int {
-        try loop.start(delegate: delegate)
+        guard loops.count == 1 else { throw TransportError.startFailed("a server with \(loops.count) socket shards needs a delegate for each") }
+        return try start(delegates: [delegate])
     }
 
-    /// Runs `work` on the service thread, after everything given to it before (FIFO; many
-    /// share one wake-up). Returns false, dropping `work`, when the server is not running.
+    /// Listens and starts every shard, `delegates[i]` serving shard i. Returns the bound port.
+    @discardableResult
+    public func start(delegates: [any WebSocketServerDelegate]) throws -> Int {
+        guard delegates.count == loops.count else { throw TransportError.startFailed("\(delegates.count) delegates for \(loops.count) socket shards") }
+        if loops.count == 1 { return try loops[0].start(delegate: delegates[0], listens: true) }
+        let acceptor = try Acceptor(host: configuration.host, port: configuration.port, logger: loops[0].logger)
+        var started: [ServerLoop] = []
+        do {
+            for (loop, delegate) in zip(loops, delegates) {
+                _ = try loop.start(delegate: delegate, listens: false)
+                started.append(loop)
+            }
+            let loops = self.loops
+            let next = self.nextShard
+            try acceptor.start { fd in
+                // In turn: a storm spreads evenly, and no shard's state is read across threads.
+                let shard = loops[next.value.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count]
+                if !shard.execute({ shard.adopt(fd) }) { close(fd) }
+            }
+        } catch {
+            for loop in started { loop.shutdown(deadline: .zero) }
+            throw error
+        }
+        self.acceptor.withLock { $0 = acceptor }
+        return acceptor.port
+    }
+
+    /// Runs `work` on the first shard's service thread, after everything given to it before
+    /// (FIFO; many share one wake-up). Returns false, dropping `work`, when the server is not
+    /// running.
     @discardableResult
     public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
-        loop.execute(work)
+        loops[0].execute(work)
     }
 
-    /// Graceful stop, blocking until the service thread is gone: new connections are refused,
+    /// `execute` on shard `shard`'s service thread.
+    @discardableResult
+    public func execute(onShard shard: Int, _ work: @escaping @Sendable () -> Void) -> Bool {
+        loops[shard].execute(work)
+    }
+
+    /// Each shard's open connections and the CPU time its thread used so far (updated about
+    /// once a second), in shard order. Any thread.
+    public var shardStatistics: [ShardStatistics] {
+        loops.map { ShardStatistics(connections: $0.openCount.load(ordering: .relaxed),
+                                    cpuSeconds: Double($0.cpuNanoseconds.load(ordering: .relaxed)) / 1e9) }
+    }
+
+    /// Graceful stop, blocking until every service thread is gone: new connections are refused,
     /// `willShutdown()` lets the layer above queue final messages, connections get
     /// `connectionWritable` until they have nothing left (for up to half the deadline), then every
     /// WebSocket is closed with 1001; the context is destroyed when all are gone or at the
     /// deadline (remaining connections are dropped; `connectionClosed` is still called for each).
-    /// Called from a delegate callback it only starts the shutdown.
+    /// Called from a delegate callback it only starts the shutdown. Shards stop side by side.
     public func shutdown(deadline: Duration = .seconds(5)) {
-        loop.shutdown(deadline: deadline)
+        acceptor.withLock { $0 }?.stop()
+        for loop in loops { loop.beginShutdown(deadline: deadline) }
+        for loop in loops { loop.shutdown(deadline: deadline) }
     }
 
     /// Serves `tls` to connections whose handshake starts from now on; established connections
-    /// keep the certificate they have. Runs on the service thread. Throws `.tls` (unreadable
+    /// keep the certificate they have. Runs on each shard's thread. Throws `.tls` (unreadable
     /// file, a key that does not belong to the certificate...) and then changes nothing, or
     /// `.notRunning`. Returns the new certificate's serial number (hex), for the log.
     public func reloadCertificate(_ tls: TLSFiles) async throws(TransportError) -> String {
-        let loop = self.loop
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, TransportError>, Never>) in
-            let queued = loop.execute { continuation.resume(returning: loop.installCertificate(tls)) }
-            if !queued { continuation.resume(returning: .failure(.notRunning)) }
+        if let problem = tls.problem { throw .tls(problem) }
+        var serial = ""
+        for loop in loops {
+            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, TransportError>, Never>) in
+                let queued = loop.execute { continuation.resume(returning: loop.installCertificate(tls)) }
+                if !queued { continuation.resume(returning: .failure(.notRunning)) }
+            }
+            serial = try result.get()
         }
-        return try result.get()
+        return serial
     }
 
     /// `shutdown(deadline:)` for async code: waits without blocking a concurrency thread.
     public func shutdownAsync(deadline: Duration = .seconds(5)) async {
-        let loop = self.loop
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            detachThread {
-                loop.shutdown(deadline: deadline)
+            detachThread { [self] in
+                shutdown(deadline: deadline)
                 continuation.resume()
             }
         }
     }
+}
+
+/// One socket shard's figures (`WebSocketServer.shardStatistics`).
+public struct ShardStatistics: Sendable, Equatable {
+    public var connections: Int
+    /// CPU time its service thread has used since it started.
+    public var cpuSeconds: Double
+}
+
+/// A counter shared between threads by reference (a server's open connections across shards).
+final class AtomicCount: Sendable {
+    let value = Atomic<Int>(0)
 }
 
 /// An HTTP connection handed to another thread only to come back to the loop with an answer.
@@ -98,16 +169,27 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     /// The connection whose request the delegate is answering right now (loop thread).
     private var answeringNow: OpaquePointer?
 
-    init(configuration: WebSocketServerConfiguration, logger: Logger) {
+    /// Open connections of every shard of this server, against `maxConnections`.
+    private let serverOpen: AtomicCount
+    /// This shard's open connections and its thread's CPU time, for `shardStatistics`.
+    let openCount = Atomic<Int>(0)
+    let cpuNanoseconds = Atomic<UInt64>(0)
+    /// Where adopted sockets are served (a shard that does not listen itself).
+    private var adoptionVhost: OpaquePointer?
+
+    init(configuration: WebSocketServerConfiguration, logger: Logger, shard: Int, shardCount: Int, open: AtomicCount) {
         self.configuration = configuration
+        self.serverOpen = open
         self.keepalive = KeepaliveSweep(ping: configuration.pingInterval, idle: configuration.idleTimeout)
-        super.init(logger: logger, threadName: "tether-ws-srv", maxMessageBytes: configuration.maxMessageBytes)
+        super.init(logger: logger, threadName: shardCount == 1 ? "tether-ws-srv" : "tether-io-\(shard)", maxMessageBytes: configuration.maxMessageBytes)
     }
 
-    func start(delegate: any WebSocketServerDelegate) throws -> Int {
+    /// `listens`: the context listens on the configured port itself (one shard), or serves only
+    /// the sockets `adopt` hands it (returns 0 then).
+    func start(delegate: any WebSocketServerDelegate, listens: Bool) throws -> Int {
         try claimStart()
         do {
-            return try startContext(delegate: delegate)
+            return try startContext(delegate: delegate, listens: listens)
         } catch {
             self.delegate = nil
             releaseStart()
@@ -115,7 +197,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         }
     }
 
-    private func startContext(delegate: any WebSocketServerDelegate) throws -> Int {
+    private func startContext(delegate: any WebSocketServerDelegate, listens: Bool) throws -> Int {
         TransportLog.configureIfNeeded(logger: logger)
         let config = configuration
         let display = "\(config.host):\(config.port)"
@@ -151,8 +233,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
 
         let (interface, ipv4Only) = listenInterface(config.host)
         var vhost = info
-        vhost.port = Int32(config.port)
-        vhost.iface = interface.map { keepCString($0) }
+        vhost.port = listens ? Int32(config.port) : Int32(TETHER_PORT_NO_LISTEN_SERVER)
+        vhost.iface = listens ? interface.map { keepCString($0) } : nil
         vhost.protocols = UnsafePointer(protocols)
         vhost.vhost_name = keepCString("tether")
         vhost.alpn = keepCString("http/1.1")
@@ -171,7 +253,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         guard let createdVhost = lws_create_vhost(context, &vhost) else {
             let lines = TransportLog.takeCaptured()
             destroyUnstartedContext(context)
-            if let bindError = probeBind(host: interface, port: config.port, ipv4Only: ipv4Only) {
+            if listens, let bindError = probeBind(host: interface, port: config.port, ipv4Only: ipv4Only) {
                 if bindError == EADDRINUSE { throw TransportError.addressInUse(display) }
                 throw TransportError.cannotListen("\(display): \(String(cString: strerror(bindError)))")
             }
@@ -180,7 +262,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
             }
             throw TransportError.cannotListen("\(display): \(explain(lines, fallback: "lws_create_vhost failed"))")
         }
-        let boundPort = Int(lws_get_vhost_listen_port(createdVhost))
+        let boundPort = listens ? Int(lws_get_vhost_listen_port(createdVhost)) : 0
+        adoptionVhost = createdVhost
         try startThread(context: context)
         logger.debug("WebSocket server listening on \(config.host):\(boundPort)\(config.tls == nil ? "" : " (TLS)")")
         return boundPort
@@ -193,7 +276,19 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     }
 
     private var acceptsNewConnections: Bool {
-        phase == .running && openConnections < configuration.maxConnections && delegate != nil
+        phase == .running && serverOpen.value.load(ordering: .relaxed) < configuration.maxConnections && delegate != nil
+    }
+
+    /// On the loop thread: serves a socket the acceptor took (closing it when the shard no
+    /// longer takes connections).
+    func adopt(_ fd: Int32) {
+        guard acceptsNewConnections, let adoptionVhost else {
+            close(fd)
+            return
+        }
+        if tether_adopt_socket(adoptionVhost, fd, configuration.tls == nil ? 0 : 1) == nil {
+            logger.debug("libwebsockets refused an accepted connection")  // and closed it
+        }
     }
 
     override func handleOther(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
@@ -238,6 +333,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         connection.attach(wsi)
         connection.usesCompression = configuration.compression && Self.deflateIsActive(on: wsi)
         connection.markOpened()
+        serverOpen.value.add(1, ordering: .relaxed)
+        openCount.add(1, ordering: .relaxed)
         keepalive.add(connection)
         delegate.connectionOpened(connection)
         return 0
@@ -402,10 +499,18 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     override func everySecond() {
         keepaliveTick += 1
         keepalive.sweep(tick: keepaliveTick)
+        var used = timespec()
+        if clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used) == 0 {
+            cpuNanoseconds.store(UInt64(used.tv_sec) * 1_000_000_000 + UInt64(used.tv_nsec), ordering: .relaxed)
+        }
     }
 
     override func connectionFinished(_ connection: WebSocketConnection) {
         keepalive.remove(connection)
+        if connection.isOpened {
+            serverOpen.value.subtract(1, ordering: .relaxed)
+            openCount.subtract(1, ordering: .relaxed)
+        }
     }
 
     /// On the loop thread: loads and installs the certificate and key on the vhost.

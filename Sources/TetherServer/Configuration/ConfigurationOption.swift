@@ -164,6 +164,7 @@ extension ServerConfiguration {
         .integer("history-max-bytes", \.historyMaxBytes, "Per room: bytes of recent patches kept for resuming clients.", value: "bytes", range: 0...Int.max),
         .integer("max-frame-bytes", \.maxFrameBytes, "Largest frame accepted from a client; larger ones close the connection with 1009.", value: "bytes", range: 64...Int.max),
         .integer("max-connections", \.maxConnections, "Simultaneous connections."),
+        .integer("io-threads", \.ioThreads, "Socket threads, each serving a share of the connections; 0 (the default): one per core the daemon may use, at most 16. 1 serves every socket on one thread.", value: "n", range: 0...64),
         ConfigurationOption("max-connections-per-ip", value: "n", "Simultaneous connections from one IP address; 0 (the default): no bound but --max-connections, since a load balancer or NAT puts many clients behind one address.", reloadable: true, apply: { config, text throws(ConfigurationError) in
             guard let number = Int(text.replacingOccurrences(of: "_", with: "")), number >= 0 else { throw .badValue("max-connections-per-ip", text, "0 or more") }
             config.maxConnectionsPerIP = number == 0 ? nil : number

@@ -88,8 +88,7 @@ extension TetherServer {
             }
         }
         self.running.withLock { $0 = effective }
-        let hub = self.hub
-        hub.queue.execute { hub.reconfigure(effective) }
+        for hub in hubs { hub.queue.execute { hub.reconfigure(effective) } }
         logger.notice("reloaded: \(report.applied.isEmpty ? "nothing changed" : report.applied.joined(separator: ", "))")
         if !report.needRestart.isEmpty {
             logger.warning("reload: \(report.needRestart.joined(separator: ", ")) changed but only take effect on a restart; keeping the running values")

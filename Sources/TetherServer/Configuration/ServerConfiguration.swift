@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import TetherProtocol
 import TetherTransport
@@ -70,6 +71,11 @@ public struct ServerConfiguration: Sendable {
     /// clients directly, where one address holding thousands of connections is a misbehaving
     /// client.
     public var maxConnectionsPerIP: Int?
+    /// Socket shards: threads that each serve a share of the connections (0: one per core this
+    /// process may use, at most 16). 1 serves every socket on one thread.
+    public var ioThreads = 0
+    /// `ioThreads` with 0 resolved for this machine.
+    public var effectiveIOThreads: Int { ioThreads > 0 ? ioThreads : min(16, usableCores()) }
     /// permessage-deflate for clients that offer it (browsers do): a frame of at least
     /// `compressionMinBytes` is compressed once, by its room, and the same bytes go to every
     /// subscriber that negotiated compression; others get the plain frame.
@@ -140,6 +146,7 @@ extension ServerConfiguration {
         transport.handshakeTimeout = handshakeTimeout
         transport.compression = compression == .on
         transport.allowedOrigins = allowedOrigins
+        transport.ioThreads = effectiveIOThreads
         return transport
     }
 
@@ -148,6 +155,20 @@ extension ServerConfiguration {
         let storage = !natsURLs.isEmpty ? "cluster node \(nodeName ?? "?") on NATS \(natsURLs.joined(separator: ","))"
             : dataDirectory.map { "data in \($0) (durability \(durability.rawValue))" } ?? "memory only"
         return "\(scheme)://\(host):\(port), \(storage), auth \(auth == nil ? "off" : "on"), "
-            + "max \(maxConnections) connections, \(maxRooms) rooms, state \(maxStateBytes) bytes, log \(logLevel) \(logFormat.rawValue)"
+            + "\(effectiveIOThreads) socket thread\(effectiveIOThreads == 1 ? "" : "s"), max \(maxConnections) connections, \(maxRooms) rooms, state \(maxStateBytes) bytes, log \(logLevel) \(logFormat.rawValue)"
     }
+}
+
+/// The cores this process may run on: its CPU affinity (as `taskset` or a cpuset sets it), read
+/// from /proc, else the cores online.
+func usableCores() -> Int {
+    let online = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") }) else { return online }
+    var count = 0
+    for range in line.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces).split(separator: ",") {
+        let bounds = range.split(separator: "-").compactMap { Int($0) }
+        if bounds.count == 2, bounds[1] >= bounds[0] { count += bounds[1] - bounds[0] + 1 } else if bounds.count == 1 { count += 1 }
+    }
+    return count > 0 ? count : online
 }

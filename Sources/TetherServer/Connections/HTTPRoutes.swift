@@ -9,6 +9,8 @@ struct HTTPRoutes {
     let hub: SessionHub
     let metrics: ServerMetrics
     var cluster: ClusterNode? = nil
+    /// The socket server, for its shards' figures (nil in process, with no sockets).
+    var transport: WebSocketServer? = nil
 
     static let roomsPath = "/rooms"
 
@@ -34,13 +36,32 @@ struct HTTPRoutes {
             return HTTPResponse(status: 200, text: "ok")
         case "/metrics":
             metrics.rooms.set(Double(hub.roomCount))
-            return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render())
+            return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render() + shardMetrics())
         case "/cluster":
             guard let cluster else { return HTTPResponse(status: 404, text: "not a cluster node (start with --nats)\n") }
-            return HTTPResponse(status: 200, contentType: "application/json", body: cluster.statusJSON.encoded())
+            var status = cluster.statusJSON
+            if case .object(var fields) = status, let shards = transport?.shardStatistics {
+                fields["shards"] = Self.shardsJSON(shards)
+                status = .object(fields)
+            }
+            return HTTPResponse(status: 200, contentType: "application/json", body: status.encoded())
         default:
             return WebAssets.response(for: path) ?? .notFound
         }
+    }
+
+    /// Each socket shard's connections and CPU time, in the exposition format.
+    private func shardMetrics() -> [UInt8] {
+        guard let shards = transport?.shardStatistics else { return [] }
+        var text = "# HELP tether_shard_connections Open WebSocket connections served by each socket shard (thread).\n# TYPE tether_shard_connections gauge\n"
+        for (index, shard) in shards.enumerated() { text += "tether_shard_connections{shard=\"\(index)\"} \(shard.connections)\n" }
+        text += "# HELP tether_shard_cpu_seconds_total CPU time used by each socket shard's thread.\n# TYPE tether_shard_cpu_seconds_total counter\n"
+        for (index, shard) in shards.enumerated() { text += "tether_shard_cpu_seconds_total{shard=\"\(index)\"} \(shard.cpuSeconds)\n" }
+        return Array(text.utf8)
+    }
+
+    static func shardsJSON(_ shards: [ShardStatistics]) -> JSON {
+        .array(shards.map { .object(["connections": .int($0.connections), "cpuSeconds": .double(($0.cpuSeconds * 1000).rounded() / 1000)]) })
     }
 
     private static func headers(_ response: HTTPResponse) -> HTTPResponse {

@@ -3,6 +3,8 @@ import TetherState
 /// One client connection's state, on the hub's queue: its send queue and the rooms it joined.
 final class Session {
     let id: String
+    /// The socket shard whose hub owns it (immutable: rooms read it to route what they deliver).
+    let shard: Int
     let connection: any ClientConnection
     var sendQueue: SendQueue
     /// Rooms this connection joined, by name.
@@ -27,8 +29,9 @@ final class Session {
     var hasRequested = false
     var actions: TokenBucket
 
-    init(id: String, connection: any ClientConnection, sendQueue: SendQueue, actions: TokenBucket) {
+    init(id: String, shard: Int = 0, connection: any ClientConnection, sendQueue: SendQueue, actions: TokenBucket) {
         self.id = id
+        self.shard = shard
         self.connection = connection
         self.sendQueue = sendQueue
         self.actions = actions

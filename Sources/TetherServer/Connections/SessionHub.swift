@@ -10,9 +10,10 @@ import TetherTransport
 /// `ClientConnection`s, so it runs on libwebsockets in production and on in-memory connections
 /// in tests (TetherTesting).
 ///
-/// Threading rule: everything here runs on `queue` (the transport's service thread in
-/// production), except `deliver`'s callers, which hand their work to `queue`. Hence
-/// `@unchecked Sendable`.
+/// Threading rule: a hub serves one socket shard, and everything here runs on its `queue` (the
+/// shard's service thread in production), except `deliver`'s callers, which hand their work to
+/// `queue`. Hence `@unchecked Sendable`. The shards' hubs share the rooms (`registry`, itself
+/// locked) and `shards`; each owns its sessions and their send queues.
 public final class SessionHub: @unchecked Sendable {
     /// Changed only by `reconfigure` (a reload), on the queue like everything else.
     private(set) var configuration: ServerConfiguration
@@ -28,7 +29,10 @@ public final class SessionHub: @unchecked Sendable {
     /// and on a cluster.
     let store: RoomStore?
     var sessions: [ObjectIdentifier: Session] = [:]
-    private var connectionsPerAddress: [String: Int] = [:]
+    /// This hub's socket shard (its place in `shards`).
+    let shard: Int
+    /// Every shard's hub, and what they share beyond the rooms.
+    let shards: HubShards
     /// Sessions that got messages during the current batch of queued work.
     private var flushAfterBatch: [Session] = []
     /// Where merged patches are built, and where a flush packs frames for one write; one each
@@ -37,7 +41,6 @@ public final class SessionHub: @unchecked Sendable {
     private var packedFrames = PackedFrames(capacity: SendQueue.packedWriteBytes + (64 << 10))
     private var housekeeping: (any ServerTimer)?
     private var lastExpiryCheck: ContinuousClock.Instant?
-    private var activity = ActivityCounts()
     private let openConnectionCount = Atomic(0)
     /// What the system room `tether.server` shows; recorded during housekeeping.
     let statusBoard: ServerStatusBoard
@@ -74,7 +77,30 @@ public final class SessionHub: @unchecked Sendable {
         let environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
         localRooms = LocalRoomFactory(environment: environment)
         sharedRooms = makeSharedRooms?(environment) ?? localRooms
+        shard = 0
+        shards = HubShards()
         scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
+        shards.add(self)
+    }
+
+    /// The hub of another socket shard of `first`'s server: the same rooms, its own sessions,
+    /// served on `queue`.
+    package init(shardOf first: SessionHub, queue: any WorkQueue) {
+        configuration = first.configuration
+        var runtime = first.runtime
+        runtime.hubQueue = queue
+        self.runtime = runtime
+        metrics = first.metrics
+        logger = first.logger
+        store = first.store
+        statusBoard = first.statusBoard
+        registry = first.registry
+        localRooms = first.localRooms
+        sharedRooms = first.sharedRooms
+        shards = first.shards
+        shard = first.shards.hubs.count
+        scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
+        shards.add(self)
     }
 
     private var now: ContinuousClock.Instant { runtime.clock.now }
@@ -86,7 +112,7 @@ public final class SessionHub: @unchecked Sendable {
 
     public func connectionOpened(_ connection: any ClientConnection) {
         let session = Session(
-            id: RandomID.make(), connection: connection,
+            id: RandomID.make(), shard: shard, connection: connection,
             sendQueue: SendQueue(limitBytes: configuration.sendQueueBytes, maxMergedBytes: configuration.maxMergedPatchBytes),
             actions: TokenBucket(rate: configuration.maxActionsPerSecond, capacity: configuration.actionBurst, now: now))
         connection.context = session
@@ -94,9 +120,8 @@ public final class SessionHub: @unchecked Sendable {
         openConnectionCount.add(1, ordering: .relaxed)
         metrics.connectionsOpened.increment()
         metrics.connections.increment()
-        activity.opened += 1
-        let fromAddress = connectionsPerAddress[connection.remoteAddress, default: 0] + 1
-        connectionsPerAddress[connection.remoteAddress] = fromAddress
+        shards.activity.withLock { $0.opened += 1 }
+        let fromAddress = shards.connectionOpened(from: connection.remoteAddress)
         logger.debug("connection \(session.id) opened from \(connection.remoteAddress)")
         if let limit = configuration.maxConnectionsPerIP, fromAddress > limit {
             logger.notice("refusing a connection from \(connection.remoteAddress): \(fromAddress) open from that address (--max-connections-per-ip)")
@@ -115,18 +140,17 @@ public final class SessionHub: @unchecked Sendable {
         sessions[ObjectIdentifier(connection)] = nil
         openConnectionCount.subtract(1, ordering: .relaxed)
         metrics.connections.decrement()
-        activity.closed += 1
+        shards.activity.withLock { $0.closed += 1 }
         logger.debug("connection \(session.id) from \(connection.remoteAddress) closed (\(closeCode.map { "code \($0)" } ?? "no close code"))")
-        let remaining = connectionsPerAddress[connection.remoteAddress, default: 1] - 1
-        connectionsPerAddress[connection.remoteAddress] = remaining > 0 ? remaining : nil
+        shards.connectionClosed(from: connection.remoteAddress)
         let handle = SessionHandle(session: session)
         for (name, room) in session.joined {
             room.leave(handle)
-            if room.kind.scope == .shared { registry.removeMember(name, now: now) }
+            countLeft(name, of: room)
         }
         session.joined.removeAll()
         for room in session.privateRooms.values { room.stop() }
-        registry.releasePrivateRooms(session.privateRooms.count)
+        registry.releasePrivateRooms(kinds: session.privateRooms.values.map(\.kind.name))
         session.privateRooms.removeAll()
     }
 
@@ -225,7 +249,7 @@ public final class SessionHub: @unchecked Sendable {
         session.consecutiveErrors = 0
         let room = self.room(named: name, kind: kind, for: session)
         if session.joined[name] == nil {
-            if kind.scope == .shared { registry.addMember(name) }
+            if kind.scope == .shared { registry.addMember(name) } else { registry.countPrivateSubscriber(kind: kind.name, 1) }
             session.joined[name] = room
         } else {
             session.sendQueue.forget(room: name)  // a second join restarts the room's stream
@@ -281,9 +305,17 @@ public final class SessionHub: @unchecked Sendable {
             session.sendQueue.forget(room: name)
             let handle = SessionHandle(session: session)
             room.leave(handle)
-            if room.kind.scope == .shared { registry.removeMember(name, now: now) }
+            countLeft(name, of: room)
         }
         if let id { enqueue(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), for: session) }
+    }
+
+    /// One subscriber less in the registry's counts.
+    private func countLeft(_ name: String, of room: any RoomEndpoint) {
+        switch room.kind.scope {
+        case .shared: registry.removeMember(name, of: room, now: now)
+        case .perSession: registry.countPrivateSubscriber(kind: room.kind.name, -1)
+        }
     }
 
     private func perform(_ action: String, args: JSON?, id: Int, room name: String, session: Session) {
@@ -384,7 +416,7 @@ public final class SessionHub: @unchecked Sendable {
     }
 
     private func room(named name: String, kind: ViewModelKind, for session: Session) -> any RoomEndpoint {
-        let output = HubOutput(hub: self)
+        let output = HubOutput(shards: shards)
         switch kind.scope {
         case .shared:
             // The server's own rooms describe this process: they stay local on a cluster node too.
@@ -395,7 +427,7 @@ public final class SessionHub: @unchecked Sendable {
         case .perSession:
             // Per-session rooms stay on the connection's node, in this process.
             if let room = session.privateRooms[name] { return room }
-            let room = registry.privateRoom { localRooms.makeRoom(named: name, kind: kind, after: nil, output: output) }
+            let room = registry.privateRoom(kind: kind.name) { localRooms.makeRoom(named: name, kind: kind, after: nil, output: output) }
             session.privateRooms[name] = room
             return room
         }
@@ -423,7 +455,7 @@ public final class SessionHub: @unchecked Sendable {
     /// so they don't count as invalid; the log shows the first per connection and a summary.
     private func limitHit(_ error: ProtocolError, session: Session) {
         answer(error, session: session)
-        activity.limitsHit += 1
+        shards.activity.withLock { $0.limitsHit += 1 }
         if !session.hitLimit {
             session.hitLimit = true
             logger.notice("connection \(session.id) from \(session.connection.remoteAddress) hit a limit: \(error.message)")
@@ -493,7 +525,7 @@ public final class SessionHub: @unchecked Sendable {
             break
         case .overflowed(let name):
             metrics.sendQueueOverflows.increment()
-            activity.resnapshots += 1
+            shards.activity.withLock { $0.resnapshots += 1 }
             logger.debug("connection \(session.id): send queue full, room \(name) will resend a snapshot")
             let handle = SessionHandle(session: session)
             session.joined[name]?.resync(handle)
@@ -530,10 +562,12 @@ public final class SessionHub: @unchecked Sendable {
         housekeeping = nil
     }
 
-    /// Drops idle rooms, deletes expired ones (once a minute), closes stuck clients, and logs a
-    /// summary now and then.
+    /// Closes this shard's stuck clients; the first shard's hub also drops idle rooms, deletes
+    /// expired ones (once a minute), records the server's status and logs a summary now and then.
     public func sweep() {
         let now = self.now
+        closeStuckClients(now: now)
+        guard shard == 0 else { return }
         for room in registry.removeIdleRooms(olderThan: configuration.idleRoomTimeout, now: now) {
             logger.debug("room \(room.name) dropped after \(configuration.idleRoomTimeout) without subscribers")
             room.stop()
@@ -542,19 +576,25 @@ public final class SessionHub: @unchecked Sendable {
             lastExpiryCheck = now
             deleteExpiredRooms()
         }
+        metrics.rooms.set(Double(registry.roomCount))
+        let connections = shards.openConnections
+        statusBoard.record(connections: connections, rooms: registry.roomCount, auth: configuration.auth != nil,
+                           roomList: registry.hasSharedRoom(named: SystemRoom.serverStatus) ? roomList() : nil)
+        let summary: String? = shards.activity.withLock { activity in
+            guard activity.isDue(now: now) else { return nil }
+            defer { activity.reset(now: now) }
+            return "\(connections) connections (\(activity.opened) opened, \(activity.closed) closed), \(registry.roomCount) rooms, \(activity.resnapshots) slow-client snapshots, \(activity.limitsHit) requests over a limit in the last \(ActivityCounts.interval)"
+        }
+        if let summary { logger.info("\(summary)") }
+    }
+
+    private func closeStuckClients(now: ContinuousClock.Instant) {
         for session in sessions.values {
             guard !session.sendQueue.isEmpty, let since = session.sendQueue.waitingSince,
                   now - since > configuration.stuckClientTimeout, session.connection.isOpen else { continue }
             logger.notice("closing connection \(session.id) from \(session.connection.remoteAddress): its queue made no progress for \(configuration.stuckClientTimeout)")
             metrics.stuckClientsClosed.increment()
             session.connection.close(code: 1008, reason: "not reading")
-        }
-        metrics.rooms.set(Double(registry.roomCount))
-        statusBoard.record(connections: sessions.count, rooms: registry.roomCount, auth: configuration.auth != nil,
-                           roomList: registry.hasSharedRoom(named: SystemRoom.serverStatus) ? roomList() : nil)
-        if activity.isDue(now: now) {
-            logger.info("\(sessions.count) connections (\(activity.opened) opened, \(activity.closed) closed), \(registry.roomCount) rooms, \(activity.resnapshots) slow-client snapshots, \(activity.limitsHit) requests over a limit in the last \(ActivityCounts.interval)")
-            activity.reset(now: now)
         }
     }
 
@@ -571,14 +611,15 @@ public final class SessionHub: @unchecked Sendable {
         registry.removeAllSharedRooms()
     }
 
-    /// Stops every room, shared and per-session. Only once nothing else runs on the hub's queue.
+    /// Stops every room, shared and per-session, of every shard. Only once nothing else runs on
+    /// any shard's queue.
     func stopAllRooms() async {
-        let rooms = registry.sharedRooms.map(\.room) + sessions.values.flatMap { $0.privateRooms.values }
+        let rooms = registry.sharedRooms.map(\.room) + shards.hubs.flatMap { $0.sessions.values.flatMap { $0.privateRooms.values } }
         for room in rooms { await room.stopAndWait() }
-        // Rooms hold the hub as their output: forgetting them ends that cycle, as the sessions'
+        // Rooms hold the hubs as their output: forgetting them ends that cycle, as the sessions'
         // connections end theirs through the transport's delegate.
         registry.removeAllSharedRooms()
-        sessions.removeAll()
+        for hub in shards.hubs { hub.sessions.removeAll() }
     }
 
     // MARK: Reload
@@ -596,15 +637,17 @@ public final class SessionHub: @unchecked Sendable {
 
     // MARK: Status
 
-    /// Open connections and live rooms (on the hub's queue).
+    /// Open connections of this shard and live rooms (on the hub's queue).
     public var connectionCount: Int { sessions.count }
-    /// Open connections, readable from any thread.
-    public var openConnections: Int { openConnectionCount.load(ordering: .relaxed) }
+    /// Open connections of this shard, readable from any thread.
+    var shardConnections: Int { openConnectionCount.load(ordering: .relaxed) }
+    /// Open connections of every shard, readable from any thread.
+    public var openConnections: Int { shards.openConnections }
     public var roomCount: Int { registry.roomCount }
 }
 
 /// What happened since the last summary line; one line a minute at most, only when something did.
-private struct ActivityCounts {
+struct ActivityCounts {
     static let interval: Duration = .seconds(60)
     var opened = 0
     var closed = 0

@@ -1,8 +1,8 @@
 import TetherTransport
 
-/// Connects the libwebsockets server to the hub and the HTTP routes: the transport's delegate.
-/// Runs on the transport's service thread, which is the hub's queue (hence `@unchecked
-/// Sendable`, under the hub's threading rule).
+/// Connects one socket shard of the libwebsockets server to its hub and the HTTP routes: the
+/// shard's delegate. Runs on the shard's service thread, which is the hub's queue (hence
+/// `@unchecked Sendable`, under the hub's threading rule).
 final class TransportBridge: WebSocketServerDelegate, @unchecked Sendable {
     let hub: SessionHub
     let routes: HTTPRoutes
@@ -29,11 +29,12 @@ final class TransportBridge: WebSocketServerDelegate, @unchecked Sendable {
     func didRunQueuedWork() { hub.didRunQueuedWork() }
 }
 
-/// The transport's service thread as the hub's queue.
+/// A socket shard's service thread as its hub's queue.
 struct TransportQueue: WorkQueue {
     let server: WebSocketServer
+    let shard: Int
 
     func execute(_ work: @escaping @Sendable () -> Void) {
-        server.execute(work)
+        server.execute(onShard: shard, work)
     }
 }

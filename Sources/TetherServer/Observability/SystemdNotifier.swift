@@ -68,7 +68,7 @@ extension TetherServer {
     /// proves the thread still turns.
     public func withStatus(_ report: @escaping @Sendable (ServerStatus) -> Void) {
         let hub = self.hub
-        hub.queue.execute { report(ServerStatus(connections: hub.connectionCount, rooms: hub.roomCount)) }
+        hub.queue.execute { report(ServerStatus(connections: hub.openConnections, rooms: hub.roomCount)) }
     }
 }
 

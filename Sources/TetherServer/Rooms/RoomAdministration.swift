@@ -59,12 +59,7 @@ extension SessionHub {
                                  lastChange: (live?.room.published.lastChange ?? known?.lastChange).flatMap { $0 > 0 && stored ? $0 : nil },
                                  members: kind?.hasPresence == true ? live?.room.published.members ?? 0 : nil)
         }
-        var perSession: [String: (instances: Int, subscribers: Int)] = [:]
-        for session in sessions.values {
-            for room in session.privateRooms.values { perSession[room.kind.name, default: (0, 0)].instances += 1 }
-            for room in session.joined.values where room.kind.scope == .perSession { perSession[room.kind.name, default: (0, 0)].subscribers += 1 }
-        }
-        for (kind, counts) in perSession {
+        for (kind, counts) in registry.perSessionCounts where counts.instances > 0 {
             entries.append(RoomListEntry(name: kind, kind: kind, scope: RoomScope.perSession.rawValue, subscribers: counts.subscribers,
                                          inMemory: true, instances: counts.instances))
         }
@@ -94,16 +89,14 @@ extension SessionHub {
         let retiring = registry.retiringRoom(named: name)
         guard registry.exists(name) || retiring != nil else { return .notFound("no room \(name)") }
         let frame = ServerMessage.error(ProtocolError(.roomDeleted, "room \(name) was deleted by the server's administrator; join it again for a new, empty room", room: name)).encoded()
-        var told = 0
-        for session in sessions.values where session.joined[name] != nil {
-            session.joined[name] = nil
-            session.authorizedUntil[name] = nil
-            session.viewers[name] = nil
-            session.sendQueue.forget(room: name)
-            enqueue(.control(frame), for: session)
-            told += 1
+        // This shard's subscribers now, the other shards' on their own threads: their sessions'
+        // requests to the deleted room end at it (it answers that it is moving).
+        endStream(of: name, frame: frame)
+        for hub in shards.hubs where hub !== self {
+            hub.queue.execute { hub.endStream(of: name, frame: frame) }
         }
         let live = registry.remove(name)
+        let told = live?.members ?? 0
         // Rooms of a single node are `Room`s (`sharedRoomsAreLocal`). A room that is not live
         // may still be stopping: it deletes itself after its last commit; else the store alone.
         if let room = (live?.room ?? retiring) as? Room {
@@ -113,6 +106,17 @@ extension SessionHub {
         }
         logger.notice("room \(name) \(reason) (\(live == nil ? "not in memory" : "was in memory, \(told) subscribers told"))")
         return .deleted(wasInMemory: live != nil, subscribers: told)
+    }
+
+    /// A deleted room's subscribers of this shard: their stream of it ends with `frame`.
+    private func endStream(of name: String, frame: [UInt8]) {
+        for session in sessions.values where session.joined[name] != nil {
+            session.joined[name] = nil
+            session.authorizedUntil[name] = nil
+            session.viewers[name] = nil
+            session.sendQueue.forget(room: name)
+            enqueue(.control(frame), for: session)
+        }
     }
 
     // MARK: Expiry

@@ -60,13 +60,45 @@ public protocol RoomOutput: Sendable {
     func deliver(_ deliveries: [RoomDelivery])
 }
 
-/// Hands output to the hub on its queue.
+/// Hands output to the hubs on their queues: with several socket shards, each shard gets one
+/// batch with what is for its own sessions (a patch once, with its share of the subscribers),
+/// in the order produced.
 struct HubOutput: RoomOutput {
-    let hub: SessionHub
+    let shards: HubShards
 
     func deliver(_ deliveries: [RoomDelivery]) {
-        let hub = self.hub
-        hub.queue.execute { hub.deliver(deliveries) }
+        let hubs = shards.hubs
+        guard hubs.count > 1 else {
+            let hub = hubs[0]
+            hub.queue.execute { hub.deliver(deliveries) }
+            return
+        }
+        var perShard = [[RoomDelivery]](repeating: [], count: hubs.count)
+        for delivery in deliveries {
+            switch delivery {
+            case .patch(let patch, let subscribers):
+                for (shard, group) in Self.split(subscribers, into: hubs.count) { perShard[shard].append(.patch(patch, to: group)) }
+            case .message(_, let handle):
+                perShard[handle.session.shard].append(delivery)
+            case .presence(let frame, let room, let listeners):
+                for (shard, group) in Self.split(listeners, into: hubs.count) { perShard[shard].append(.presence(frame, room: room, to: group)) }
+            case .reply(_, .session(let handle, _, _)):
+                perShard[handle.session.shard].append(delivery)
+            case .reply(_, .remote), .projections:
+                perShard[0].append(delivery)
+            }
+        }
+        for (shard, batch) in perShard.enumerated() where !batch.isEmpty {
+            let hub = hubs[shard]
+            hub.queue.execute { hub.deliver(batch) }
+        }
+    }
+
+    /// The handles grouped by shard (only shards with some).
+    private static func split(_ handles: [SessionHandle], into count: Int) -> [(Int, [SessionHandle])] {
+        var groups = [[SessionHandle]](repeating: [], count: count)
+        for handle in handles { groups[handle.session.shard].append(handle) }
+        return groups.enumerated().compactMap { $0.element.isEmpty ? nil : ($0.offset, $0.element) }
     }
 }
 

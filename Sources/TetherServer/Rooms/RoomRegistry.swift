@@ -1,11 +1,14 @@
+import Foundation
 import TetherProtocol
 import TetherState
 
-/// The kinds the server knows, every live room and every stored one, on the hub's queue. All
-/// joins, leaves, room creations and deletions pass through here, so it alone counts rooms
-/// (shared and per-session, live and stored) and members, and an idle room can be dropped
-/// without racing a join.
-final class RoomRegistry {
+/// The kinds the server knows, every live room and every stored one. All joins, leaves, room
+/// creations and deletions pass through here, so it alone counts rooms (shared and per-session,
+/// live and stored) and members, and an idle room can be dropped without racing a join. Every
+/// socket shard's hub uses it: its state is under one lock, held for a lookup or an update,
+/// never on the path of a delivery.
+final class RoomRegistry: @unchecked Sendable {
+    private let lock = NSLock()
     static let maxRoomNameBytes = 128
 
     private final class Entry {
@@ -38,7 +41,8 @@ final class RoomRegistry {
     /// Rooms dropped for idleness (or deleted) whose `stop` may not have run yet.
     private var retiring: [String: Retiring] = [:]
     /// Live per-session instances; their sessions own them.
-    private(set) var privateRoomCount = 0
+    private var privateRoomCount = 0
+    private var perSession: [String: PerSessionCount] = [:]
     /// Every shared room of an application kind that exists, live or stored; for a live room the
     /// room's own `published` cell is newer. Rooms kept in memory only are known while live.
     private var known: [String: KnownRoom] = [:]
@@ -55,9 +59,9 @@ final class RoomRegistry {
         }
     }
 
-    var sharedRoomCount: Int { shared.count }
-    var roomCount: Int { shared.count + privateRoomCount }
-    func hasSharedRoom(named name: String) -> Bool { shared[name] != nil }
+    var sharedRoomCount: Int { lock.withLock { shared.count } }
+    var roomCount: Int { lock.withLock { shared.count + privateRoomCount } }
+    func hasSharedRoom(named name: String) -> Bool { lock.withLock { shared[name] != nil } }
     var kindNames: [String] { kinds.keys.sorted() }
     /// Every registered kind, sorted by name.
     var allKinds: [ViewModelKind] { kinds.values.sorted { $0.name < $1.name } }
@@ -93,10 +97,10 @@ final class RoomRegistry {
     // MARK: Known rooms
 
     /// Whether a shared room of this name exists, live or stored.
-    func exists(_ name: String) -> Bool { known[name] != nil || shared[name] != nil }
+    func exists(_ name: String) -> Bool { lock.withLock { known[name] != nil || shared[name] != nil } }
 
     /// Rooms of `kind` that exist, live or stored.
-    func roomCount(ofKind kind: String) -> Int { knownPerKind[kind, default: 0] }
+    func roomCount(ofKind kind: String) -> Int { lock.withLock { knownPerKind[kind, default: 0] } }
 
     private func remember(_ name: String, _ room: KnownRoom) {
         if known.updateValue(room, forKey: name) == nil { knownPerKind[room.kind, default: 0] += 1 }
@@ -111,88 +115,125 @@ final class RoomRegistry {
     /// removed from the live rooms (its successor waits for it to stop) and the known ones.
     /// Returns it when it was live, with its member count.
     func remove(_ name: String) -> (room: any RoomEndpoint, members: Int)? {
-        forget(name)
-        guard let entry = shared.removeValue(forKey: name) else { return nil }
-        retiring[name] = Retiring(room: entry.room)
-        return (entry.room, entry.members)
+        lock.withLock {
+            forget(name)
+            guard let entry = shared.removeValue(forKey: name) else { return nil }
+            retiring[name] = Retiring(room: entry.room)
+            return (entry.room, entry.members)
+        }
     }
 
     /// A room of this name that left memory and may not have stopped yet.
-    func retiringRoom(named name: String) -> (any RoomEndpoint)? { retiring[name]?.room }
+    func retiringRoom(named name: String) -> (any RoomEndpoint)? { lock.withLock { retiring[name]?.room } }
 
     /// Every room, live or stored, with what the room list shows of it (unsorted).
     var listing: [(name: String, kind: ViewModelKind?, live: (room: any RoomEndpoint, members: Int)?, known: KnownRoom?)] {
-        var rooms = shared.map { name, entry in (name: name, kind: Optional(entry.room.kind), live: Optional((entry.room, entry.members)), known: known[name]) }
-        for (name, room) in known where shared[name] == nil {
-            rooms.append((name: name, kind: kinds[room.kind], live: nil, known: room))
+        lock.withLock {
+            var rooms = shared.map { name, entry in (name: name, kind: Optional(entry.room.kind), live: Optional((entry.room, entry.members)), known: known[name]) }
+            for (name, room) in known where shared[name] == nil {
+                rooms.append((name: name, kind: kinds[room.kind], live: nil, known: room))
+            }
+            return rooms
         }
-        return rooms
     }
 
     /// The shared room with this name; `make` creates it (given the same-named room still
     /// stopping, if any) on first use. A new room counts as idle until someone joins.
     func sharedRoom(named name: String, now: ContinuousClock.Instant, wallClock: Int,
                     make: (_ predecessor: (any RoomEndpoint)?) -> any RoomEndpoint) -> any RoomEndpoint {
-        if let entry = shared[name] { return entry.room }
-        let room = make(retiring.removeValue(forKey: name)?.room)
-        shared[name] = Entry(room: room, idleSince: now)
-        if known[name] == nil, !SystemRoom.isSystemKind(room.kind.name) {
-            remember(name, KnownRoom(kind: room.kind.name, version: 0, lastChange: wallClock, bytes: 0))
+        lock.withLock {
+            if let entry = shared[name] { return entry.room }
+            let room = make(retiring.removeValue(forKey: name)?.room)
+            shared[name] = Entry(room: room, idleSince: now)
+            if known[name] == nil, !SystemRoom.isSystemKind(room.kind.name) {
+                remember(name, KnownRoom(kind: room.kind.name, version: 0, lastChange: wallClock, bytes: 0))
+            }
+            return room
         }
-        return room
     }
 
-    /// A new per-session instance, counted until `releasePrivateRooms`.
-    func privateRoom(make: () -> any RoomEndpoint) -> any RoomEndpoint {
-        privateRoomCount += 1
+    // MARK: Per-session kinds
+
+    /// A new per-session instance of `kind`, counted until `releasePrivateRooms`.
+    func privateRoom(kind: String, make: () -> any RoomEndpoint) -> any RoomEndpoint {
+        lock.withLock {
+            privateRoomCount += 1
+            perSession[kind, default: PerSessionCount()].instances += 1
+        }
         return make()
     }
 
-    /// A session closed: its per-session instances are gone.
-    func releasePrivateRooms(_ count: Int) {
-        privateRoomCount -= count
+    /// A session closed: its per-session instances (one kind each) are gone.
+    func releasePrivateRooms(kinds: [String]) {
+        lock.withLock {
+            privateRoomCount -= kinds.count
+            for kind in kinds { perSession[kind, default: PerSessionCount()].instances -= 1 }
+            perSession = perSession.filter { $0.value.instances > 0 || $0.value.subscribers > 0 }
+        }
     }
+
+    /// A session joined (+1) or left (-1) its instance of a per-session kind.
+    func countPrivateSubscriber(kind: String, _ change: Int) {
+        lock.withLock { perSession[kind, default: PerSessionCount()].subscribers += change }
+    }
+
+    /// Live instances and their subscribers, by per-session kind.
+    var perSessionCounts: [String: PerSessionCount] { lock.withLock { perSession } }
+
+    struct PerSessionCount: Equatable {
+        var instances = 0
+        var subscribers = 0
+    }
+
+    // MARK: Members
 
     func addMember(_ name: String) {
-        guard let entry = shared[name] else { return }
-        entry.members += 1
-        entry.idleSince = nil
+        lock.withLock {
+            guard let entry = shared[name] else { return }
+            entry.members += 1
+            entry.idleSince = nil
+        }
     }
 
-    func removeMember(_ name: String, now: ContinuousClock.Instant) {
-        guard let entry = shared[name] else { return }
-        entry.members -= 1
-        if entry.members == 0 { entry.idleSince = now }
+    /// One member of `room` left (nothing when `name` is another room by now: deleted meanwhile).
+    func removeMember(_ name: String, of room: any RoomEndpoint, now: ContinuousClock.Instant) {
+        lock.withLock {
+            guard let entry = shared[name], entry.room === room else { return }
+            entry.members -= 1
+            if entry.members == 0 { entry.idleSince = now }
+        }
     }
 
     /// Drops shared rooms that have had no members for `timeout`; returns them so they can be
     /// stopped.
     func removeIdleRooms(olderThan timeout: Duration, now: ContinuousClock.Instant) -> [any RoomEndpoint] {
-        var removed: [any RoomEndpoint] = []
-        for (name, entry) in shared {
-            if let since = entry.idleSince, now - since >= timeout {
-                shared[name] = nil
-                retiring[name] = Retiring(room: entry.room)
-                removed.append(entry.room)
-                // What the room list shows of it from now on: its last figures, as it stores them.
-                if keepsRooms, var room = known[name] {
-                    room.version = entry.room.published.version
-                    room.lastChange = entry.room.published.lastChange
-                    room.bytes = entry.room.published.stateBytes
-                    known[name] = room
-                } else {
-                    forget(name)
+        lock.withLock {
+            var removed: [any RoomEndpoint] = []
+            for (name, entry) in shared {
+                if let since = entry.idleSince, now - since >= timeout {
+                    shared[name] = nil
+                    retiring[name] = Retiring(room: entry.room)
+                    removed.append(entry.room)
+                    // What the room list shows of it from now on: its last figures, as it stores them.
+                    if keepsRooms, var room = known[name] {
+                        room.version = entry.room.published.version
+                        room.lastChange = entry.room.published.lastChange
+                        room.bytes = entry.room.published.stateBytes
+                        known[name] = room
+                    } else {
+                        forget(name)
+                    }
                 }
             }
+            retiring = retiring.filter { $0.value.room != nil }
+            return removed
         }
-        retiring = retiring.filter { $0.value.room != nil }
-        return removed
     }
 
     /// Forgets every shared room (at shutdown, once they are stopped).
-    func removeAllSharedRooms() { shared.removeAll() }
+    func removeAllSharedRooms() { lock.withLock { shared.removeAll() } }
 
-    var sharedRooms: [(room: any RoomEndpoint, members: Int)] { shared.values.map { ($0.room, $0.members) } }
+    var sharedRooms: [(room: any RoomEndpoint, members: Int)] { lock.withLock { shared.values.map { ($0.room, $0.members) } } }
 }
 
 extension ViewModelKind {
