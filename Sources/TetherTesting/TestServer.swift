@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import TetherJSON
 import TetherProtocol
@@ -15,12 +18,20 @@ import TetherState
 /// alice.send(.join(room: "counter"))
 /// #expect(alice.receive()?.type == "snapshot")
 /// ```
+///
+/// With several socket shards (`shards:`, or `TETHER_TEST_SHARDS` for a whole test run) each
+/// shard has a hub of its own, as in tetherd, and connections are handed to them in turn.
 public final class TestServer {
     public let clock: TestClock
     public let scheduler: ManualScheduler
-    public let hub: SessionHub
+    /// The first shard's hub (rooms, status, administration go through it).
+    public var hub: SessionHub { hubs[0] }
+    /// One hub per socket shard.
+    public let hubs: [SessionHub]
     public let configuration: ServerConfiguration
     private var connections: [TestConnection] = []
+    /// The hub serving each connection.
+    private var hubOf: [ObjectIdentifier: SessionHub] = [:]
     /// Where shared rooms are kept, for a server made with a data directory.
     private let store: RoomStore?
 
@@ -36,17 +47,22 @@ public final class TestServer {
     /// A server that keeps nothing beyond its rooms in memory (`configuration.dataDirectory` is
     /// not used).
     public convenience init(configuration: ServerConfiguration = TestServer.defaultConfiguration, kinds: [ViewModelKind],
-                            logger: Logger = TestServer.quietLogger) {
+                            shards: Int = TestServer.defaultShards, logger: Logger = TestServer.quietLogger) {
         let (clock, scheduler, runtime) = Self.makeRuntime()
-        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: nil,
+        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: nil, shards: shards,
                   hub: SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, logger: logger))
+    }
+
+    /// Socket shards of a server made without `shards:`: `TETHER_TEST_SHARDS`, else 1.
+    public static var defaultShards: Int {
+        getenv("TETHER_TEST_SHARDS").flatMap { Int(String(cString: $0)) }.map { max(1, $0) } ?? 1
     }
 
     /// A server that keeps shared rooms in SQLite in `dataDirectory`, as tetherd does: rooms that
     /// left memory stay listed, and a new server on the same directory (after `close()`)
     /// continues them. `run()` waits for the database, so durable acks stay deterministic.
     public convenience init(dataDirectory: String, configuration: ServerConfiguration = TestServer.defaultConfiguration,
-                            kinds: [ViewModelKind], logger: Logger = TestServer.quietLogger) throws {
+                            kinds: [ViewModelKind], shards: Int = TestServer.defaultShards, logger: Logger = TestServer.quietLogger) throws {
         let (clock, scheduler, runtime) = Self.makeRuntime()
         var configuration = configuration
         configuration.dataDirectory = dataDirectory
@@ -59,7 +75,7 @@ public final class TestServer {
             store.close()
             throw error
         }
-        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: store, hub: hub)
+        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: store, shards: shards, hub: hub)
     }
 
     public static var quietLogger: Logger { Logger(label: "tether.test", factory: { _ in SwiftLogNoOpLogHandler() }) }
@@ -70,21 +86,23 @@ public final class TestServer {
         return (clock, scheduler, ServerRuntime(clock: clock, hubQueue: scheduler.makeHubQueue()) { _ in scheduler.makeRoomExecutor() })
     }
 
-    private init(clock: TestClock, scheduler: ManualScheduler, configuration: ServerConfiguration, store: RoomStore?, hub: SessionHub) {
+    private init(clock: TestClock, scheduler: ManualScheduler, configuration: ServerConfiguration, store: RoomStore?, shards: Int, hub: SessionHub) {
         self.clock = clock
         self.scheduler = scheduler
         self.configuration = configuration
         self.store = store
-        self.hub = hub
-        scheduler.afterHubBatch.withLock { $0 = { hub.didRunQueuedWork() } }
-        hub.startHousekeeping()
+        let hubs = [hub] + (1..<max(1, shards)).map { _ in SessionHub(shardOf: hub, queue: scheduler.makeHubQueue()) }
+        self.hubs = hubs
+        scheduler.afterHubBatch.withLock { $0 = { for hub in hubs { hub.didRunQueuedWork() } } }
+        for hub in hubs { hub.startHousekeeping() }
     }
 
     /// Opens a connection (the hub sends `hello`) and runs until idle.
     public func connect(from address: String = "127.0.0.1") -> TestClient {
         let connection = TestConnection(remoteAddress: address)
+        let hub = hubs[connections.count % hubs.count]
         connections.append(connection)
-        let hub = self.hub
+        hubOf[ObjectIdentifier(connection)] = hub
         hub.queue.execute { hub.connectionOpened(connection) }
         run()
         return TestClient(server: self, connection: connection)
@@ -101,11 +119,11 @@ public final class TestServer {
             for connection in connections where !connection.isFinished {
                 if !connection.isOpen {
                     connection.isFinished = true
-                    let hub = self.hub
+                    let hub = self.hub(of: connection)
                     hub.queue.execute { hub.connectionClosed(connection, closeCode: connection.closeCode) }
                 } else if connection.wantsWritable, !connection.isChoked {
                     connection.wantsWritable = false
-                    let hub = self.hub
+                    let hub = self.hub(of: connection)
                     hub.queue.execute { hub.connectionWritable(connection) }
                 }
             }
@@ -120,7 +138,7 @@ public final class TestServer {
 
     /// Delivers a received text frame to the hub.
     func receive(_ bytes: [UInt8], on connection: TestConnection) {
-        let hub = self.hub
+        let hub = self.hub(of: connection)
         hub.queue.execute {
             bytes.withUnsafeBytes { hub.connection(connection, receivedText: $0) }
         }
@@ -128,10 +146,12 @@ public final class TestServer {
     }
 
     func receiveBinary(on connection: TestConnection) {
-        let hub = self.hub
+        let hub = self.hub(of: connection)
         hub.queue.execute { hub.connectionReceivedBinary(connection) }
         run()
     }
+
+    private func hub(of connection: TestConnection) -> SessionHub { hubOf[ObjectIdentifier(connection)]! }
 
     func disconnect(_ connection: TestConnection) {
         connection.peerDisconnected()
@@ -141,10 +161,17 @@ public final class TestServer {
     /// Stops every room (each stores its state) and closes the database, so another server can
     /// open the same directory. The server is not used afterwards.
     public func close() {
+        for hub in hubs { hub.queue.execute { hub.stopHousekeeping() } }
         let hub = self.hub
-        hub.queue.execute { hub.stopHousekeeping(); hub.stopSharedRooms() }
+        hub.queue.execute { hub.stopSharedRooms() }
         run()
         store?.close()
+    }
+
+    /// Takes reloaded settings on every shard, as `tetherd`'s reload does, and runs until idle.
+    public func reconfigure(_ configuration: ServerConfiguration) {
+        for hub in hubs { hub.queue.execute { hub.reconfigure(configuration) } }
+        run()
     }
 
     /// Every room, live or stored, as `GET /rooms` lists it.
@@ -154,8 +181,8 @@ public final class TestServer {
     @discardableResult
     public func deleteRoom(_ name: String) -> RoomDeletion { onHub { $0.deleteRoom(named: name) } }
 
-    /// Open connections and live rooms, as the hub counts them.
-    public var connectionCount: Int { onHub { $0.connectionCount } }
+    /// Open connections (of every shard) and live rooms, as the hubs count them.
+    public var connectionCount: Int { onHub { $0.openConnections } }
     public var roomCount: Int { onHub { $0.roomCount } }
 
     private func onHub<T: Sendable>(_ read: @escaping @Sendable (SessionHub) -> T) -> T {

@@ -32,7 +32,7 @@ struct ReloadTests {
             "max-rooms-per-connection": ["--max-rooms-per-connection", "2"], "max-rooms": ["--max-rooms", "9"],
             "max-rooms-per-kind": ["--max-rooms-per-kind", "8"], "room-expiry": ["--room-expiry", "todo=30d"],
             "handshake-timeout-seconds": ["--handshake-timeout-seconds", "3"], "ping-seconds": ["--ping-seconds", "7"],
-            "peer-timeout-seconds": ["--peer-timeout-seconds", "70"],
+            "peer-timeout-seconds": ["--peer-timeout-seconds", "70"], "io-threads": ["--io-threads", "3"],
             "compression": ["--compression", "on"], "compression-min-bytes": ["--compression-min-bytes", "99"],
             "nats": ["--nats", "nats://127.0.0.9:4222"], "node": ["--node", "other"], "nats-replicas": ["--nats-replicas", "1"],
             "nats-streams": ["--nats-streams", "2"], "lease-seconds": ["--lease-seconds", "9"],
@@ -89,8 +89,7 @@ struct ReloadTests {
         var both = configuration
         both.auth = old.adding(new)
         both.maxRoomsPerConnection = 1
-        server.hub.queue.execute { [hub = server.hub, both] in hub.reconfigure(both) }
-        server.run()
+        server.reconfigure(both)
         alice.send(.join(room: "clock", id: 2, token: newToken))
         #expect(alice.receiveAll().last?.error?.code == .rateLimited, "the new limit applies to a connected client")
         let bob = server.connect()
@@ -101,8 +100,7 @@ struct ReloadTests {
         // Second reload: the old secret is gone.
         var rotated = both
         rotated.auth = new
-        server.hub.queue.execute { [hub = server.hub, rotated] in hub.reconfigure(rotated) }
-        server.run()
+        server.reconfigure(rotated)
         let carol = server.connect()
         _ = carol.receiveAll()
         carol.send(.join(room: "counter", id: 1, token: oldToken))
