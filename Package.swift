@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "TetherServer",
             dependencies: [
-                "TetherJSON", "TetherState", "TetherProtocol", "TetherTransport", "TetherNATS", "CSQLite", "COpenSSL",
+                "TetherBinding", "TetherJSON", "TetherState", "TetherProtocol", "TetherTransport", "TetherNATS", "CSQLite", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "OrderedCollections", package: "swift-collections"),

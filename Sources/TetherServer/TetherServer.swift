@@ -93,6 +93,7 @@ public final class TetherServer: Service, Sendable {
         let transport = self.transport
         hubs = [first] + (1..<transport.shardCount).map { SessionHub(shardOf: first, queue: TransportQueue(server: transport, shard: $0)) }
         bridges = hubs.map { TransportBridge(hub: $0, routes: HTTPRoutes(hub: $0, metrics: metrics, cluster: cluster, transport: transport)) }
+        hub.statusBoard.servingShards { transport.shardStatistics }
         if let cluster {
             let hub = self.hub
             cluster.startHeartbeat { hub.openConnections }

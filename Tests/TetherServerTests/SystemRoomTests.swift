@@ -43,7 +43,7 @@ struct SystemRoomTests {
         let state = try #require(Self.document(watcher))
         #expect(Set(state.objectValue?.keys ?? [:].keys) == ["server", "connections", "rooms", "rates", "recent", "roomList", "roomListTruncated", "nodes"])
         let facts = try #require(state["server"]?.objectValue)
-        #expect(Set(facts.keys) == ["name", "version", "startedAt", "uptimeSeconds", "node", "listen", "tls", "auth", "durability", "storage"])
+        #expect(Set(facts.keys) == ["name", "version", "startedAt", "uptimeSeconds", "node", "listen", "tls", "auth", "durability", "storage", "shards"])
         #expect(facts["version"] == .string(TetherServer.version))
         #expect(facts["name"] == .string("tetherd/\(TetherServer.version)"))
         #expect(facts["node"] == .null, "a single daemon has no node name")

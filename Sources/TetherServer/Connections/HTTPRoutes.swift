@@ -41,7 +41,7 @@ struct HTTPRoutes {
             guard let cluster else { return HTTPResponse(status: 404, text: "not a cluster node (start with --nats)\n") }
             var status = cluster.statusJSON
             if case .object(var fields) = status, let shards = transport?.shardStatistics {
-                fields["shards"] = Self.shardsJSON(shards)
+                fields["shards"] = .array(shards.map(\.json))
                 status = .object(fields)
             }
             return HTTPResponse(status: 200, contentType: "application/json", body: status.encoded())
@@ -58,10 +58,6 @@ struct HTTPRoutes {
         text += "# HELP tether_shard_cpu_seconds_total CPU time used by each socket shard's thread.\n# TYPE tether_shard_cpu_seconds_total counter\n"
         for (index, shard) in shards.enumerated() { text += "tether_shard_cpu_seconds_total{shard=\"\(index)\"} \(shard.cpuSeconds)\n" }
         return Array(text.utf8)
-    }
-
-    static func shardsJSON(_ shards: [ShardStatistics]) -> JSON {
-        .array(shards.map { .object(["connections": .int($0.connections), "cpuSeconds": .double(($0.cpuSeconds * 1000).rounded() / 1000)]) })
     }
 
     private static func headers(_ response: HTTPResponse) -> HTTPResponse {

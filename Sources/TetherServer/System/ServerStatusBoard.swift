@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TetherJSON
+import TetherTransport
 
 /// What the system room `tether.server` shows, gathered where each part lives.
 ///
@@ -60,6 +61,8 @@ final class ServerStatusBoard: Sendable {
         var listen: String?
         /// On a cluster node: its name and the nodes it sees (each `{name, alive, rooms, connections}`).
         var clusterView: (@Sendable () -> (node: String, nodes: [JSON]))?
+        /// The socket shards' figures (nil in process, with no sockets).
+        var shards: (@Sendable () -> [ShardStatistics])?
         var lastTotals: (deliveries: Int64, actions: Int64, bytesOut: Int64)?
         var lastRecorded: ContinuousClock.Instant?
     }
@@ -94,6 +97,11 @@ final class ServerStatusBoard: Sendable {
     /// This server is a node of a cluster: `view` tells its name and the nodes it sees.
     func joinedCluster(_ view: @escaping @Sendable () -> (node: String, nodes: [JSON])) {
         state.withLock { $0.clusterView = view }
+    }
+
+    /// The server serves its sockets on shards: `figures` tells each one's connections and CPU.
+    func servingShards(_ figures: @escaping @Sendable () -> [ShardStatistics]) {
+        state.withLock { $0.shards = figures }
     }
 
     /// The address clients use, once the server listens.
@@ -143,7 +151,7 @@ final class ServerStatusBoard: Sendable {
 
     /// The last record, and the `server` member of the document as of now.
     func current() -> (record: Record, server: [String: JSON], nodes: [JSON]) {
-        let (record, listen, clusterView) = state.withLock { ($0.record, $0.listen, $0.clusterView) }
+        let (record, listen, clusterView, shards) = state.withLock { ($0.record, $0.listen, $0.clusterView, $0.shards) }
         let cluster = clusterView?()
         var storage = facts.storage
         if let path = facts.databasePath { storage["bytes"] = .int(Self.databaseBytes(path)) }
@@ -159,6 +167,8 @@ final class ServerStatusBoard: Sendable {
             "auth": .bool(record.auth),
             "durability": facts.durability.map(JSON.string) ?? .null,
             "storage": .object(storage),
+            // Each socket thread's connections and CPU seconds; null in process.
+            "shards": shards.map { .array($0().map(\.json)) } ?? .null,
         ]
         return (record, server, cluster?.nodes ?? [])
     }
@@ -211,5 +221,12 @@ final class RoomVersionCell: Sendable {
     var stateBytes: Int {
         get { storedStateBytes.load(ordering: .relaxed) }
         set { storedStateBytes.store(newValue, ordering: .relaxed) }
+    }
+}
+
+extension ShardStatistics {
+    /// `{"connections": N, "cpuSeconds": S}`, as the status room and `GET /cluster` show it.
+    var json: JSON {
+        .object(["connections": .int(connections), "cpuSeconds": .double((cpuSeconds * 1000).rounded() / 1000)])
     }
 }
