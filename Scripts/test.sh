@@ -10,9 +10,14 @@ Scripts/setup.sh debug
 echo "== unit, property and end-to-end tests"
 swift build --build-tests
 swift test --skip-build --skip 'EndToEndTests\.|TetherNATSTests\.'
+echo "== the in-process server suites again, every TestServer on 3 socket shards"
+TETHER_TEST_SHARDS=3 swift test --skip-build --filter 'TetherServerTests\.|TetherClientTests\.|TerminalClientTests\.|TetherDemosTests\.'
 # The suites that start daemons and NATS clusters measure latency, kill processes and wait on
 # timeouts: one at a time, so two cores shared by dozens of daemons don't turn slow into failed.
+# Daemons run with the default socket threads (one per core), then once more with one.
 swift test --skip-build --no-parallel --filter 'EndToEndTests\.|TetherNATSTests\.'
+echo "== the end-to-end tests again, every tetherd on one socket thread (--io-threads 1)"
+TETHERD_IO_THREADS=1 swift test --skip-build --no-parallel --filter 'EndToEndTests\.'
 
 echo "== fault injection on a 3-node cluster (Tests/Jepsen)"
 /usr/bin/python3 Tests/Jepsen/jepsen.py --tetherd .build/debug/tetherd --seconds 150
