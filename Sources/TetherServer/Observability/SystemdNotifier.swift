@@ -63,12 +63,22 @@ public struct ServerStatus: Sendable, Equatable {
 }
 
 extension TetherServer {
-    /// Calls `report` on the hub's queue — the socket thread — with the live counts. Nothing
-    /// happens when that thread does not run, or is stuck: a watchdog ping sent from `report`
-    /// proves the thread still turns.
+    /// Calls `report` with the live counts once every socket thread has turned: the call passes
+    /// through each shard's hub queue in turn. Nothing happens when one of them does not run, or
+    /// is stuck: a watchdog ping sent from `report` proves that every one still turns.
     public func withStatus(_ report: @escaping @Sendable (ServerStatus) -> Void) {
-        let hub = self.hub
-        hub.queue.execute { report(ServerStatus(connections: hub.openConnections, rooms: hub.roomCount)) }
+        Self.visit(hubs[...], then: report)
+    }
+
+    private static func visit(_ hubs: ArraySlice<SessionHub>, then report: @escaping @Sendable (ServerStatus) -> Void) {
+        guard let hub = hubs.first else { return }
+        hub.queue.execute {
+            if hubs.count == 1 {
+                report(ServerStatus(connections: hub.openConnections, rooms: hub.roomCount))
+            } else {
+                visit(hubs.dropFirst(), then: report)
+            }
+        }
     }
 }
 
