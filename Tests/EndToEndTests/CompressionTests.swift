@@ -200,4 +200,34 @@ struct CompressionTests {
         #expect(hello.rsv1 && hello.wireBytes == hello.jsonBytes + 6)
         await writer.close()
     }
+
+    /// A cluster node's replica compresses its snapshots as a single daemon does (once per
+    /// version and view), and `GET /cluster` shows the node's socket threads.
+    @Test func aClusterNodesSnapshotArrivesCompressed() async throws {
+        let cluster = try ClusterFixture(nodes: ["n1", "n2"], arguments: ["--compression", "on", "--compression-min-bytes", "\(Self.threshold)"])
+        defer { cluster.stop() }
+        let room = "todo:cluster-inflate"
+        let writer = try await cluster.client(at: "n1")
+        try await Self.fill(room, count: 60, using: [writer])
+        let reader = try await cluster.client(at: "n2")
+        let mirror = reader.room(room)
+        try await eventually { mirror.version == 90 }
+
+        let socket = try RawWebSocket(port: cluster.node("n2").port, extensions: Self.deflateOffer)
+        #expect(try Self.receive(socket).json["type"] == "hello")
+        try socket.send(json: ["type": "join", "room": .string(room)])
+        guard case .text(let payload) = try socket.receiveFrame() else { Issue.record("no text frame"); return }
+        #expect(socket.lastFrameCompressed, "RSV1 set on the snapshot")
+        let json = try #require(MessageDeflater.decompress(payload), "raw inflate of the payload")
+        #expect(payload.count * 4 < json.count, "compressed \(payload.count) B, JSON \(json.count) B")
+        let snapshot = try JSONParser().parse(json)
+        #expect(snapshot["type"] == "snapshot" && snapshot["version"] == 90)
+        #expect(snapshot["state"] == mirror.state)
+
+        let status = try JSON(parsing: cluster.node("n2").httpGET("/cluster").body)
+        let shards = try #require(status["shards"]?.arrayValue, "GET /cluster lists the socket threads")
+        #expect(!shards.isEmpty && shards.allSatisfy { $0["connections"]?.intValue != nil && $0["cpuSeconds"] != nil })
+        await writer.close()
+        await reader.close()
+    }
 }

@@ -47,10 +47,9 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     /// Stream sequence of the last log message applied.
     private var lastSequence: UInt64 = 0
     private var history: PatchHistory
-    private var subscribers: Set<SessionHandle> = []
-    private var subscriberList: [SessionHandle] = []
+    private var subscribers = SubscriberList()
     /// Snapshot frames of one version, by projection (`[:]`: the shared document alone).
-    private var snapshotCache: (version: Int, frames: [[String: JSON]: [UInt8]]) = (-1, [:])
+    private var snapshots = SnapshotCache()
     private var isCatchingUp = false
     /// Live messages that arrived while the log was being read.
     private var liveBuffer: [NATSMessage] = []
@@ -244,7 +243,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     func leave(_ session: SessionHandle) {
         queue.execute { [self] in
-            if subscribers.remove(session) != nil { subscriberList = Array(subscribers) }
+            subscribers.remove(session)
             removeViewer(session)
             waitingJoins.removeAll { $0.0 == session }
             if presence?.remove(session) == true {
@@ -409,10 +408,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             published.version = newVersion
             document = state
             history.removeAll()
-            snapshotCache = (newVersion, [[:]: entry.frame])
+            snapshots.seed(version: newVersion, frame: entry.frame, compressAbove: environment.configuration.compressionThreshold)
             lastSequence = sequence
             // A new epoch: everyone here starts over from its snapshot (with their projection).
-            output.deliver(subscriberList.map { viewerViews == nil ? .message(.snapshot(room: name, version: newVersion, frame: entry.frame), to: $0) : snapshot(for: $0) })
+            output.deliver(subscribers.all.map { snapshot(for: $0) })
             serveWaiting()
         case .patch:
             guard entry.epoch == epoch, entry.from == version,
@@ -439,10 +438,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                     // node's own, from what its sessions hold (robust against stale messages).
                     let given = entry.projections?[node.name]?.objectValue
                     let changes = given == nil ? [:] : viewerViews!.update { viewer in given![viewer.id]?.objectValue }
-                    output.deliver(viewerViews!.deliveries(of: patch, changes: changes, to: subscriberList,
+                    output.deliver(viewerViews!.deliveries(of: patch, changes: changes, to: subscribers.all,
                                                            compressAbove: environment.configuration.compressionThreshold))
-                } else if !subscriberList.isEmpty {
-                    output.deliver([.patch(patch, to: subscriberList)])
+                } else if !subscribers.all.isEmpty {
+                    output.deliver([.patch(patch, to: subscribers.all)])
                 }
             }
         }
@@ -458,7 +457,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         document = .null
         lastSequence = 0
         history.removeAll()
-        snapshotCache = (-1, [:])
+        snapshots.reset()
         loadSnapshot()
     }
 
@@ -482,7 +481,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         guard let epoch else { return }
-        if subscribers.insert(session).inserted { subscriberList = Array(subscribers) }
+        subscribers.add(session)
         addViewer(session)
         var deliveries: [RoomDelivery]
         // As on one node: the history holds the shared operations only, so a resume of a room
@@ -507,17 +506,12 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     private func snapshot(for session: SessionHandle) -> RoomDelivery {
         let projection = viewerViews?.projection(of: session) ?? [:]
-        // Bounded, as in `Room`: one view per viewer must not keep a snapshot each.
-        if snapshotCache.version != version || snapshotCache.frames.count >= 64 { snapshotCache = (version, [:]) }
-        let frame: [UInt8]
-        if let cached = snapshotCache.frames[projection] {
-            frame = cached
-        } else {
+        let message = snapshots.message(room: name, version: version, projection: projection,
+                                        compressAbove: environment.configuration.compressionThreshold) {
             let state = Projection.document(shared: document, projection: projection)
-            frame = ServerMessage.snapshot(room: name, epoch: epoch ?? "", version: version, state: state).encoded()
-            snapshotCache.frames[projection] = frame
+            return ServerMessage.snapshot(room: name, epoch: epoch ?? "", version: version, state: state).encoded()
         }
-        return .message(.snapshot(room: name, version: version, frame: frame), to: session)
+        return .message(message, to: session)
     }
 
     /// Delivers `delivery` once this node's replica has delivered `version`.

@@ -27,15 +27,8 @@ actor Room: RoomEndpoint {
     /// `epoch` and `version` for the system room's list, readable from any thread.
     nonisolated let published: RoomVersionCell
     private var history: PatchHistory
-    /// Each subscriber's position in `subscriberList`.
-    private var subscribers: [SessionHandle: Int] = [:]
-    /// The subscribers as an array, so a broadcast shares it. Kept in step one join or leave at a
-    /// time (append, swap-remove): rebuilding it per join made n joins cost O(n²), seconds for a
-    /// reconnect storm of 15,000 clients into one room.
-    private var subscriberList: [SessionHandle] = []
-    /// Snapshot frames (and their compressed forms) of one version, by projection (`[:]`: the
-    /// shared document alone): many joins at one version encode and compress each view once.
-    private var snapshotCache: (version: Int, frames: [[String: JSON]: (frame: [UInt8], compressed: [UInt8]?)]) = (-1, [:])
+    private var subscribers = SubscriberList()
+    private var snapshots = SnapshotCache()
     /// Who each subscriber is and what they see beyond the shared document, when the ViewModel
     /// publishes values per viewer; nil otherwise (then every subscriber gets the same frames).
     private var viewerViews: ViewerViews?
@@ -247,10 +240,7 @@ actor Room: RoomEndpoint {
     /// `presence` (in a room that keeps it), the session is listed and a presence snapshot
     /// follows. With an `id`, an ack at the room's version comes last.
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
-        if subscribers[session] == nil {
-            subscribers[session] = subscriberList.count
-            subscriberList.append(session)
-        }
+        subscribers.add(session)
         viewerViews?.add(session) { host.projection(for: $0) }
         var deliveries: [RoomDelivery]
         // The history holds the shared operations only, not what each viewer saw beyond them:
@@ -269,13 +259,8 @@ actor Room: RoomEndpoint {
     }
 
     private func unsubscribe(_ session: SessionHandle) {
-        guard let index = subscribers.removeValue(forKey: session) else { return }
+        guard subscribers.remove(session) else { return }
         viewerViews?.remove(session)
-        let last = subscriberList.removeLast()
-        if index < subscriberList.count {
-            subscriberList[index] = last
-            subscribers[last] = index
-        }
         if let left = presence?.remove(session) {
             host.presenceLeft(memberID: left)
             output.deliver(presenceChanged() + modelReaction())
@@ -340,24 +325,18 @@ actor Room: RoomEndpoint {
     var subscriberCount: Int { subscribers.count }
 
     private func resend(to session: SessionHandle) {
-        guard subscribers[session] != nil else { return }
+        guard subscribers.contains(session) else { return }
         output.deliver([snapshot(for: session)])
     }
 
     private func snapshot(for session: SessionHandle) -> RoomDelivery {
         let projection = viewerViews?.projection(of: session) ?? [:]
-        // Bounded: with one view per viewer, a join storm would otherwise keep a snapshot each.
-        if snapshotCache.version != version || snapshotCache.frames.count >= 64 { snapshotCache = (version, [:]) }
-        let cached: (frame: [UInt8], compressed: [UInt8]?)
-        if let hit = snapshotCache.frames[projection] {
-            cached = hit
-        } else {
+        let message = snapshots.message(room: name, version: version, projection: projection,
+                                        compressAbove: environment.configuration.compressionThreshold) {
             let state = projection.isEmpty ? host.state : Projection.document(shared: host.state, projection: projection)
-            let frame = ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: state).encoded()
-            cached = (frame, MessageDeflater.compress(frame, ifAtLeast: environment.configuration.compressionThreshold))
-            snapshotCache.frames[projection] = cached
+            return ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: state).encoded()
         }
-        return .message(.snapshot(room: name, version: version, frame: cached.frame, compressed: cached.compressed), to: session)
+        return .message(message, to: session)
     }
 
     // MARK: A cluster's owner
@@ -374,7 +353,7 @@ actor Room: RoomEndpoint {
         guard let changed = clusterProjections!.change(node: node, set: set, removed: removed, { host.projection(for: $0) }) else { return }
         // Only those viewers' values changed: an empty step for everyone, their projections for the log.
         let shared = commitTurn([], evenIfEmpty: true)!
-        output.deliver([.patch(shared, to: subscriberList), .projections(changed, version: shared.version)])
+        output.deliver([.patch(shared, to: subscribers.all), .projections(changed, version: shared.version)])
     }
 
     /// Members of the room on any cluster node joined, changed or left (this room runs on the
@@ -432,14 +411,14 @@ actor Room: RoomEndpoint {
     /// viewer sees, and returns what each subscriber gets of it.
     private func versionStep(_ operations: [PatchOperation]) -> [RoomDelivery] {
         guard viewerViews != nil else {
-            return commitTurn(operations).map { [.patch($0, to: subscriberList)] } ?? []
+            return commitTurn(operations).map { [.patch($0, to: subscribers.all)] } ?? []
         }
         // In place (`!`): a copy would copy every viewer's entry once per turn.
         let changes = viewerViews!.update { host.projection(for: $0) }
         let nodeChanges = clusterProjections?.update { host.projection(for: $0) }
         guard !operations.isEmpty || !changes.isEmpty || nodeChanges != nil else { return [] }
         let shared = commitTurn(operations, evenIfEmpty: true)!
-        var deliveries = viewerViews!.deliveries(of: shared, changes: changes, to: subscriberList,
+        var deliveries = viewerViews!.deliveries(of: shared, changes: changes, to: subscribers.all,
                                                  compressAbove: environment.configuration.compressionThreshold)
         if let nodeChanges { deliveries.append(.projections(nodeChanges, version: shared.version)) }
         return deliveries
