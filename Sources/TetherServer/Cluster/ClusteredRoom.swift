@@ -483,17 +483,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         guard let epoch else { return }
         subscribers.add(session)
         addViewer(session)
-        var deliveries: [RoomDelivery]
-        // As on one node: the history holds the shared operations only, so a resume of a room
-        // with per-viewer values gets a snapshot.
-        if let since, since.epoch == epoch, viewerViews == nil, let missing = history.patches(after: since.version, newest: version) {
-            node.metrics.resumes(fromHistory: true)
-            let patches = missing.isEmpty ? [PatchFrame(room: name, epoch: epoch, from: version, version: version, operations: [])] : missing
-            deliveries = patches.map { .message(.patch($0), to: session) }
-        } else {
-            if since != nil { node.metrics.resumes(fromHistory: false) }
-            deliveries = [snapshot(for: session)]
-        }
+        var deliveries = history.firstMessages(for: session, since: since, room: name, epoch: epoch, version: version,
+                                               patchesServe: viewerViews == nil, metrics: node.metrics) { snapshot(for: session) }
         if let presence {
             // As in a local room: a join lists the session or makes it a spectator (one without either unlists it).
             let changed = presence.join(session, join)

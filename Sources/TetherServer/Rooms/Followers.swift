@@ -75,3 +75,20 @@ struct SnapshotCache {
         frames = [:]
     }
 }
+
+extension PatchHistory {
+    /// A joining subscriber's first messages: when `since` names a version of `epoch` still held
+    /// here, the patches after it (an empty patch when nothing changed); else the room's
+    /// `snapshot`. A room with per-viewer values (`patchesServe` false) always sends a snapshot:
+    /// the history holds the shared operations only, not what each viewer saw beyond them.
+    func firstMessages(for session: SessionHandle, since: ResumePoint?, room: String, epoch: String, version: Int,
+                       patchesServe: Bool, metrics: ServerMetrics, snapshot: () -> RoomDelivery) -> [RoomDelivery] {
+        if let since, since.epoch == epoch, patchesServe, let missing = patches(after: since.version, newest: version) {
+            metrics.resumes(fromHistory: true)
+            let patches = missing.isEmpty ? [PatchFrame(room: room, epoch: epoch, from: version, version: version, operations: [])] : missing
+            return patches.map { .message(.patch($0), to: session) }
+        }
+        if since != nil { metrics.resumes(fromHistory: false) }
+        return [snapshot()]
+    }
+}

@@ -242,17 +242,8 @@ actor Room: RoomEndpoint {
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         subscribers.add(session)
         viewerViews?.add(session) { host.projection(for: $0) }
-        var deliveries: [RoomDelivery]
-        // The history holds the shared operations only, not what each viewer saw beyond them:
-        // with per-viewer values a resume gets a fresh snapshot.
-        if let since, since.epoch == epoch, viewerViews == nil, let missing = history.patches(after: since.version, newest: version) {
-            metrics.resumes(fromHistory: true)
-            let patches = missing.isEmpty ? [PatchFrame(room: name, epoch: epoch, from: version, version: version, operations: [])] : missing
-            deliveries = patches.map { .message(.patch($0), to: session) }
-        } else {
-            if since != nil { metrics.resumes(fromHistory: false) }
-            deliveries = [snapshot(for: session)]
-        }
+        var deliveries = history.firstMessages(for: session, since: since, room: name, epoch: epoch, version: version,
+                                               patchesServe: viewerViews == nil, metrics: metrics) { snapshot(for: session) }
         deliveries += presenceOnJoin(session, join)
         if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: version).encoded()), to: session)) }
         output.deliver(deliveries)
