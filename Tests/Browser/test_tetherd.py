@@ -3,6 +3,7 @@ serves it at GET / and publishes the system room tether.server, with the termina
 ($TETHER) in tmux."""
 
 import json
+import re
 import shutil
 import tempfile
 import unittest
@@ -22,6 +23,31 @@ class DashboardOnTetherd(DashboardCases, unittest.TestCase):
 
     def tokens(self):
         return mint_token(SECRET, admin=True), mint_token(SECRET, admin=False)
+
+    def test_the_socket_threads_are_shown_with_their_connections(self):
+        """A daemon on two socket threads: the server facts name both, with the connections each
+        serves (the page's and three clients', 4 in all; HTTP requests take turns too, so the
+        split varies) and their CPU."""
+        server = self.server_with(Server(args=["--memory-only", "--io-threads", "2"]))
+        b = self.browser
+        self.open(server)
+        self.wait_live()
+        clients = [self.client(server.url) for _ in range(3)]
+        b.wait_for("4 connections", lambda: b.text("#stat-connections") == "4")
+
+        def threads_fact():
+            terms = [element.text for element in b.find_all("#server-facts dt")]
+            values = [element.text for element in b.find_all("#server-facts dd")]
+            return dict(zip(terms, values)).get("Socket threads", "")
+        pattern = re.compile(r"^2: (\d+) and (\d+) connections, \d+\.\d and \d+\.\d s of CPU$")
+
+        def counted_all():
+            match = pattern.match(threads_fact())
+            return match is not None and int(match.group(1)) + int(match.group(2)) == 4
+        b.wait_for("the socket threads fact with 4 connections", counted_all)
+        for client in clients:
+            client.close()
+        self.assert_no_console_errors()
 
     # Only the real daemon stores rooms.
 
