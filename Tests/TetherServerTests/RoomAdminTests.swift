@@ -90,6 +90,33 @@ struct RoomAdminTests {
 
     // MARK: Deleting
 
+    /// Two socket shards: a join on the other shard that comes after the delete but before that
+    /// shard hears of it gets the new room, counted as its subscriber, and no room_deleted.
+    @Test func aJoinOnAnotherShardRightAfterADeleteGetsTheNewRoom() throws {
+        let server = TestServer(kinds: Demos.kinds, shards: 2)
+        defer { server.close() }
+        let alice = Self.client(server), bob = Self.client(server), carol = Self.client(server)  // shards 0, 1, 0
+        alice.send(.join(room: "todo:nc"))
+        bob.send(.join(room: "todo:nc"))
+        alice.send(.action(room: "todo:nc", name: "add", args: ["title": "milk"], id: 1))
+        _ = [alice, bob].map { $0.discardReceived() }
+
+        // The delete runs on shard 0; bob's join is queued before shard 1 hears of it.
+        let first = server.hubs[0]
+        first.queue.execute { _ = first.deleteRoom(named: "todo:nc") }
+        bob.send(.join(room: "todo:nc", id: 2))
+        #expect(alice.receiveAll().first?.error?.code == .roomDeleted)
+        #expect(bob.receiveAll().map(\.type) == ["snapshot", "ack"], "bob is in the new room, not told it was deleted")
+        #expect(bob.state(of: "todo:nc")?["items"]?.arrayValue?.isEmpty == true)
+        #expect(Self.entry(server, "todo:nc")?.subscribers == 1)
+
+        carol.send(.action(room: "todo:nc", name: "add", args: ["title": "bread"], id: 3))
+        #expect(bob.receiveAll().map(\.type) == ["patch"])
+        #expect(bob.state(of: "todo:nc")?["items"]?.arrayValue?.count == 1)
+        bob.send(.leave(room: "todo:nc"))
+        #expect(Self.entry(server, "todo:nc")?.subscribers == 0)
+    }
+
     @Test func deletingARoomEndsItsSubscribersStreamsAndARejoinGetsANewEmptyRoom() throws {
         let server = try Self.storingServer()
         defer { server.close() }

@@ -248,6 +248,12 @@ public final class SessionHub: @unchecked Sendable {
         }
         session.consecutiveErrors = 0
         let room = self.room(named: name, kind: kind, for: session)
+        if let previous = session.joined[name], previous !== room {
+            // Deleted (on another shard's request) and made anew since this session joined it.
+            session.joined[name] = nil
+            session.sendQueue.forget(room: name)
+            previous.leave(SessionHandle(session: session))
+        }
         if session.joined[name] == nil {
             if kind.scope == .shared { registry.addMember(name) } else { registry.countPrivateSubscriber(kind: kind.name, 1) }
             session.joined[name] = room

@@ -89,14 +89,17 @@ extension SessionHub {
         let retiring = registry.retiringRoom(named: name)
         guard registry.exists(name) || retiring != nil else { return .notFound("no room \(name)") }
         let frame = ServerMessage.error(ProtocolError(.roomDeleted, "room \(name) was deleted by the server's administrator; join it again for a new, empty room", room: name)).encoded()
-        // This shard's subscribers now, the other shards' on their own threads: their sessions'
-        // requests to the deleted room end at it (it answers that it is moving).
-        endStream(of: name, frame: frame)
-        for hub in shards.hubs where hub !== self {
-            hub.queue.execute { hub.endStream(of: name, frame: frame) }
-        }
         let live = registry.remove(name)
         let told = live?.members ?? 0
+        // This shard's subscribers now, the other shards' on their own threads: until then their
+        // sessions' requests reach the deleted room, which answers that it is moving, and a join
+        // meanwhile gets the new room (`join` drops the old one).
+        if let doomed = live?.room {
+            endStream(of: doomed, frame: frame)
+            for hub in shards.hubs where hub !== self {
+                hub.queue.execute { hub.endStream(of: doomed, frame: frame) }
+            }
+        }
         // Rooms of a single node are `Room`s (`sharedRoomsAreLocal`). A room that is not live
         // may still be stopping: it deletes itself after its last commit; else the store alone.
         if let room = (live?.room ?? retiring) as? Room {
@@ -109,8 +112,9 @@ extension SessionHub {
     }
 
     /// A deleted room's subscribers of this shard: their stream of it ends with `frame`.
-    private func endStream(of name: String, frame: [UInt8]) {
-        for session in sessions.values where session.joined[name] != nil {
+    private func endStream(of room: any RoomEndpoint, frame: [UInt8]) {
+        let name = room.name
+        for session in sessions.values where session.joined[name] === room {
             session.joined[name] = nil
             session.authorizedUntil[name] = nil
             session.viewers[name] = nil
