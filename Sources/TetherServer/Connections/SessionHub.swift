@@ -98,7 +98,7 @@ public final class SessionHub: @unchecked Sendable {
         localRooms = first.localRooms
         sharedRooms = first.sharedRooms
         shards = first.shards
-        shard = first.shards.hubs.count
+        shard = first.shards.count
         scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
         shards.add(self)
     }
@@ -247,15 +247,17 @@ public final class SessionHub: @unchecked Sendable {
             return
         }
         session.consecutiveErrors = 0
-        let room = self.room(named: name, kind: kind, for: session)
-        if let previous = session.joined[name], previous !== room {
+        let previous = session.joined[name]
+        let room = self.room(named: name, kind: kind, for: session, joining: previous == nil)
+        if let previous, previous !== room {
             // Deleted (on another shard's request) and made anew since this session joined it.
             session.joined[name] = nil
             session.sendQueue.forget(room: name)
             previous.leave(SessionHandle(session: session))
+            if kind.scope == .shared { registry.addMember(name) }
         }
         if session.joined[name] == nil {
-            if kind.scope == .shared { registry.addMember(name) } else { registry.countPrivateSubscriber(kind: kind.name, 1) }
+            if kind.scope == .perSession { registry.countPrivateSubscriber(kind: kind.name, 1) }
             session.joined[name] = room
         } else {
             session.sendQueue.forget(room: name)  // a second join restarts the room's stream
@@ -421,13 +423,14 @@ public final class SessionHub: @unchecked Sendable {
         return nil
     }
 
-    private func room(named name: String, kind: ViewModelKind, for session: Session) -> any RoomEndpoint {
+    /// `joining`: a shared room counts the session as a member in the same step.
+    private func room(named name: String, kind: ViewModelKind, for session: Session, joining: Bool = false) -> any RoomEndpoint {
         let output = HubOutput(shards: shards)
         switch kind.scope {
         case .shared:
             // The server's own rooms describe this process: they stay local on a cluster node too.
             let factory: any RoomFactory = SystemRoom.isSystemKind(kind.name) ? localRooms : sharedRooms
-            return registry.sharedRoom(named: name, now: now, wallClock: runtime.clock.secondsSince1970) { predecessor in
+            return registry.sharedRoom(named: name, now: now, wallClock: runtime.clock.secondsSince1970, addingMember: joining) { predecessor in
                 factory.makeRoom(named: name, kind: kind, after: predecessor, output: output)
             }
         case .perSession:

@@ -67,21 +67,21 @@ struct HubOutput: RoomOutput {
     let shards: HubShards
 
     func deliver(_ deliveries: [RoomDelivery]) {
-        let hubs = shards.hubs
-        guard hubs.count > 1 else {
-            let hub = hubs[0]
+        let count = shards.count
+        guard count > 1 else {
+            guard let hub = shards.hub(0) else { return }
             hub.queue.execute { hub.deliver(deliveries) }
             return
         }
-        var perShard = [[RoomDelivery]](repeating: [], count: hubs.count)
+        var perShard = [[RoomDelivery]](repeating: [], count: count)
         for delivery in deliveries {
             switch delivery {
             case .patch(let patch, let subscribers):
-                for (shard, group) in Self.split(subscribers, into: hubs.count) { perShard[shard].append(.patch(patch, to: group)) }
+                for (shard, group) in Self.split(subscribers, into: count) { perShard[shard].append(.patch(patch, to: group)) }
             case .message(_, let handle):
                 perShard[handle.session.shard].append(delivery)
             case .presence(let frame, let room, let listeners):
-                for (shard, group) in Self.split(listeners, into: hubs.count) { perShard[shard].append(.presence(frame, room: room, to: group)) }
+                for (shard, group) in Self.split(listeners, into: count) { perShard[shard].append(.presence(frame, room: room, to: group)) }
             case .reply(_, .session(let handle, _, _)):
                 perShard[handle.session.shard].append(delivery)
             case .reply(_, .remote), .projections:
@@ -89,7 +89,7 @@ struct HubOutput: RoomOutput {
             }
         }
         for (shard, batch) in perShard.enumerated() where !batch.isEmpty {
-            let hub = hubs[shard]
+            guard let hub = shards.hub(shard) else { continue }
             hub.queue.execute { hub.deliver(batch) }
         }
     }

@@ -139,16 +139,27 @@ final class RoomRegistry: @unchecked Sendable {
 
     /// The shared room with this name; `make` creates it (given the same-named room still
     /// stopping, if any) on first use. A new room counts as idle until someone joins.
-    func sharedRoom(named name: String, now: ContinuousClock.Instant, wallClock: Int,
+    /// `addingMember`: a join, counted in the same step, so no other shard's sweep can drop the
+    /// room as idle between finding it and joining it.
+    func sharedRoom(named name: String, now: ContinuousClock.Instant, wallClock: Int, addingMember: Bool = false,
                     make: (_ predecessor: (any RoomEndpoint)?) -> any RoomEndpoint) -> any RoomEndpoint {
         lock.withLock {
-            if let entry = shared[name] { return entry.room }
-            let room = make(retiring.removeValue(forKey: name)?.room)
-            shared[name] = Entry(room: room, idleSince: now)
-            if known[name] == nil, !SystemRoom.isSystemKind(room.kind.name) {
-                remember(name, KnownRoom(kind: room.kind.name, version: 0, lastChange: wallClock, bytes: 0))
+            let entry: Entry
+            if let existing = shared[name] {
+                entry = existing
+            } else {
+                let room = make(retiring.removeValue(forKey: name)?.room)
+                entry = Entry(room: room, idleSince: now)
+                shared[name] = entry
+                if known[name] == nil, !SystemRoom.isSystemKind(room.kind.name) {
+                    remember(name, KnownRoom(kind: room.kind.name, version: 0, lastChange: wallClock, bytes: 0))
+                }
             }
-            return room
+            if addingMember {
+                entry.members += 1
+                entry.idleSince = nil
+            }
+            return entry.room
         }
     }
 
