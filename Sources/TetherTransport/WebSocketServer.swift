@@ -182,6 +182,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         self.serverOpen = open
         self.keepalive = KeepaliveSweep(ping: configuration.pingInterval, idle: configuration.idleTimeout)
         super.init(logger: logger, threadName: shardCount == 1 ? "tether-ws-srv" : "tether-io-\(shard)", maxMessageBytes: configuration.maxMessageBytes)
+        // Connection ids stay unique across the server's shards.
+        connectionIDs.store(UInt64(shard) << 48 | 1, ordering: .relaxed)
     }
 
     /// `listens`: the context listens on the configured port itself (one shard), or serves only

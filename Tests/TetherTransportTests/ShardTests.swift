@@ -56,6 +56,7 @@ struct ShardTests {
         #expect(threads.allSatisfy { $0.count == 1 })
         #expect(Set(threads.flatMap { $0 }).count == 3)
         #expect(server.shardStatistics.map(\.connections) == [2, 2, 2])
+        #expect(Set(delegates.flatMap(\.state.current.opened)).count == 6, "connection ids are unique across shards")
     }
 
     @Test func shardsShareOnePortAndSplitTheConnections() async throws {
