@@ -13,7 +13,8 @@
 #   --runs N         run every configuration N times; the report shows medians (default 1)
 #   --out DIR        report folder (default: loadtest-report-YYYYmmdd-HHMMSS)
 #   --report-only DIR  rebuild DIR's report and plots from its results.jsonl (no runs)
-# Environment: SCRATCH_PATH (swift build folder, default .build), TETHERD_ARGS (extra daemon flags),
+# Environment: SCRATCH_PATH (swift build folder, default .build), TETHERD_ARGS (extra daemon flags,
+# e.g. --io-threads 1), LOAD_THREADS (tether-load's service threads in the rate scenarios, default 2),
 # STORM_CLIENTS (clients of storm and restart; default: what the descriptor limit allows, at most
 # 20,000), STORM_IN_FLIGHT (storm's first connections open at once, default 1000; 0: all).
 #
@@ -261,7 +262,10 @@ else
     saturation_rates=(25 50 100 200 400 600 800 1000 1500 2000 3000)
     tls_rates=(50 100)
 fi
-common=(--duration "$duration" --warmup "$warmup" --drain-timeout 15)
+# tether-load on two service threads: tetherd serves its sockets on one thread per core, and a
+# load tool receiving on one thread became the limit of a two-core machine (docs/PERFORMANCE.md,
+# "Socket shards"). LOAD_THREADS overrides.
+common=(--duration "$duration" --warmup "$warmup" --drain-timeout 15 --threads "${LOAD_THREADS:-2}")
 
 # tetherd rate-limits each connection to 1,000 actions/s by default: one publisher per 500/s.
 publishers_for() { echo $((($1 + 499) / 500)); }
