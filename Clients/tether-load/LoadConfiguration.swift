@@ -50,6 +50,13 @@ struct LoadConfiguration: Sendable {
     var kind = "bench"
     /// Subscribers join with presence (`--presence`; the kind must keep presence: `bench-presence`).
     var presence = false
+    /// Loopback source addresses the subscribers are spread over (`--source-addresses`; 0: none).
+    var sourceAddresses = 0
+
+    /// The source address of the `index`th subscriber of a shard, if they are spread.
+    func sourceAddress(forSubscriber index: Int) -> String? {
+        sourceAddresses > 0 ? "127.0.0.\(2 + index % sourceAddresses)" : nil
+    }
 
     var roomNames: [String] {
         (1...rooms).map { roomPrefix + String($0) }

@@ -8,6 +8,8 @@ final class Subscriber: WebSocketClientDelegate, @unchecked Sendable {
     unowned let shard: SubscriberShard
     let room: Int
     let url: String
+    /// The loopback address its socket is bound to (`--source-addresses`), if any.
+    let sourceAddress: String?
     var phase = Phase.idle
     var connection: WebSocketConnection?
     /// The stream position: encoded epoch and last version seen (-1: no snapshot yet).
@@ -23,10 +25,11 @@ final class Subscriber: WebSocketClientDelegate, @unchecked Sendable {
     var closedAt = 0
     var retries = 0
 
-    init(shard: SubscriberShard, room: Int, url: String, publishers: Int) {
+    init(shard: SubscriberShard, room: Int, url: String, publishers: Int, sourceAddress: String? = nil) {
         self.shard = shard
         self.room = room
         self.url = url
+        self.sourceAddress = sourceAddress
         self.nextSequence = Array(repeating: 0, count: max(1, publishers))
     }
 

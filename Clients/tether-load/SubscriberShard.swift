@@ -70,7 +70,8 @@ final class SubscriberShard: @unchecked Sendable {
 
     /// Creates the subscriber objects (call before `start`, from the main thread).
     func add(room: Int, url: String) {
-        subscribers.append(Subscriber(shard: self, room: room, url: url, publishers: configuration.publishers))
+        subscribers.append(Subscriber(shard: self, room: room, url: url, publishers: configuration.publishers,
+                                      sourceAddress: configuration.sourceAddress(forSubscriber: subscribers.count)))
     }
 
     var count: Int { subscribers.count }
@@ -161,7 +162,8 @@ final class SubscriberShard: @unchecked Sendable {
         subscriber.connectStartedAt = monotonicNanos()
         if !subscriber.hasJoinedOnce { counters.connectsStarted += 1 }
         do {
-            subscriber.connection = try client.connect(url: subscriber.url, subprotocol: TetherProtocol.subprotocol, delegate: subscriber)
+            subscriber.connection = try client.connect(url: subscriber.url, subprotocol: TetherProtocol.subprotocol,
+                                                       localAddress: subscriber.sourceAddress, delegate: subscriber)
         } catch {
             connectFailed(subscriber, reason: "\(error)")
         }

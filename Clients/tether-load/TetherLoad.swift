@@ -62,6 +62,11 @@ struct TetherLoad: ParsableCommand {
         valueName: "kind"))
     var kind = "bench"
 
+    @Option(help: ArgumentHelp(
+        "Spread the subscribers over this many loopback source addresses (127.0.0.2, 127.0.0.3, ...); 0: the system's choice.",
+        discussion: "For a server on this machine and tens of thousands of connections: each source address has its own ephemeral ports, so the kernel's search for a free one stays short."))
+    var sourceAddresses = 0
+
     @Flag(help: "Subscribers join with presence ({\"name\": \"tether-load\"}): with --kind bench-presence, each join and leave is a presence change every member receives.")
     var presence = false
 
@@ -168,6 +173,7 @@ struct TetherLoad: ParsableCommand {
         try seconds(warmup, "--warmup", zeroAllowed: true)
         try seconds(drainTimeout, "--drain-timeout", zeroAllowed: true)
         try seconds(connectTimeout, "--connect-timeout", zeroAllowed: false)
+        guard (0...250).contains(sourceAddresses) else { throw ValidationError("--source-addresses must be between 0 and 250, not \(sourceAddresses)") }
         guard maxInFlight >= 0 else { throw ValidationError("--max-in-flight must be 0 or more, not \(maxInFlight)") }
         guard ramp.isFinite, ramp > 0 else { throw ValidationError("--ramp must be above 0 connections per second, not \(ramp)") }
         guard churn.isFinite, churn >= 0 else { throw ValidationError("--churn must be 0 or more per second, not \(churn)") }
@@ -237,6 +243,7 @@ struct TetherLoad: ParsableCommand {
             runTag: Int.random(in: 1..<(1 << 30)))
         configuration.kind = kind
         configuration.presence = presence
+        configuration.sourceAddresses = sourceAddresses
         let runner = LoadRun(configuration: configuration, showProgress: !quiet, label: label)
         let outcome = runner.run()
         if let failure = outcome.setupFailure {

@@ -39,7 +39,10 @@ public final class WebSocketClient: Sendable {
     /// The client keeps `delegate` alive until the connection's last callback.
     /// Throws `TransportError.invalidURL` for a URL it cannot use, `.notRunning` if not started.
     @discardableResult
-    public func connect(url: String, subprotocol: String? = "tether.v1", compression: Bool? = nil,
+    /// `localAddress`: the IP address the connection's socket is bound to (nil: the system's
+    /// choice), e.g. one of several loopback addresses, so tens of thousands of connections to
+    /// one port don't share one address's ephemeral ports.
+    public func connect(url: String, subprotocol: String? = "tether.v1", compression: Bool? = nil, localAddress: String? = nil,
                         delegate: any WebSocketClientDelegate) throws -> WebSocketConnection {
         let target = try WebSocketURL(parsing: url)
         if let subprotocol, subprotocol.isEmpty || !subprotocol.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) {
@@ -52,6 +55,7 @@ public final class WebSocketClient: Sendable {
             loop: loop,
             owner: .client(delegate))
         connection.pendingConnect = PendingConnect(endpoint: target.description, timeout: configuration.connectTimeout)
+        connection.pendingConnect?.localAddress = localAddress
         connection.usesCompression = compression ?? configuration.compression
         let loop = self.loop
         guard loop.execute({ loop.startConnecting(connection, to: target) }) else {
@@ -173,9 +177,11 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
         let localProtocol = strdup(Self.protocolName)
         let offered = connection.subprotocol.map { strdup($0) }
         let alpn = strdup("http/1.1")
+        let localAddress = connection.pendingConnect?.localAddress.map { strdup($0) }
         defer {
             free(address); free(path); free(localProtocol); free(alpn)
             if let offered { free(offered) }
+            if let localAddress { free(localAddress) }
         }
         var info = lws_client_connect_info()
         info.context = context
@@ -187,6 +193,7 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
         info.protocol = offered.flatMap { $0 }.map { UnsafePointer($0) }
         info.local_protocol_name = UnsafePointer(localProtocol)
         info.alpn = UnsafePointer(alpn)
+        info.iface = localAddress.flatMap { $0 }.map { UnsafePointer($0) }
         info.retry_and_idle_policy = UnsafePointer(retryPolicy)
         info.opaque_user_data = connection.retainedOpaquePointer()
         connection.pendingConnect?.startedAt = ContinuousClock.now

@@ -402,6 +402,8 @@ final class PendingConnect {
     let timeout: Duration
     var startedAt: ContinuousClock.Instant?
     var failureReason: String?
+    /// The address to bind the socket to, if any.
+    var localAddress: String?
 
     init(endpoint: String, timeout: Duration) {
         self.endpoint = endpoint
