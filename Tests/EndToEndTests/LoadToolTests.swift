@@ -233,6 +233,20 @@ struct LoadToolTests {
         }
     }
 
+    /// `--source-addresses 3`: the subscribers come from 127.0.0.2, .3 and .4, as a daemon that
+    /// allows 2 connections per address shows by taking all 6 (from one address it takes 2).
+    @Test func subscribersAreSpreadOverSourceAddresses() throws {
+        let daemon = try Daemon(arguments: ["--max-connections-per-ip", "2"])
+        defer { daemon.stop() }
+        let arguments = ["--url", daemon.url, "--clients", "6", "--rate", "0", "--duration", "0.5", "--warmup", "0",
+                         "--drain-timeout", "1", "--connect-timeout", "2", "--json", "--quiet"]
+        let spread = try Self.runLoad(arguments + ["--source-addresses", "3"])
+        #expect(spread.status == 0, "\(spread.stderr)\n\(spread.stdout)")
+        #expect(Self.number(try spread.result(), "connected") == 6)
+        let single = try Self.runLoad(arguments)
+        #expect(single.status != 0, "from one address the limit refuses 4 of the 6")
+    }
+
     static let loadtestScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Scripts/loadtest.sh")
 
