@@ -24,6 +24,8 @@ final class Subscriber: WebSocketClientDelegate, @unchecked Sendable {
     /// When the last close we did not ask for happened, and retries since (--expect-restart).
     var closedAt = 0
     var retries = 0
+    /// Holds one of its shard's reconnect slots (--expect-restart).
+    var isReconnecting = false
 
     init(shard: SubscriberShard, room: Int, url: String, publishers: Int, sourceAddress: String? = nil) {
         self.shard = shard

@@ -50,6 +50,15 @@ final class SubscriberShard: @unchecked Sendable {
     private var samples: [String] = []
     private var targets: [Int]?
     private var random = SystemRandomNumberGenerator()
+    /// Reconnects after a restart in flight, at most `reconnectSlots`; the others wait their turn
+    /// in `reconnectQueue` (from `reconnectHead` on), so thousands of refused attempts a second
+    /// don't swamp this loop while the server is away.
+    private var reconnectsInFlight = 0
+    private var reconnectQueue: [Subscriber] = []
+    private var reconnectHead = 0
+    private var reconnectSlots: Int {
+        max(1, (configuration.maxInFlight > 0 ? configuration.maxInFlight : configuration.clients) / max(1, configuration.threads))
+    }
 
     init(configuration: LoadConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -171,6 +180,7 @@ final class SubscriberShard: @unchecked Sendable {
 
     func connected(_ subscriber: Subscriber, _ connection: WebSocketConnection) {
         subscriber.connection = connection
+        reconnectEnded(subscriber)
         // The first reconnect to open after a close we did not ask for: the server is back.
         if subscriber.closedAt > 0, counters.firstReopenAt == 0 { counters.firstReopenAt = monotonicNanos() }
         subscriber.retries = 0
@@ -187,6 +197,7 @@ final class SubscriberShard: @unchecked Sendable {
 
     func connectFailed(_ subscriber: Subscriber, reason: String) {
         subscriber.connection = nil
+        reconnectEnded(subscriber)
         if subscriber.hasJoinedOnce, configuration.expectRestart, !stopping,
            monotonicNanos() - subscriber.closedAt < Self.restartPatience {
             counters.reconnectRetries += 1
@@ -238,9 +249,34 @@ final class SubscriberShard: @unchecked Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [client, self] in
             _ = client.execute { [self] in
                 guard !stopping else { return }
-                startConnecting(subscriber)
+                if reconnectsInFlight < reconnectSlots {
+                    startReconnect(subscriber)
+                } else {
+                    reconnectQueue.append(subscriber)
+                }
             }
         }
+    }
+
+    private func startReconnect(_ subscriber: Subscriber) {
+        reconnectsInFlight += 1
+        subscriber.isReconnecting = true
+        startConnecting(subscriber)
+    }
+
+    /// A reconnect attempt ended (opened or refused): the next waiting one may start.
+    private func reconnectEnded(_ subscriber: Subscriber) {
+        guard subscriber.isReconnecting else { return }
+        subscriber.isReconnecting = false
+        reconnectsInFlight -= 1
+        guard !stopping, reconnectHead < reconnectQueue.count else { return }
+        let next = reconnectQueue[reconnectHead]
+        reconnectHead += 1
+        if reconnectHead == reconnectQueue.count {
+            reconnectQueue.removeAll(keepingCapacity: true)
+            reconnectHead = 0
+        }
+        startReconnect(next)
     }
 
     private func becameLive(_ subscriber: Subscriber) {

@@ -90,7 +90,7 @@ struct TetherLoad: ParsableCommand {
 
     @Flag(help: ArgumentHelp(
         "The server restarts during the run: a going-away close (1001), or a connection cut while it stops, is no failure; subscribers retry with backoff until it listens again, then resume.",
-        discussion: "Retries back off from 20 ms to 1 s (with jitter) for up to 60 s per subscriber. The --json line adds resumed_all_after_s (first reconnect that opened to the last subscriber resumed) and last_resume_unix_s."))
+        discussion: "Retries back off from 20 ms to 1 s (with jitter) for up to 60 s per subscriber, at most --max-in-flight of them at a time (each service thread its share; the others wait their turn). The --json line adds resumed_all_after_s (first reconnect that opened to the last subscriber resumed) and last_resume_unix_s."))
     var expectRestart = false
 
     @Option(help: "Padding bytes in every action's value.")
