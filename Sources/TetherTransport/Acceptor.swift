@@ -119,31 +119,19 @@ final class Acceptor: @unchecked Sendable {
 
     // MARK: Addresses
 
+    /// The socket address of a numeric IPv4 or IPv6 `host` (the system's parser: `getaddrinfo`).
     private static func socketAddress(_ host: String, port: Int) -> (sockaddr_storage, socklen_t)? {
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { return nil }
+        defer { freeaddrinfo(first) }
+        guard let address = first.pointee.ai_addr else { return nil }
         var storage = sockaddr_storage()
-        var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 {
-            withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-                    $0.pointee.sin_family = sa_family_t(AF_INET)
-                    $0.pointee.sin_port = in_port_t(UInt16(port).bigEndian)
-                    $0.pointee.sin_addr = v4
-                }
-            }
-            return (storage, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-                    $0.pointee.sin6_family = sa_family_t(AF_INET6)
-                    $0.pointee.sin6_port = in_port_t(UInt16(port).bigEndian)
-                    $0.pointee.sin6_addr = v6
-                }
-            }
-            return (storage, socklen_t(MemoryLayout<sockaddr_in6>.size))
-        }
-        return nil
+        let length = first.pointee.ai_addrlen
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(length))) }
+        return (storage, length)
     }
 
     private static func anyAddress(ipv6: Bool, port: Int) -> (sockaddr_storage, socklen_t) {

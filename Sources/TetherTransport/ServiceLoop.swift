@@ -53,8 +53,10 @@ class ServiceLoop: @unchecked Sendable {
     private var scratch: UnsafeMutablePointer<UInt8>?
     private var scratchCapacity = 0
     let connectionIDs = Atomic<UInt64>(1)
-    /// Opened (handshake done) and not yet destroyed connections.
-    var openConnections = 0
+    /// Opened (handshake done) and not yet destroyed connections: changed on the loop thread,
+    /// read from any (a server's shard figures).
+    let openConnectionCount = Atomic<Int>(0)
+    var openConnections: Int { openConnectionCount.load(ordering: .relaxed) }
     /// Seconds counted by the keepalive sweep (server); connections note when they last heard
     /// from their peer in these units.
     var keepaliveTick = 0

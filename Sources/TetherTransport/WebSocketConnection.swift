@@ -204,7 +204,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         guard !isOpened else { return }
         isOpened = true
         pendingConnect = nil
-        loop.openConnections += 1
+        loop.openConnectionCount.add(1, ordering: .relaxed)
     }
 
     private func assertLoopThread() {
@@ -374,7 +374,7 @@ public final class WebSocketConnection: @unchecked Sendable {
             wsi = nil
             rx = nil
             pendingClose = nil
-            if isOpened { loop.openConnections -= 1 }
+            if isOpened { loop.openConnectionCount.subtract(1, ordering: .relaxed) }
             loop.connectionFinished(self)
             switch owner {
             case .server(let delegate):

@@ -92,7 +92,7 @@ public final class WebSocketServer: Sendable {
     /// Each shard's open connections and the CPU time its thread used so far (updated about
     /// once a second), in shard order. Any thread.
     public var shardStatistics: [ShardStatistics] {
-        loops.map { ShardStatistics(connections: $0.openCount.load(ordering: .relaxed),
+        loops.map { ShardStatistics(connections: $0.openConnections,
                                     cpuSeconds: Double($0.cpuNanoseconds.load(ordering: .relaxed)) / 1e9) }
     }
 
@@ -171,8 +171,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
 
     /// Open connections of every shard of this server, against `maxConnections`.
     private let serverOpen: AtomicCount
-    /// This shard's open connections and its thread's CPU time, for `shardStatistics`.
-    let openCount = Atomic<Int>(0)
+    /// This shard's thread's CPU time, for `shardStatistics`.
     let cpuNanoseconds = Atomic<UInt64>(0)
     /// Where adopted sockets are served (a shard that does not listen itself).
     private var adoptionVhost: OpaquePointer?
@@ -336,7 +335,6 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         connection.usesCompression = configuration.compression && Self.deflateIsActive(on: wsi)
         connection.markOpened()
         serverOpen.value.add(1, ordering: .relaxed)
-        openCount.add(1, ordering: .relaxed)
         keepalive.add(connection)
         delegate.connectionOpened(connection)
         return 0
@@ -509,10 +507,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
 
     override func connectionFinished(_ connection: WebSocketConnection) {
         keepalive.remove(connection)
-        if connection.isOpened {
-            serverOpen.value.subtract(1, ordering: .relaxed)
-            openCount.subtract(1, ordering: .relaxed)
-        }
+        if connection.isOpened { serverOpen.value.subtract(1, ordering: .relaxed) }
     }
 
     /// On the loop thread: loads and installs the certificate and key on the vhost.

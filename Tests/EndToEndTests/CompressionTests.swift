@@ -82,6 +82,19 @@ struct CompressionTests {
         return try receive(socket)
     }
 
+    /// The next message, which must come compressed for real (RSV1, at least 4 times smaller
+    /// than its JSON): raw inflate (raw deflate + the 00 00 ff ff tail) gives the JSON.
+    static func compressedSnapshot(_ socket: RawWebSocket) throws -> JSON {
+        guard case .text(let payload) = try socket.receiveFrame() else {
+            Issue.record("no text frame")
+            return .null
+        }
+        #expect(socket.lastFrameCompressed, "RSV1 set on the snapshot")
+        let json = try #require(MessageDeflater.decompress(payload), "raw inflate of the payload")
+        #expect(payload.count * 4 < json.count, "compressed \(payload.count) B, JSON \(json.count) B")
+        return try JSONParser().parse(json)
+    }
+
     /// Reads patch messages until `version`.
     static func readPatches(_ socket: RawWebSocket, through version: Int) throws -> [Received] {
         var patches: [Received] = []
@@ -185,11 +198,7 @@ struct CompressionTests {
         let hello = try Self.receive(socket)
         #expect(hello.json["type"] == "hello")
         try socket.send(json: ["type": "join", "room": .string(room), "id": 1])
-        guard case .text(let payload) = try socket.receiveFrame() else { Issue.record("no text frame"); return }
-        #expect(socket.lastFrameCompressed, "RSV1 set on the snapshot")
-        let json = try #require(MessageDeflater.decompress(payload), "raw inflate of the payload")
-        #expect(payload.count * 4 < json.count, "compressed \(payload.count) B, JSON \(json.count) B")
-        let snapshot = try JSONParser().parse(json)
+        let snapshot = try Self.compressedSnapshot(socket)
         #expect(snapshot["type"] == "snapshot" && snapshot["version"] == 150)
         #expect(snapshot["state"] == mirror.state)
 
@@ -216,11 +225,7 @@ struct CompressionTests {
         let socket = try RawWebSocket(port: cluster.node("n2").port, extensions: Self.deflateOffer)
         #expect(try Self.receive(socket).json["type"] == "hello")
         try socket.send(json: ["type": "join", "room": .string(room)])
-        guard case .text(let payload) = try socket.receiveFrame() else { Issue.record("no text frame"); return }
-        #expect(socket.lastFrameCompressed, "RSV1 set on the snapshot")
-        let json = try #require(MessageDeflater.decompress(payload), "raw inflate of the payload")
-        #expect(payload.count * 4 < json.count, "compressed \(payload.count) B, JSON \(json.count) B")
-        let snapshot = try JSONParser().parse(json)
+        let snapshot = try Self.compressedSnapshot(socket)
         #expect(snapshot["type"] == "snapshot" && snapshot["version"] == 90)
         #expect(snapshot["state"] == mirror.state)
 
