@@ -39,7 +39,7 @@ class DashboardOnTetherd(DashboardCases, unittest.TestCase):
             terms = [element.text for element in b.find_all("#server-facts dt")]
             values = [element.text for element in b.find_all("#server-facts dd")]
             return dict(zip(terms, values)).get("Socket threads", "")
-        pattern = re.compile(r"^2: (\d+) and (\d+) connections, \d+\.\d and \d+\.\d s of CPU$")
+        pattern = re.compile(r"^2 threads: (\d+) and (\d+) connections, \d+\.\d and \d+\.\d s of CPU$")
 
         def counted_all():
             match = pattern.match(threads_fact())

@@ -20,13 +20,14 @@ const storageMeaning = {
   jetstream: "NATS JetStream: each room's log and snapshot, replicated across the NATS servers",
 };
 
-/** "2: 510 and 490 connections, 3.1 and 2.9 s of CPU" for the daemon's socket threads. */
+/** "2 threads: 510 and 490 connections, 3.1 and 2.9 s of CPU" for the daemon's socket threads. */
 function shardsText(shards) {
   if (!Array.isArray(shards) || shards.length === 0) return undefined;
   const connections = shards.map((shard) => formatNumber(shard.connections ?? 0));
   const cpu = shards.map((shard) => (shard.cpuSeconds ?? 0).toFixed(1));
   const list = (items) => items.length === 1 ? items[0] : `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`;
-  return `${shards.length}: ${list(connections)} connection${shards.length === 1 && shards[0].connections === 1 ? "" : "s"}, ${list(cpu)} s of CPU`;
+  const threads = `${shards.length} thread${shards.length === 1 ? "" : "s"}`;
+  return `${threads}: ${list(connections)} connection${shards.length === 1 && shards[0].connections === 1 ? "" : "s"}, ${list(cpu)} s of CPU`;
 }
 
 /** What an acknowledged change survives, in words. A cluster node's answer is JetStream's, not
