@@ -293,10 +293,17 @@ extension NATS {
             #expect(lost.isEmpty, "acknowledged but not stored: \(lost.keys.sorted())")
             #expect(stored.count == acknowledged.count, "no unacknowledged forks")
 
-            // The killed server comes back and catches up.
+            // The killed server comes back and catches up. Right after its restart it may still
+            // answer stream info from its own stale copy: catching up takes a moment.
             try cluster.restart(leader)
-            let info = try await admin.streamInfo("ROOMS")
-            #expect(info.lastSequence == last)
+            var lastSeen: UInt64 = 0
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline {
+                lastSeen = (try? await admin.streamInfo("ROOMS"))?.lastSequence ?? 0
+                if lastSeen == last { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(lastSeen == last)
         }
     }
 }
