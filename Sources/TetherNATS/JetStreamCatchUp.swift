@@ -131,12 +131,13 @@ private final class CatchUpReader: @unchecked Sendable {
             state.subscription = handle
             return state.finished
         }
-        if alreadyFinished { Self.destroy(handle) }
+        if alreadyFinished { destroy(handle) }
     }
 
-    /// Deletes the consumer off the delivery thread (it is an API request).
-    private static func destroy(_ subscription: SubscriptionHandle) {
-        Blocking.start { natsSubscription_Destroy(subscription.pointer) }
+    /// Deletes the consumer off the delivery thread (it is an API request), then the subscription
+    /// once the reader is done with it.
+    private func destroy(_ subscription: SubscriptionHandle) {
+        SubscriptionReaper.retire(subscription.pointer, on: jetStream.connection.pointer)
     }
 
     // MARK: Message gets
@@ -175,7 +176,7 @@ private final class CatchUpReader: @unchecked Sendable {
             return (true, state.subscription)
         }
         guard first else { return }
-        if let subscription { Self.destroy(subscription) }
+        if let subscription { destroy(subscription) }
         completion(result)
     }
 

@@ -7,6 +7,8 @@ import CNATS
 public final class NATSSubscription: @unchecked Sendable {
     // @unchecked: the C subscription is thread-safe.
     let pointer: OpaquePointer
+    /// The C connection (kept alive by the C subscription), for `SubscriptionReaper`.
+    private let connection: OpaquePointer
     public let subject: String
 
     /// What a delivery thread calls per message.
@@ -18,8 +20,9 @@ public final class NATSSubscription: @unchecked Sendable {
         case raw(@Sendable (OpaquePointer) -> Void)
     }
 
-    private init(pointer: OpaquePointer, subject: String) {
+    private init(pointer: OpaquePointer, connection: OpaquePointer, subject: String) {
         self.pointer = pointer
+        self.connection = connection
         self.subject = subject
     }
 
@@ -50,7 +53,7 @@ public final class NATSSubscription: @unchecked Sendable {
             // finishing a message, so the box is left alive rather than freed under it.
             _ = Unmanaged<DeliveryBox>.fromOpaque(closure).retain()
         }
-        return NATSSubscription(pointer: subscription, subject: subject)
+        return NATSSubscription(pointer: subscription, connection: connection, subject: subject)
     }
 
     /// Stops the subscription (non-blocking: sends UNSUB).
@@ -68,7 +71,7 @@ public final class NATSSubscription: @unchecked Sendable {
     }
 
     deinit {
-        natsSubscription_Destroy(pointer)
+        SubscriptionReaper.retire(pointer, on: connection)
     }
 }
 

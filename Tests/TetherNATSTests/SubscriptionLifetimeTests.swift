@@ -1,0 +1,49 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import TetherNATS
+import TetherTestSupport
+
+extension NATS {
+    /// A subscription released while its messages are arriving must not be freed under the
+    /// connection's reader (libnats 3.4.1 looks a subscription up and then uses it outside the
+    /// lock: nats.c issue 637). Freed memory is scribbled over (`mallopt(M_PERTURB)`), so a use
+    /// after free reads garbage and crashes instead of passing by luck.
+    @Suite struct SubscriptionLifetimeTests {
+        @Test func subscriptionsReleasedUnderAFloodOfMessagesAreNotUsedAfterFree() async throws {
+            _ = mallopt(mallocPerturb, 0xa5)
+            defer { _ = mallopt(mallocPerturb, 0) }
+            let cluster = try NATSCluster(size: 1)
+            defer { cluster.stop() }
+            let publisher = try connect(cluster.urls, name: "flood")
+            let subscriber = try connect(cluster.urls, name: "churn")
+            let flooding = Atomic<Bool>(true)
+            let payload = [UInt8](repeating: 0x41, count: 16 * 1024)
+            let flood = Thread {
+                while flooding.load(ordering: .relaxed) { try? publisher.publish("flood", payload) }
+            }
+            flood.start()
+            defer { flooding.store(false, ordering: .relaxed) }
+
+            let received = Atomic<Int>(0)
+            for _ in 0..<3_000 {
+                let subscription = try subscriber.subscribe("flood") { _ in received.add(1, ordering: .relaxed) }
+                try? await Task.sleep(for: .microseconds(200))
+                _ = subscription  // released here, while messages for it are being read
+            }
+            flooding.store(false, ordering: .relaxed)
+            try await subscriber.flush()
+            #expect(received.load(ordering: .relaxed) > 0, "the subscriptions received the flood")
+            #expect(subscriber.isConnected)
+            // Every released subscription is destroyed soon after (none leaks).
+            let deadline = ContinuousClock.now + .seconds(10)
+            while SubscriptionReaper.waiting > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(SubscriptionReaper.waiting == 0)
+        }
+    }
+}
+
+/// glibc's `mallopt` (in `<malloc.h>`, which the Glibc module leaves out); `M_PERTURB` fills
+/// freed memory with the given byte.
+@_silgen_name("mallopt") private func mallopt(_ parameter: Int32, _ value: Int32) -> Int32
+private let mallocPerturb: Int32 = -6
