@@ -8,15 +8,19 @@ public struct NATSMessage: Sendable {
     public let replySubject: String?
     public let headers: NATSHeaders
     public let data: [UInt8]
-    /// The connection it arrived on, for `respond`.
-    let connection: NATSConnection?
+    /// Sends an answer to `replySubject`: on the connection the message came in on, or the way
+    /// an in-memory transport gave.
+    private let responder: (@Sendable (_ replySubject: String, _ data: [UInt8], _ headers: NATSHeaders?) throws(NATSError) -> Void)?
 
-    public init(subject: String, replySubject: String? = nil, headers: NATSHeaders = NATSHeaders(), data: [UInt8]) {
+    /// A message made outside a connection (an in-memory transport); `respond`, if given,
+    /// answers it.
+    public init(subject: String, replySubject: String? = nil, headers: NATSHeaders = NATSHeaders(), data: [UInt8],
+                respond: (@Sendable (_ replySubject: String, _ data: [UInt8], _ headers: NATSHeaders?) throws(NATSError) -> Void)? = nil) {
         self.subject = subject
         self.replySubject = replySubject
         self.headers = headers
         self.data = data
-        self.connection = nil
+        self.responder = respond
     }
 
     /// Copies a C message (the caller still owns and destroys it).
@@ -30,15 +34,24 @@ public struct NATSMessage: Sendable {
         } else {
             data = []
         }
-        self.connection = connection
+        if let connection {
+            // Weak: a kept message must not keep its connection open.
+            let weak = WeakConnection(connection: connection)
+            responder = { (replySubject: String, data: [UInt8], headers: NATSHeaders?) throws(NATSError) -> Void in
+                guard let connection = weak.connection else { throw NATSError.closed }
+                try connection.publish(replySubject, data, headers: headers)
+            }
+        } else {
+            responder = nil
+        }
     }
 
     /// Answers a request: publishes `data` to `replySubject` on the connection the message came
     /// in on. Non-blocking (the bytes are queued or written to the socket).
     public func respond(_ data: [UInt8], headers: NATSHeaders? = nil) throws(NATSError) {
         guard let replySubject else { throw .invalidArgument("message on \(subject) has no reply subject") }
-        guard let connection else { throw .invalidArgument("message on \(subject) did not come from a connection") }
-        try connection.publish(replySubject, data, headers: headers)
+        guard let responder else { throw .invalidArgument("message on \(subject) did not come from a connection") }
+        try responder(replySubject, data, headers)
     }
 }
 

@@ -5,9 +5,10 @@ import TetherJSON
 import TetherNATS
 import TetherState
 
-/// This process as a node of a Tether cluster on NATS JetStream: the connection, the streams
-/// that hold every room's log, and the KV buckets for room ownership, room snapshots and node
-/// liveness. docs/CLUSTER.md explains the design.
+/// This process as a node of a Tether cluster: messages between nodes, the streams that hold
+/// every room's log, and the KV buckets for room ownership, room snapshots and node liveness, on
+/// NATS JetStream (`join`) or in memory for tests (`MemoryCluster`). docs/CLUSTER.md explains
+/// the design.
 ///
 /// Subjects, for a room whose escaped name is T on stream shard S:
 /// - `tether.log.S.T`: the room's log (every version step, appended by its owner, checked);
@@ -15,14 +16,16 @@ import TetherState
 /// - `tether.act.T`: actions forwarded to the room's owner (request/reply).
 final class ClusterNode: Sendable {
     let name: String
-    let connection: NATSConnection
-    let jetStream: JetStream
+    let messaging: any ClusterMessaging
+    let log: any ClusterLog
     /// Room token → owning node; entries expire after the lease unless renewed.
-    let owners: NATSKeyValue
+    let owners: any ClusterKeyValue
     /// Room token → the room's latest snapshot (epoch, version, stream sequence, state).
-    let snapshots: NATSKeyValue
+    let snapshots: any ClusterKeyValue
     /// Node name → its heartbeat (rooms, connections), expiring when the node stops beating.
-    let nodes: NATSKeyValue
+    let nodes: any ClusterKeyValue
+    /// Closes the connection to the cluster (at `leave`).
+    private let close: @Sendable () -> Void
     let streamCount: Int
     let lease: Duration
     let metrics: ServerMetrics
@@ -51,12 +54,14 @@ final class ClusterNode: Sendable {
     static let logMessagesPerRoom: Int64 = 2_000
     static let snapshotInterval = 100
 
-    private init(name: String, connection: NATSConnection, jetStream: JetStream, owners: NATSKeyValue, snapshots: NATSKeyValue,
-                 nodes: NATSKeyValue, streamCount: Int, lease: Duration, metrics: ServerMetrics, logger: Logger, leaving: LeavingFlag) {
+    init(name: String, messaging: any ClusterMessaging, log: any ClusterLog, owners: any ClusterKeyValue, snapshots: any ClusterKeyValue,
+         nodes: any ClusterKeyValue, streamCount: Int, lease: Duration, metrics: ServerMetrics, logger: Logger,
+         leaving: LeavingFlag = LeavingFlag(), close: @escaping @Sendable () -> Void = {}) {
         self.leaving = leaving
+        self.close = close
         self.name = name
-        self.connection = connection
-        self.jetStream = jetStream
+        self.messaging = messaging
+        self.log = log
         self.owners = owners
         self.snapshots = snapshots
         self.nodes = nodes
@@ -100,9 +105,10 @@ final class ClusterNode: Sendable {
             let owners = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_OWNERS", ttl: configuration.ownershipLease, replicas: replicas) }
             let snapshots = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_SNAPSHOTS", replicas: replicas) }
             let nodes = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_NODES", ttl: .seconds(6), replicas: replicas) }
-            let node = ClusterNode(name: name, connection: connection, jetStream: jetStream, owners: owners, snapshots: snapshots,
-                                   nodes: nodes, streamCount: configuration.clusterStreams, lease: configuration.ownershipLease,
-                                   metrics: metrics, logger: logger, leaving: leaving)
+            let node = ClusterNode(name: name, messaging: NATSClusterMessaging(connection: connection), log: NATSClusterLog(jetStream: jetStream),
+                                   owners: owners, snapshots: snapshots, nodes: nodes, streamCount: configuration.clusterStreams,
+                                   lease: configuration.ownershipLease, metrics: metrics, logger: logger, leaving: leaving,
+                                   close: { connection.close() })
             logger.info("cluster: joined as node \(name) (\(configuration.clusterStreams) log streams, \(configuration.clusterReplicas) replicas, lease \(configuration.ownershipLease))")
             return node
         } catch let error as NATSError {
@@ -138,7 +144,7 @@ final class ClusterNode: Sendable {
         // down when its heartbeats stop (the entry expires with the bucket's TTL).
         let beat: JSON = ["name": .string(name), "leaving": true, "at": .int(Int(Date().timeIntervalSince1970))]
         nodes.put(name, beat.encoded()) { _ in }
-        connection.close()
+        close()
     }
 
     // MARK: Subjects
@@ -155,6 +161,10 @@ final class ClusterNode: Sendable {
     func stream(_ room: String) -> String { "TETHER_LOG_\(shard(room))" }
     func logSubject(_ room: String) -> String { "tether.log.\(shard(room)).\(token(room))" }
     func fanSubject(_ room: String) -> String { "tether.fan.\(shard(room)).\(token(room))" }
+    /// Where the log republishes a stored message of `logSubject` (the streams' RePublish).
+    static func fanSubject(ofLog subject: String) -> String? {
+        subject.hasPrefix("tether.log.") ? "tether.fan." + subject.dropFirst("tether.log.".count) : nil
+    }
     func actionSubject(_ room: String) -> String { "tether.act.\(token(room))" }
     /// A node that takes a room says so here (core NATS), so forwards stuck at the old owner end.
     func ownerSubject(_ room: String) -> String { "tether.owner.\(token(room))" }
@@ -229,7 +239,7 @@ final class ClusterNode: Sendable {
     var statusJSON: JSON {
         [
             "node": .string(name),
-            "connected": .bool(connection.isConnected),
+            "connected": .bool(messaging.isConnected),
             "nodes": .array(nodesJSON),
             "ownedRooms": .array(ownedRooms.map(JSON.string)),
         ]

@@ -40,7 +40,7 @@ final class ClusterViewers: @unchecked Sendable {
     /// Other nodes' heartbeats in parts.
     private var parts = HeartbeatParts()
     private var beat = 0
-    private var subscription: NATSSubscription?
+    private var subscription: (any ClusterSubscription)?
     /// While this node owns the room: a node's viewers changed (`set`: added, or their claims
     /// changed; `removed`: ids gone).
     var onChange: ((_ node: String, _ set: [AnnouncedViewer], _ removed: [String]) -> Void)?
@@ -55,7 +55,7 @@ final class ClusterViewers: @unchecked Sendable {
 
     /// Follows the room's subject (`receive` runs on the caller's queue).
     func start(_ receive: @escaping @Sendable (NATSMessage) -> Void) {
-        subscription = try? node.connection.subscribe(subject, handler: receive)
+        subscription = try? node.messaging.subscribe(subject, handler: receive)
     }
 
     func stop() {
@@ -159,7 +159,7 @@ final class ClusterViewers: @unchecked Sendable {
     private func publish(_ fields: [String: JSON]) {
         var message = fields
         message["node"] = .string(node.name)
-        try? node.connection.publish(subject, JSON.object(message).encoded())
+        try? node.messaging.publish(subject, JSON.object(message).encoded())
     }
 
     static func encode(_ viewer: AnnouncedViewer) -> JSON {

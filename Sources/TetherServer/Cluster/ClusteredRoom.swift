@@ -53,8 +53,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private var isCatchingUp = false
     /// Live messages that arrived while the log was being read.
     private var liveBuffer: [NATSMessage] = []
-    private var fanSubscription: NATSSubscription?
-    private var ownerSubscription: NATSSubscription?
+    private var fanSubscription: (any ClusterSubscription)?
+    private var ownerSubscription: (any ClusterSubscription)?
     /// Actions forwarded to the owner and not answered yet, by a number of this node's.
     private var forwards: [Int: ActionReplyTarget] = [:]
     private var nextForward = 0
@@ -84,7 +84,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         /// Names this time of owning the room in every entry it appends (LogEntry.term).
         let term: String
         var leaseRevision: UInt64
-        let actions: NATSSubscription
+        let actions: any ClusterSubscription
         let renewal: any ServerTimer
     }
     private var ownership: Ownership?
@@ -281,10 +281,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     private func subscribeToLog() {
         do {
-            fanSubscription = try node.connection.subscribe(node.fanSubject(name)) { [self] message in
+            fanSubscription = try node.messaging.subscribe(node.fanSubject(name)) { [self] message in
                 queue.execute { self.receiveLive(message) }
             }
-            ownerSubscription = try node.connection.subscribe(node.ownerSubject(name)) { [self] message in
+            ownerSubscription = try node.messaging.subscribe(node.ownerSubject(name)) { [self] message in
                 queue.execute { self.ownerChanged(announcedBy: String(decoding: message.data, as: UTF8.self)) }
             }
         } catch {
@@ -346,7 +346,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         isCatchingUp = true
         node.metrics.catchUps.increment()
         let start = lastSequence + 1
-        node.jetStream.read(stream: node.stream(name), subject: node.logSubject(name), from: start, handler: { [self] stored in
+        node.log.read(stream: node.stream(name), subject: node.logSubject(name), from: start, handler: { [self] stored in
             queue.execute { self.apply(stored.headers, stored.data, sequence: stored.sequence) }
         }, completion: { [self] result in
             queue.execute { self.caughtUp(result) }
@@ -538,8 +538,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         nextForward += 1
         let number = nextForward
         forwards[number] = target
-        node.connection.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args, viewer: target.viewer),
-                                timeout: forwardTimeout) { [self] result in
+        node.messaging.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args, viewer: target.viewer),
+                               timeout: forwardTimeout) { [self] result in
             queue.execute {
                 // Answered already: the owner changed while it waited (`ownerChanged`).
                 guard self.forwards.removeValue(forKey: number) != nil else { return }
@@ -669,7 +669,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         guard phase != .stopped else { return finishAcquiring(false) }
         let started = started ?? environment.runtime.clock.now
         // Catch up first: the previous owner's last versions may not have reached us yet.
-        node.jetStream.read(stream: node.stream(name), subject: node.logSubject(name), from: lastSequence + 1, handler: { [self] stored in
+        node.log.read(stream: node.stream(name), subject: node.logSubject(name), from: lastSequence + 1, handler: { [self] stored in
             queue.execute { self.apply(stored.headers, stored.data, sequence: stored.sequence) }
         }, completion: { [self] result in
             queue.execute {
@@ -704,9 +704,9 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         appendedSequence = lastSequence
         appendedVersion = version
         producedVersion = version
-        let subscription: NATSSubscription
+        let subscription: any ClusterSubscription
         do {
-            subscription = try node.connection.subscribe(node.actionSubject(name)) { [self] message in
+            subscription = try node.messaging.subscribe(node.actionSubject(name)) { [self] message in
                 queue.execute { self.receiveForwarded(message) }
             }
         } catch {
@@ -718,7 +718,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         let renewal = environment.runtime.clock.startTimer(every: node.lease / 3) { [self] in queue.execute { self.renewLease() } }
         ownership = Ownership(room: room, term: term, leaseRevision: leaseRevision, actions: subscription, renewal: renewal)
         node.didTakeOwnership(of: name)
-        try? node.connection.publish(node.ownerSubject(name), Array(node.name.utf8))
+        try? node.messaging.publish(node.ownerSubject(name), Array(node.name.utf8))
         logger.info("cluster: node \(node.name) owns room \(name) from version \(version) of \(restored?.epoch ?? "a new epoch")")
         if restored == nil {
             // A new epoch starts with its snapshot in the log, before any version step.
@@ -934,8 +934,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     }
 
     private func publish(_ entry: LogEntry) {
-        node.jetStream.publish(node.logSubject(name), entry.data, headers: entry.headers, messageID: entry.messageID(room: name),
-                               expectedLastSubjectSequence: appendedSequence, timeout: .seconds(2)) { [self] result in
+        node.log.append(node.logSubject(name), entry.data, headers: entry.headers, messageID: entry.messageID(room: name),
+                        expectedLastSubjectSequence: appendedSequence, timeout: .seconds(2)) { [self] result in
             queue.execute { self.appendFinished(result, entry: entry) }
         }
     }
@@ -964,7 +964,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     /// Reads the log after the replica's position until the entry after our last stored one
     /// decides the append in flight; tries again while the place is not readable yet.
     private func readLogToDecide(_ entry: LogEntry, since started: ContinuousClock.Instant) {
-        node.jetStream.read(stream: node.stream(name), subject: node.logSubject(name), from: lastSequence + 1, handler: { [self] stored in
+        node.log.read(stream: node.stream(name), subject: node.logSubject(name), from: lastSequence + 1, handler: { [self] stored in
             queue.execute { self.apply(stored.headers, stored.data, sequence: stored.sequence) }
         }, completion: { [self] _ in
             queue.execute {

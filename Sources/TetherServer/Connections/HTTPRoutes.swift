@@ -30,7 +30,7 @@ struct HTTPRoutes {
         switch path {
         case "/healthz":
             // A cluster node that lost NATS still serves joins but can't take actions.
-            if let cluster, !cluster.connection.isConnected {
+            if let cluster, !cluster.messaging.isConnected {
                 return HTTPResponse(status: 503, text: "not connected to the cluster\n")
             }
             return HTTPResponse(status: 200, text: "ok")

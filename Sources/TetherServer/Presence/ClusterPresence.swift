@@ -23,7 +23,7 @@ final class ClusterPresence: @unchecked Sendable {
     private let subject: String
     /// The other nodes' members in this room, and when each node was last heard.
     private var remote: [String: (members: Set<String>, heard: ContinuousClock.Instant)] = [:]
-    private var subscription: NATSSubscription?
+    private var subscription: (any ClusterSubscription)?
     /// While this node owns the room: members listed or changed, and member ids unlisted, on
     /// any node (the owner's ViewModel sees them in `context.presence`).
     var onMemberChange: ((_ listed: [PresenceMember], _ left: [String]) -> Void)?
@@ -36,7 +36,7 @@ final class ClusterPresence: @unchecked Sendable {
 
     /// Follows the room's subject (`receive` runs on the caller's queue) and asks the others for their members.
     func start(_ receive: @escaping @Sendable (NATSMessage) -> Void) {
-        subscription = try? node.connection.subscribe(subject, handler: receive)
+        subscription = try? node.messaging.subscribe(subject, handler: receive)
         publish(["sync": true])
     }
 
@@ -151,7 +151,7 @@ final class ClusterPresence: @unchecked Sendable {
     private func publish(_ fields: [String: JSON]) {
         var message = fields
         message["node"] = .string(node.name)
-        try? node.connection.publish(subject, JSON.object(message).encoded())
+        try? node.messaging.publish(subject, JSON.object(message).encoded())
     }
 
     static func encode(_ member: PresenceMember) -> JSON {
