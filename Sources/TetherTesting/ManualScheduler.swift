@@ -17,7 +17,13 @@ public final class ManualScheduler: Sendable {
     /// Called after each batch of hub work (the hub's `didRunQueuedWork`).
     let afterHubBatch = Mutex<(@Sendable () -> Void)?>(nil)
 
-    public init() {}
+    /// Most jobs one `runUntilIdle` may run before it stops the test: work that keeps making
+    /// work (a livelock) then fails loudly instead of hanging the test run. Nil: no limit.
+    public let jobLimit: Int?
+
+    public init(jobLimit: Int? = nil) {
+        self.jobLimit = jobLimit
+    }
 
     fileprivate func enqueueRoomJob(_ executor: ObjectIdentifier, _ work: @escaping @Sendable () -> Void) {
         state.withLock { $0.roomJobs.append((executor, work)) }
@@ -35,8 +41,11 @@ public final class ManualScheduler: Sendable {
 
     /// Runs queued work, and the work it queues, until nothing is left.
     public func runUntilIdle() {
+        var jobs = 0
         while hasWork {
             let roomCount = state.withLock { $0.roomJobs.count }
+            jobs += roomCount
+            if let jobLimit, jobs > jobLimit { fatalError("ManualScheduler: \(jobs) jobs without getting idle (a livelock?)") }
             for _ in 0..<roomCount {
                 guard let job = state.withLock({ $0.roomJobs.popFirst() }) else { break }
                 state.withLock { $0.running = job.executor }

@@ -80,11 +80,26 @@ public final class TestServer {
 
     public static var quietLogger: Logger { Logger(label: "tether.test", factory: { _ in SwiftLogNoOpLogHandler() }) }
 
-    private static func makeRuntime() -> (TestClock, ManualScheduler, ServerRuntime) {
-        let clock = TestClock()
-        let scheduler = ManualScheduler()
+    private static func makeRuntime(clock: TestClock = TestClock(), jobLimit: Int? = nil) -> (TestClock, ManualScheduler, ServerRuntime) {
+        let scheduler = ManualScheduler(jobLimit: jobLimit)
         return (clock, scheduler, ServerRuntime(clock: clock, hubQueue: scheduler.makeHubQueue()) { _ in scheduler.makeRoomExecutor() })
     }
+
+    /// Node `node` of a cluster in memory (`TestCluster` makes these): its shared rooms are the
+    /// cluster's, on `clock`; what the cluster delivers to it runs on its own scheduler.
+    convenience init(node: String, cluster: MemoryCluster, clock: TestClock, configuration: ServerConfiguration, kinds: [ViewModelKind],
+                     shards: Int, logger: Logger) {
+        // Nodes that keep sending each other work (a forked log would) stop the test, not hang it.
+        let (clock, scheduler, runtime) = Self.makeRuntime(clock: clock, jobLimit: 100_000)
+        let deliveries = scheduler.makeHubQueue()
+        let hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, cluster: cluster, node: node,
+                             deliver: { deliveries.execute($0) }, logger: logger)
+        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: nil, shards: shards, hub: hub)
+    }
+
+    /// Set for a node of a `TestCluster`: running one node runs them all (a forwarded action
+    /// needs its owner to run).
+    weak var cluster: TestCluster?
 
     private init(clock: TestClock, scheduler: ManualScheduler, configuration: ServerConfiguration, store: RoomStore?, shards: Int, hub: SessionHub) {
         self.clock = clock
@@ -111,6 +126,11 @@ public final class TestServer {
     /// Runs all queued work, delivering writable calls to connections that asked for one and
     /// can take data, and hub close notifications for connections that were closed, until idle.
     public func run() {
+        if let cluster { cluster.run() } else { runLocally() }
+    }
+
+    /// Runs this server's own work until it is idle (a cluster node: without the other nodes).
+    func runLocally() {
         repeat {
             scheduler.runUntilIdle()
             // What rooms committed, and the deliveries waiting for those commits.
@@ -132,9 +152,13 @@ public final class TestServer {
 
     /// Moves the clock forward, running what each timer tick starts.
     public func advance(by duration: Duration) {
+        if let cluster { return cluster.advance(by: duration) }
         clock.advance(by: duration) { run() }
         run()
     }
+
+    /// Whether queued work waits to run.
+    var hasWork: Bool { scheduler.hasWork }
 
     /// Delivers a received text frame to the hub.
     func receive(_ bytes: [UInt8], on connection: TestConnection) {

@@ -290,3 +290,29 @@ struct ClusterRoomFactory: RoomFactory {
 final class LeavingFlag: Sendable {
     let value = Atomic(false)
 }
+
+extension SessionHub {
+    /// A hub whose shared rooms are a cluster's, as node `node` of `cluster` in memory
+    /// (TetherTesting's `TestCluster`): the cluster code of tetherd, on virtual time. Everything
+    /// the cluster delivers to this node runs through `deliver`.
+    package convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, cluster: MemoryCluster,
+                             node: String, deliver: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void, logger: Logger) {
+        let connection = cluster.connect(node: node, deliver: deliver)
+        let metrics = ServerMetrics()
+        let clusterNode = ClusterNode(
+            name: node, messaging: connection, log: connection,
+            owners: connection.keyValue(bucket: "TETHER_OWNERS", ttl: configuration.ownershipLease),
+            snapshots: connection.keyValue(bucket: "TETHER_SNAPSHOTS", ttl: nil),
+            nodes: connection.keyValue(bucket: "TETHER_NODES", ttl: .seconds(6)),
+            streamCount: configuration.clusterStreams, lease: configuration.ownershipLease, metrics: metrics, logger: logger)
+        self.init(configuration: configuration, kinds: kinds, runtime: runtime, store: nil, storedRooms: nil, metrics: metrics, logger: logger,
+                  makeSharedRooms: { environment in ClusterRoomFactory(node: clusterNode, environment: environment) })
+    }
+}
+
+extension MemoryCluster {
+    /// A cluster in memory whose logs republish as tetherd's streams do (log subject → fan subject).
+    package convenience init(clock: any ServerClock) {
+        self.init(clock: clock, republish: ClusterNode.fanSubject(ofLog:))
+    }
+}

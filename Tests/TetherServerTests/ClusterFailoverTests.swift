@@ -1,0 +1,129 @@
+import Testing
+import TetherDemos
+import TetherJSON
+import TetherProtocol
+import TetherServer
+import TetherTesting
+
+/// tetherd's cluster code (owners, logs, replicas, forwarded actions, leases, fencing) on
+/// several nodes in process: a `MemoryCluster` keeps JetStream's rules, a virtual clock moves the
+/// leases, and a paused node runs nothing, as under SIGSTOP. The same scenarios run on real NATS
+/// in ClusterTests (end to end) and, with random faults, in Tests/Jepsen.
+@Suite("Cluster in process")
+struct ClusterFailoverTests {
+    static func makeCluster(nodes: Int = 2) -> TestCluster {
+        TestCluster(nodes: nodes, kinds: Demos.kinds + Demos.testKinds)
+    }
+
+    static func client(_ node: TestServer) -> TestClient {
+        let client = node.connect()
+        #expect(client.receive()?.type == "hello")
+        return client
+    }
+
+    static func add(_ client: TestClient, _ id: String, number: Int) {
+        client.send(.action(room: "ledger:t", name: "add", args: ["id": .string(id), "by": 1], id: number))
+    }
+
+    @Test func aRoomOnTwoNodesHasOneOwnerAndEveryoneConverges() {
+        let cluster = Self.makeCluster()
+        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1])
+        alice.send(.join(room: "ledger:t", id: 1))
+        #expect(alice.receiveAll().map(\.type) == ["snapshot", "ack"])
+        bob.send(.join(room: "ledger:t", id: 1))
+        #expect(bob.receiveAll().map(\.type) == ["snapshot", "ack"])
+
+        Self.add(alice, "a1", number: 2)
+        #expect(alice.receiveAll().map(\.type) == ["patch", "ack"], "the patch reaches the sender before its ack")
+        // Bob's node does not own the room: its action is forwarded to the owner.
+        Self.add(bob, "b1", number: 2)
+        let answers = bob.receiveAll()
+        #expect(answers.map(\.type) == ["patch", "patch", "ack"])
+        #expect(answers.last == .ack(id: 2, room: "ledger:t", version: 2))
+        _ = alice.receiveAll()
+        #expect(alice.state(of: "ledger:t")?["count"] == 2 && bob.state(of: "ledger:t")?["count"] == 2)
+        #expect(alice.gaps.isEmpty && bob.gaps.isEmpty)
+        #expect(cluster.transport.storedMessages(subject: "tether.log.\(Self.shard("ledger:t")).ledger=3At").count == 3,
+                "the epoch's start and two version steps")
+    }
+
+    /// Issue 20's fault, in process: the owner is paused past its lease with an action of its
+    /// client waiting; another node takes the room over and appends; the old owner wakes and runs
+    /// the action on its stale ViewModel. Its append is fenced, and the client hears the truth:
+    /// not applied. Nothing acked is lost, nothing is counted twice.
+    @Test func aPausedOwnerIsFencedAndItsClientHearsNotApplied() {
+        let cluster = Self.makeCluster()
+        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1])
+        alice.send(.join(room: "ledger:t"))
+        bob.send(.join(room: "ledger:t"))
+        Self.add(alice, "a1", number: 1)
+        #expect(alice.receiveAll().last == .ack(id: 1, room: "ledger:t", version: 1))
+        _ = bob.receiveAll()
+
+        cluster.pause(0)
+        Self.add(alice, "a2", number: 2)  // waits in the paused owner's queue
+        cluster.advance(by: .seconds(8))  // past the lease: the other node takes the room over
+        Self.add(bob, "b1", number: 3)
+        cluster.advance(by: .seconds(1))
+        #expect(bob.receiveAll().compactMap { if case .ack(3, _, let version) = $0 { version } else { nil } } == [2],
+                "the new owner applied bob's action after a1")
+
+        cluster.resume(0)
+        cluster.advance(by: .seconds(1))
+        let errors = alice.receiveAll().compactMap(\.error)
+        #expect(errors.map(\.id) == [2])
+        #expect(errors.first?.applied == .no, "the stale owner's append was fenced: a2 was not applied")
+        _ = bob.receiveAll()
+        #expect(alice.state(of: "ledger:t") == bob.state(of: "ledger:t"))
+        #expect(bob.state(of: "ledger:t")?["recent"] == ["a1", "b1"])
+
+        // Sent again, it is applied once, by the new owner.
+        Self.add(alice, "a2", number: 4)
+        cluster.advance(by: .milliseconds(100))
+        #expect(alice.receiveAll().compactMap { if case .ack(4, _, let version) = $0 { version } else { nil } } == [3])
+        #expect(alice.state(of: "ledger:t")?["recent"] == ["a1", "b1", "a2"])
+    }
+
+    /// The log itself fences: the stale owner is also cut off while another node takes over, so
+    /// it never hears of the new owner's entry, and it appends its client's action on top of the
+    /// version it knows. The checked append (expected last sequence, and a message id per slot)
+    /// refuses it; the owner reads the log, finds another owner's entry in that place, and steps
+    /// down; its client hears "not applied". Without either check the log would fork.
+    @Test func aStaleOwnersAppendIsRefusedByTheLog() {
+        let cluster = Self.makeCluster()
+        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1])
+        alice.send(.join(room: "ledger:t"))
+        bob.send(.join(room: "ledger:t"))
+        Self.add(alice, "a1", number: 1)
+        _ = alice.receiveAll(); _ = bob.receiveAll()
+
+        cluster.pause(0)
+        cluster.disconnect(0)  // the new owner's entry never reaches it
+        cluster.advance(by: .seconds(8))
+        Self.add(bob, "b1", number: 2)
+        cluster.advance(by: .seconds(1))
+        #expect(bob.receiveAll().compactMap { if case .ack(2, _, let version) = $0 { version } else { nil } } == [2])
+
+        cluster.resume(0)
+        Self.add(alice, "a2", number: 3)  // runs on the stale owner; its append fails while cut off
+        cluster.advance(by: .milliseconds(100))
+        cluster.reconnect(0)              // the retried append meets the new owner's entry
+        for _ in 0..<20 { cluster.advance(by: .milliseconds(100)) }
+        let errors = alice.receiveAll().compactMap(\.error)
+        #expect(errors.map(\.id) == [3])
+        #expect(errors.first?.applied == .no, "the log refused the stale owner's append: a2 was not applied")
+        let log = cluster.transport.storedMessages(subject: "tether.log.\(Self.shard("ledger:t")).ledger=3At")
+        #expect(log.count == 3, "the epoch's start, a1 and b1: nothing of the stale owner's")
+        _ = bob.receiveAll()
+        #expect(alice.state(of: "ledger:t") == bob.state(of: "ledger:t"))
+        #expect(bob.state(of: "ledger:t")?["recent"] == ["a1", "b1"])
+    }
+
+    /// The log's stream shard of a room, as ClusterNode computes it (FNV-1a of the name, 4
+    /// streams); the room's token escapes `:` as `=3A`.
+    static func shard(_ room: String) -> Int {
+        var hash: UInt32 = 2_166_136_261
+        for byte in room.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return Int(hash % 4)
+    }
+}
