@@ -43,7 +43,7 @@ struct ClusterFailoverTests {
         _ = alice.receiveAll()
         #expect(alice.state(of: "ledger:t")?["count"] == 2 && bob.state(of: "ledger:t")?["count"] == 2)
         #expect(alice.gaps.isEmpty && bob.gaps.isEmpty)
-        #expect(cluster.transport.storedMessages(subject: "tether.log.\(Self.shard("ledger:t")).ledger=3At").count == 3,
+        #expect(cluster.transport.storedMessages(subject: Self.log).count == 3,
                 "the epoch's start and two version steps")
     }
 
@@ -112,12 +112,59 @@ struct ClusterFailoverTests {
         let errors = alice.receiveAll().compactMap(\.error)
         #expect(errors.map(\.id) == [3])
         #expect(errors.first?.applied == .no, "the log refused the stale owner's append: a2 was not applied")
-        let log = cluster.transport.storedMessages(subject: "tether.log.\(Self.shard("ledger:t")).ledger=3At")
+        let log = cluster.transport.storedMessages(subject: Self.log)
         #expect(log.count == 3, "the epoch's start, a1 and b1: nothing of the stale owner's")
         _ = bob.receiveAll()
         #expect(alice.state(of: "ledger:t") == bob.state(of: "ledger:t"))
         #expect(bob.state(of: "ledger:t")?["recent"] == ["a1", "b1"])
     }
+
+    /// No ack before the step is in the log: an owner cut off from the log applies its client's
+    /// action but neither the patch nor the ack leaves until the append (retried) is stored.
+    @Test func anActionIsAckedOnlyOnceItsStepIsInTheLog() {
+        let cluster = Self.makeCluster()
+        let alice = Self.client(cluster.nodes[0])
+        alice.send(.join(room: "ledger:t"))
+        _ = alice.receiveAll()
+
+        cluster.disconnect(0)
+        Self.add(alice, "a1", number: 1)
+        cluster.advance(by: .seconds(1))
+        #expect(alice.receiveAll().isEmpty, "nothing before the log holds the step")
+        #expect(cluster.transport.storedMessages(subject: Self.log).count == 1, "only the epoch's start")
+
+        cluster.reconnect(0)
+        cluster.advance(by: .milliseconds(500))
+        let messages = alice.receiveAll()
+        #expect(messages.map(\.type) == ["patch", "ack"])
+        #expect(messages.last == .ack(id: 1, room: "ledger:t", version: 1))
+        #expect(cluster.transport.storedMessages(subject: Self.log).count == 2)
+    }
+
+    /// The owner dies (stopped and cut off): its lease runs out, the next action's node takes the
+    /// room over, reads the log and continues the same epoch with every acked action.
+    @Test func aDeadOwnersRoomFailsOverWithItsEpochAndItsAckedActions() {
+        let cluster = Self.makeCluster(nodes: 3)
+        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1]), carol = Self.client(cluster.nodes[2])
+        for client in [alice, bob, carol] { client.send(.join(room: "ledger:t")) }
+        Self.add(alice, "a1", number: 1)
+        Self.add(carol, "c1", number: 1)
+        _ = alice.receiveAll(); _ = carol.receiveAll(); _ = bob.receiveAll()
+        let epoch = bob.mirrors["ledger:t"]?.epoch
+
+        cluster.pause(0)
+        cluster.disconnect(0)
+        Self.add(bob, "b1", number: 2)
+        cluster.advance(by: .seconds(5))
+        #expect(bob.receiveAll().compactMap { if case .ack(2, _, let version) = $0 { version } else { nil } } == [3])
+        _ = carol.receiveAll()
+        #expect(bob.mirrors["ledger:t"]?.epoch == epoch, "failover keeps the epoch")
+        #expect(bob.state(of: "ledger:t")?["recent"] == ["a1", "c1", "b1"])
+        #expect(carol.state(of: "ledger:t") == bob.state(of: "ledger:t"))
+    }
+
+    /// The room's log subject.
+    static let log = "tether.log.\(shard("ledger:t")).ledger=3At"
 
     /// The log's stream shard of a room, as ClusterNode computes it (FNV-1a of the name, 4
     /// streams); the room's token escapes `:` as `=3A`.
