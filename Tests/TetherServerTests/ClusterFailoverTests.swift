@@ -21,6 +21,19 @@ struct ClusterFailoverTests {
         return client
     }
 
+    /// Two nodes, alice on the first (which comes to own the room), bob on the second, both in
+    /// the room after alice's action a1 (version 1).
+    static func twoNodesAfterA1() -> (TestCluster, alice: TestClient, bob: TestClient) {
+        let cluster = makeCluster()
+        let alice = client(cluster.nodes[0]), bob = client(cluster.nodes[1])
+        alice.send(.join(room: "ledger:t"))
+        bob.send(.join(room: "ledger:t"))
+        add(alice, "a1", number: 1)
+        #expect(alice.receiveAll().last == .ack(id: 1, room: "ledger:t", version: 1))
+        _ = bob.receiveAll()
+        return (cluster, alice, bob)
+    }
+
     static func add(_ client: TestClient, _ id: String, number: Int) {
         client.send(.action(room: "ledger:t", name: "add", args: ["id": .string(id), "by": 1], id: number))
     }
@@ -52,13 +65,7 @@ struct ClusterFailoverTests {
     /// the action on its stale ViewModel. Its append is fenced, and the client hears the truth:
     /// not applied. Nothing acked is lost, nothing is counted twice.
     @Test func aPausedOwnerIsFencedAndItsClientHearsNotApplied() {
-        let cluster = Self.makeCluster()
-        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1])
-        alice.send(.join(room: "ledger:t"))
-        bob.send(.join(room: "ledger:t"))
-        Self.add(alice, "a1", number: 1)
-        #expect(alice.receiveAll().last == .ack(id: 1, room: "ledger:t", version: 1))
-        _ = bob.receiveAll()
+        let (cluster, alice, bob) = Self.twoNodesAfterA1()
 
         cluster.pause(0)
         Self.add(alice, "a2", number: 2)  // waits in the paused owner's queue
@@ -90,12 +97,7 @@ struct ClusterFailoverTests {
     /// refuses it; the owner reads the log, finds another owner's entry in that place, and steps
     /// down; its client hears "not applied". Without either check the log would fork.
     @Test func aStaleOwnersAppendIsRefusedByTheLog() {
-        let cluster = Self.makeCluster()
-        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1])
-        alice.send(.join(room: "ledger:t"))
-        bob.send(.join(room: "ledger:t"))
-        Self.add(alice, "a1", number: 1)
-        _ = alice.receiveAll(); _ = bob.receiveAll()
+        let (cluster, alice, bob) = Self.twoNodesAfterA1()
 
         cluster.pause(0)
         cluster.disconnect(0)  // the new owner's entry never reaches it
