@@ -21,6 +21,7 @@ public final class TestCluster {
     /// Node names: n1, n2, ...
     public let names: [String]
     private var paused: Set<Int> = []
+    private let configuration: ServerConfiguration
 
     /// A cluster configuration: `TestServer`'s defaults with a 3-second lease.
     public static var defaultConfiguration: ServerConfiguration { TestServer.defaultConfiguration }
@@ -28,6 +29,7 @@ public final class TestCluster {
     public init(nodes count: Int = 3, configuration: ServerConfiguration = TestCluster.defaultConfiguration, kinds: [ViewModelKind],
                 shards: Int = TestServer.defaultShards, logger: Logger = TestServer.quietLogger) {
         transport = MemoryCluster(clock: clock)
+        self.configuration = configuration
         names = (1...count).map { "n\($0)" }
         for name in names {
             let node = TestServer(node: name, cluster: transport, clock: clock, configuration: configuration, kinds: kinds,
@@ -36,6 +38,9 @@ public final class TestCluster {
             nodes.append(node)
         }
     }
+
+    /// How many entries (epoch starts and version steps) room `room`'s log holds.
+    public func logLength(of room: String) -> Int { transport.log(of: room, streams: configuration.clusterStreams).count }
 
     /// Runs every node that is not paused until none has work left.
     public func run() {

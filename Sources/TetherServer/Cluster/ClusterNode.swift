@@ -152,10 +152,12 @@ final class ClusterNode: Sendable {
     func token(_ room: String) -> String { NATSSubject.escape(room) }
 
     /// The stream shard of a room: a stable hash of its name.
-    func shard(_ room: String) -> Int {
+    func shard(_ room: String) -> Int { Self.shard(room, streams: streamCount) }
+
+    static func shard(_ room: String, streams: Int) -> Int {
         var hash: UInt32 = 2_166_136_261  // FNV-1a
         for byte in room.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        return Int(hash % UInt32(streamCount))
+        return Int(hash % UInt32(streams))
     }
 
     func stream(_ room: String) -> String { "TETHER_LOG_\(shard(room))" }
@@ -314,5 +316,10 @@ extension MemoryCluster {
     /// A cluster in memory whose logs republish as tetherd's streams do (log subject → fan subject).
     package convenience init(clock: any ServerClock) {
         self.init(clock: clock, republish: ClusterNode.fanSubject(ofLog:))
+    }
+
+    /// What room `room`'s log holds, with tetherd's subjects over `streams` log streams.
+    package func log(of room: String, streams: Int) -> [StoredMessage] {
+        storedMessages(subject: "tether.log.\(ClusterNode.shard(room, streams: streams)).\(NATSSubject.escape(room))")
     }
 }
