@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import Dispatch
 import Glibc
 #endif
 import Logging
@@ -129,12 +130,31 @@ public final class TestServer {
         if let cluster { cluster.run() } else { runLocally() }
     }
 
+    /// While set, the store's writer waits on it: nothing more is committed (`holdCommits`).
+    private var commitGate: DispatchSemaphore?
+
+    /// Stops the store from committing until `releaseCommits()`, as a slow disk would: whatever
+    /// waits for a step to be durable (its patch, its ack) waits meanwhile.
+    public func holdCommits() {
+        guard let store, commitGate == nil else { preconditionFailure("holdCommits: a server with a data directory, not held already") }
+        let gate = DispatchSemaphore(value: 0)
+        commitGate = gate
+        store.afterCommits { gate.wait() }
+    }
+
+    /// Lets the store commit again, and runs until idle.
+    public func releaseCommits() {
+        commitGate?.signal()
+        commitGate = nil
+        run()
+    }
+
     /// Runs this server's own work until it is idle (a cluster node: without the other nodes).
     func runLocally() {
         repeat {
             scheduler.runUntilIdle()
             // What rooms committed, and the deliveries waiting for those commits.
-            store?.waitForWrites()
+            if commitGate == nil { store?.waitForWrites() }
             scheduler.runUntilIdle()
             for connection in connections where !connection.isFinished {
                 if !connection.isOpen {

@@ -107,22 +107,35 @@ struct ClusterProjectionTests {
         #expect(bare.viewer == .unidentified && bare.args == nil)
     }
 
-    /// What a cluster owner's `Room` hands its `OwnerOutput`.
-    final class Captured: RoomOutput {
-        let deliveries = Mutex<[RoomDelivery]>([])
-        func deliver(_ deliveries: [RoomDelivery]) { self.deliveries.withLock { $0 += deliveries } }
-        func take() -> [RoomDelivery] { deliveries.withLock { taken in defer { taken.removeAll() }; return taken } }
+    /// What a cluster owner's `Room` hands its log, in order: steps (with the projections beside
+    /// them) and what it releases after them.
+    final class Captured: RoomLog {
+        enum Entry {
+            case step(PatchFrame, projections: JSON?)
+            case released(RoomDelivery)
+        }
+        let restored: StoredRoom
+        let entries = Mutex<[Entry]>([])
+        init(restored: StoredRoom) { self.restored = restored }
+        func restore() -> StoredRoom? { restored }
+        func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int) { Issue.record("the room continues its epoch") }
+        func append(_ step: PatchFrame, projections: JSON?, lastChange: Int, state: () -> JSON) {
+            entries.withLock { $0.append(.step(step, projections: projections)) }
+        }
+        func release(_ deliveries: [RoomDelivery]) { entries.withLock { $0 += deliveries.map(Entry.released) } }
+        func close(epoch: String, version: Int, state: JSON, lastChange: Int) {}
+        func delete() {}
+        func take() -> [Entry] { entries.withLock { taken in defer { taken.removeAll() }; return taken } }
     }
 
-    /// A `Room` as a cluster's owner runs it: no sessions, output captured, on a manual executor.
+    /// A `Room` as a cluster's owner runs it: no sessions, its log captured, on a manual executor.
     static func ownersRoom(_ kind: ViewModelKind) -> (Room, Captured, ManualScheduler) {
         let scheduler = ManualScheduler()
         let runtime = ServerRuntime(clock: TestClock(), hubQueue: scheduler.makeHubQueue()) { _ in scheduler.makeRoomExecutor() }
         let environment = RoomEnvironment(configuration: TestServer.defaultConfiguration, runtime: runtime, store: nil, metrics: ServerMetrics(),
                                           logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        let output = Captured()
-        let room = Room(name: kind.name, kind: kind, environment: environment, output: output,
-                        restoring: RestoredRoom(epoch: "e", version: 0, state: kind.instantiate(room: kind.name).state))
+        let output = Captured(restored: StoredRoom(epoch: "e", version: 0, state: kind.instantiate(room: kind.name).state, patches: []))
+        let room = Room(name: kind.name, kind: kind, environment: environment, log: output)
         room.start(after: nil)
         scheduler.runUntilIdle()
         return (room, output, scheduler)
@@ -141,14 +154,14 @@ struct ClusterProjectionTests {
         room.perform("vote", args: ["option": "pizza"], replyTo: target(ana))
         scheduler.runUntilIdle()
         var deliveries = output.take()
-        #expect(deliveries.count == 3, "\(deliveries)")
-        guard case .patch(let patch, _)? = deliveries.first, case .projections(let projections, let version)? = deliveries.dropFirst().first else {
-            Issue.record("expected a patch then its projections: \(deliveries)")
+        #expect(deliveries.count == 2, "\(deliveries)")
+        guard case .step(let patch, let projections)? = deliveries.first else {
+            Issue.record("expected a step with its projections: \(deliveries)")
             return
         }
-        #expect(patch.version == 1 && version == 1)
+        #expect(patch.version == 1)
         #expect(projections == ["n2": ["ana": ["mine": "pizza"]]])
-        guard case .reply(.applied(version: 1), .remote(let replyViewer, _))? = deliveries.last else {
+        guard case .released(.reply(.applied(version: 1), .remote(let replyViewer, _)))? = deliveries.last else {
             Issue.record("expected the action's outcome last: \(deliveries)")
             return
         }
@@ -158,12 +171,12 @@ struct ClusterProjectionTests {
         room.perform("vote", args: ["option": "salad"], replyTo: target(bo))
         scheduler.runUntilIdle()
         deliveries = output.take()
-        #expect(!deliveries.contains { if case .projections = $0 { true } else { false } }, "\(deliveries)")
+        #expect(deliveries.contains { if case .step(_, nil) = $0 { true } else { false } }, "\(deliveries)")
         // ...until his node announces him: a step of its own with empty shared operations.
         room.clusterViewersChanged(node: "n3", set: [AnnouncedViewer(viewer: bo, holds: false)], removed: [])
         scheduler.runUntilIdle()
         deliveries = output.take()
-        guard case .patch(let empty, _)? = deliveries.first, case .projections(let boProjections, _)? = deliveries.last else {
+        guard case .step(let empty, let boProjections?)? = deliveries.first else {
             Issue.record("expected a step for bo's value: \(deliveries)")
             return
         }
@@ -177,7 +190,7 @@ struct ClusterProjectionTests {
         // Applies the version steps delivered since the last call; returns how many there were.
         func applySteps() throws -> Int {
             var count = 0
-            for case .patch(let patch, _) in output.take() {
+            for case .step(let patch, _) in output.take() {
                 guard case .patch(_, _, _, _, let operations) = try ServerMessage.decode(patch.frame) else { continue }
                 try document.apply(operations)
                 count += 1

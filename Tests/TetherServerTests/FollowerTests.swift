@@ -4,7 +4,7 @@ import TetherJSON
 import TetherTesting
 import TetherTestSupport
 
-/// What every room shape keeps for its subscribers (Rooms/Followers.swift).
+/// What every room shape keeps for its subscribers (Rooms/RoomFollowers.swift).
 @Suite("Followers: subscriber list and snapshot cache")
 struct FollowerTests {
     static func handle(_ id: Int) -> SessionHandle {

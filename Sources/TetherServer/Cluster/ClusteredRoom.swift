@@ -41,15 +41,13 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     // Replica.
     private enum Phase { case loading, ready, stopped }
     private var phase = Phase.loading
-    private var epoch: String?
-    private var version = 0
+    /// This node's subscribers and what they have seen of the log: epoch (none until the log
+    /// has one), version, history, snapshot cache, viewers' views (Rooms/RoomFollowers.swift).
+    private var followers: RoomFollowers
+    private var version: Int { followers.version }
     private var document: JSON = .null
     /// Stream sequence of the last log message applied.
     private var lastSequence: UInt64 = 0
-    private var history: PatchHistory
-    private var subscribers = SubscriberList()
-    /// Snapshot frames of one version, by projection (`[:]`: the shared document alone).
-    private var snapshots = SnapshotCache()
     private var isCatchingUp = false
     /// Live messages that arrived while the log was being read.
     private var liveBuffer: [NATSMessage] = []
@@ -62,10 +60,6 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     /// Who is here, on every node (Presence/ClusterPresence.swift); nil for kinds without presence.
     private let presence: ClusterPresence?
     private var presenceTimer: (any ServerTimer)?
-    /// When the ViewModel publishes values per viewer (nil otherwise: the plain path): who each
-    /// subscriber here is and the projection each viewer's sessions hold, as the owner's log
-    /// messages give them (Cluster/ClusterViewers.swift).
-    private var viewerViews: ViewerViews?
     /// This node's viewers announced to the owner, and every node's (for when this node owns).
     private var viewers: ClusterViewers?
     private var viewersTimer: (any ServerTimer)?
@@ -92,7 +86,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private var afterAcquiring: [(Bool) -> Void] = []
 
     // Appends (owner only).
-    private enum Append {
+    fileprivate enum Append {
         /// A version step, with the projections it changed on each node (per-viewer values).
         case patch(PatchFrame, projections: JSON?)
         case epochStart(epoch: String, version: Int, frame: [UInt8])
@@ -117,7 +111,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     }
 
     nonisolated let stopped = DispatchGroup()
-    let published = RoomVersionCell(epoch: "")
+    /// The followers' epoch and version cell, kept here too: the hub reads it from its own thread.
+    let published: RoomVersionCell
     static let appendGiveUp: Duration = .seconds(10)
     /// How long an append whose fate its owner lost may take to show up in the log (a retry's
     /// timeout) before its actions are answered as unknown.
@@ -132,10 +127,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         self.output = output
         self.presence = kind.hasPresence ? ClusterPresence(room: name, node: node, maxMembers: environment.configuration.maxPresenceMembers,
                                                                     window: environment.configuration.presenceWindow, clock: environment.runtime.clock) : nil
-        if kind.instantiate(room: name).hasPerViewerValues { self.viewerViews = ViewerViews() }
+        self.followers = RoomFollowers(room: name, epoch: "", perViewer: kind.instantiate(room: name).hasPerViewerValues,
+                                       configuration: environment.configuration, metrics: node.metrics)
+        self.published = followers.published
         self.queue = environment.runtime.makeRoomExecutor(name)
-        self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
-                                    maxBytes: environment.configuration.historyMaxBytes)
         stopped.enter()
     }
 
@@ -156,7 +151,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     func join(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         queue.execute { [self] in
-            guard phase == .ready, epoch != nil else {
+            guard phase == .ready, followers.hasEpoch else {
                 waitingJoins.append((session, since, id, join))
                 if phase == .ready { ensureOwner() }
                 return
@@ -193,9 +188,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     // MARK: Per-viewer values
 
     private func startViewers() {
-        guard viewerViews != nil else { return }
+        guard followers.viewerViews != nil else { return }
         let viewers = ClusterViewers(room: name, node: node) { [unowned self] in
-            viewerViews!.viewers.map { AnnouncedViewer(viewer: $0, holds: viewerViews!.projection(of: $0)?.isEmpty == false) }
+            let views = followers.viewerViews!
+            return views.viewers.map { AnnouncedViewer(viewer: $0, holds: views.projection(of: $0)?.isEmpty == false) }
         }
         self.viewers = viewers
         viewers.start { [self] message in
@@ -206,21 +202,23 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
     }
 
-    /// Records a subscriber's viewer, announcing a viewer new to this node (and one it no longer has).
-    private func addViewer(_ session: SessionHandle) {
-        guard viewerViews != nil, let viewers else { return }
-        let previous = viewerViews!.viewer(of: session)
-        let isNew = viewerViews!.projection(of: session.viewer) == nil
-        // A viewer new to this node sees the shared document alone until the owner's next step brings theirs.
-        viewerViews!.add(session) { _ in [:] }
+    /// Subscribes `session` (a viewer new to this node sees the shared document alone until the
+    /// owner's next step brings theirs), announcing a viewer new to this node, and one it no
+    /// longer has, to the owner.
+    private func addFollower(_ session: SessionHandle, since: ResumePoint?) -> [RoomDelivery] {
+        let previous = followers.viewerViews?.viewer(of: session)
+        let isNew = followers.viewerViews?.projection(of: session.viewer) == nil
+        let deliveries = followers.add(session, since: since, project: { _ in [:] }, document: { document })
+        guard let viewers, let views = followers.viewerViews else { return deliveries }
         if isNew { viewers.add(AnnouncedViewer(viewer: session.viewer, holds: false)) }
-        if let previous, previous != session.viewer, viewerViews!.projection(of: previous) == nil { viewers.remove(previous) }
+        if let previous, previous != session.viewer, views.projection(of: previous) == nil { viewers.remove(previous) }
+        return deliveries
     }
 
-    private func removeViewer(_ session: SessionHandle) {
-        guard viewerViews != nil, let viewer = viewerViews!.viewer(of: session) else { return }
-        viewerViews!.remove(session)
-        if viewerViews!.projection(of: viewer) == nil { viewers?.remove(viewer) }
+    private func removeFollower(_ session: SessionHandle) {
+        let viewer = followers.viewerViews?.viewer(of: session)
+        guard followers.remove(session), let viewer, followers.viewerViews?.projection(of: viewer) == nil else { return }
+        viewers?.remove(viewer)
     }
 
     /// After other nodes' members changed.
@@ -243,8 +241,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     func leave(_ session: SessionHandle) {
         queue.execute { [self] in
-            subscribers.remove(session)
-            removeViewer(session)
+            removeFollower(session)
             waitingJoins.removeAll { $0.0 == session }
             if presence?.remove(session) == true {
                 let deliveries = presenceChanged()
@@ -255,8 +252,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     func resync(_ session: SessionHandle) {
         queue.execute { [self] in
-            guard subscribers.contains(session), epoch != nil else { return }
-            output.deliver([snapshot(for: session)])
+            guard followers.subscribers.contains(session), followers.hasEpoch else { return }
+            output.deliver([followers.snapshot(for: session, document: { document })])
         }
     }
 
@@ -328,14 +325,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                     self.undecided?.deadline = environment.runtime.clock.now
                     giveUpUndecided()
                 }
-                epoch = snapshot.epoch
-                version = snapshot.version
-                published.epoch = snapshot.epoch
-                published.version = snapshot.version
+                followers.restart(epoch: snapshot.epoch, version: snapshot.version)
                 document = snapshot.state
                 lastSequence = snapshot.sequence
                 lastSnapshotVersion = snapshot.version
-                history.removeAll()
             }
             catchUp()
         }
@@ -402,21 +395,16 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         switch entry.kind {
         case .snapshot:
             guard case .snapshot(_, let newEpoch, let newVersion, let state)? = try? ServerMessage.decode(entry.frame) else { return }
-            epoch = newEpoch
-            version = newVersion
-            published.epoch = newEpoch
-            published.version = newVersion
+            followers.restart(epoch: newEpoch, version: newVersion, frame: entry.frame)
             document = state
-            history.removeAll()
-            snapshots.seed(version: newVersion, frame: entry.frame, compressAbove: environment.configuration.compressionThreshold)
             lastSequence = sequence
             // A new epoch: everyone here starts over from its snapshot (with their projection).
-            output.deliver(subscribers.all.map { snapshot(for: $0) })
+            output.deliver(followers.subscribers.all.map { followers.snapshot(for: $0, document: { document }) })
             serveWaiting()
         case .patch:
-            guard entry.epoch == epoch, entry.from == version,
+            guard entry.epoch == followers.epoch, entry.from == version,
                   case .patch(_, _, _, _, let operations)? = try? ServerMessage.decode(entry.frame) else {
-                logger.error("cluster: room \(name): log message \(sequence) (\(entry.epoch) \(entry.from)->\(entry.version)) does not continue version \(version) of \(epoch ?? "no epoch"); reloading")
+                logger.error("cluster: room \(name): log message \(sequence) (\(entry.epoch) \(entry.from)->\(entry.version)) does not continue version \(version) of \(followers.hasEpoch ? followers.epoch : "no epoch"); reloading")
                 reload()
                 return
             }
@@ -427,23 +415,19 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 reload()
                 return
             }
-            version = entry.version
-            published.version = version
             lastSequence = sequence
-            if let patch = PatchFrame(room: name, epoch: entry.epoch, from: entry.from, version: entry.version, encodedFrame: entry.frame,
-                                     compressAbove: environment.configuration.compressionThreshold) {
-                history.append(patch)
-                if viewerViews != nil {
-                    // What the owner says this node's viewers see now; the operations are this
-                    // node's own, from what its sessions hold (robust against stale messages).
-                    let given = entry.projections?[node.name]?.objectValue
-                    let changes = given == nil ? [:] : viewerViews!.update { viewer in given![viewer.id]?.objectValue }
-                    output.deliver(viewerViews!.deliveries(of: patch, changes: changes, to: subscribers.all,
-                                                           compressAbove: environment.configuration.compressionThreshold))
-                } else if !subscribers.all.isEmpty {
-                    output.deliver([.patch(patch, to: subscribers.all)])
-                }
+            guard let patch = PatchFrame(room: name, epoch: entry.epoch, from: entry.from, version: entry.version, encodedFrame: entry.frame,
+                                         compressAbove: environment.configuration.compressionThreshold) else {
+                logger.error("cluster: room \(name): log message \(sequence) has an unreadable frame; reloading")
+                reload()
+                return
             }
+            // What the owner says this node's viewers see now; the operations are this node's
+            // own, from what its sessions hold (robust against stale messages).
+            let given = entry.projections?[node.name]?.objectValue
+            let changes = given == nil ? [:] : followers.updateViews { viewer in given![viewer.id]?.objectValue }
+            let deliveries = followers.follow(patch, changes: changes)
+            if !deliveries.isEmpty { output.deliver(deliveries) }
         }
         releaseReplies()
         releaseStoredReplies()
@@ -452,19 +436,16 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     /// Starts the replica over from the latest snapshot (the log disagreed with it).
     private func reload() {
-        epoch = nil
-        version = 0
+        followers.restart(epoch: "", version: 0)
         document = .null
         lastSequence = 0
-        history.removeAll()
-        snapshots.reset()
         loadSnapshot()
     }
 
     private func writeSnapshot() {
-        guard let epoch else { return }
+        guard followers.hasEpoch else { return }
         lastSnapshotVersion = version
-        let snapshot = ClusterSnapshot(epoch: epoch, version: version, sequence: lastSequence, state: document)
+        let snapshot = ClusterSnapshot(epoch: followers.epoch, version: version, sequence: lastSequence, state: document)
         node.snapshots.put(node.token(name), snapshot.encoded) { [logger, name] result in
             if case .failure(let error) = result { logger.warning("cluster: room \(name): snapshot not written: \(error)") }
         }
@@ -473,41 +454,27 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     // MARK: Replica: subscribers and replies
 
     private func serveWaiting() {
-        guard phase == .ready, epoch != nil else { return }
+        guard phase == .ready, followers.hasEpoch else { return }
         let joins = waitingJoins
         waitingJoins.removeAll()
         for (session, since, id, join) in joins { subscribe(session, since: since, id: id, presence: join) }
     }
 
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
-        guard let epoch else { return }
-        subscribers.add(session)
-        addViewer(session)
-        var deliveries = history.firstMessages(for: session, since: since, room: name, epoch: epoch, version: version,
-                                               patchesServe: viewerViews == nil, metrics: node.metrics) { snapshot(for: session) }
+        guard followers.hasEpoch else { return }
+        var deliveries = addFollower(session, since: since)
         if let presence {
             // As in a local room: a join lists the session or makes it a spectator (one without either unlists it).
             let changed = presence.join(session, join)
             if presence.document.isListening(session) { deliveries.append(.message(.control(presence.snapshot(for: session)), to: session)) }
             if changed { deliveries += presenceChanged() }
         }
-        if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: version).encoded()), to: session)) }
-        output.deliver(deliveries)
-    }
-
-    private func snapshot(for session: SessionHandle) -> RoomDelivery {
-        let projection = viewerViews?.projection(of: session) ?? [:]
-        let message = snapshots.message(room: name, version: version, projection: projection,
-                                        compressAbove: environment.configuration.compressionThreshold) {
-            let state = Projection.document(shared: document, projection: projection)
-            return ServerMessage.snapshot(room: name, epoch: epoch ?? "", version: version, state: state).encoded()
-        }
-        return .message(message, to: session)
+        output.deliver(deliveries + followers.joinAck(id, to: session))
     }
 
     /// Delivers `delivery` once this node's replica has delivered `version`.
     private func deliver(_ delivery: RoomDelivery, afterVersion version: Int) {
-        if self.version >= version, epoch != nil {
+        if self.version >= version, followers.hasEpoch {
             output.deliver([delivery])
         } else {
             pendingReplies.append((version, delivery))
@@ -623,7 +590,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     /// Every quarter lease: a room with subscribers here and no owner gets one (failover).
     private func checkOwner() {
-        guard phase == .ready, ownership == nil, !subscribers.isEmpty || !waitingJoins.isEmpty else { return }
+        guard phase == .ready, ownership == nil, !followers.subscribers.isEmpty || !waitingJoins.isEmpty else { return }
         ensureOwner()
     }
 
@@ -687,19 +654,11 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     }
 
     private func becomeOwner(leaseRevision: UInt64) {
-        var restored: RestoredRoom?
-        if let epoch {
-            // The same epoch continues when the ViewModel takes the state; else a new epoch.
-            if (try? kind.instantiate(room: name).restore(from: document)) != nil {
-                restored = RestoredRoom(epoch: epoch, version: version, state: document)
-            } else {
-                logger.error("cluster: room \(name): its state no longer restores into \(kind.name); starting a new epoch")
-            }
-        }
-        var ownerEnvironment = environment
-        ownerEnvironment.store = nil
+        // The same epoch continues when the ViewModel takes the state; else (the log holds none,
+        // or the state no longer restores) the owner's `Room` starts a new one in the log.
+        let restored = followers.hasEpoch ? StoredRoom(epoch: followers.epoch, version: version, state: document, patches: []) : nil
         let term = RandomID.make(length: 10)
-        let room = Room(name: name, kind: kind, environment: ownerEnvironment, output: OwnerOutput(room: self, term: term), restoring: restored)
+        let room = Room(name: name, kind: kind, environment: environment, log: OwnerLog(room: self, term: term, restored: restored))
         room.start(after: nil)
         appendedSequence = lastSequence
         appendedVersion = version
@@ -720,25 +679,11 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         node.didTakeOwnership(of: name)
         try? node.messaging.publish(node.ownerSubject(name), Array(node.name.utf8))
         logger.info("cluster: node \(node.name) owns room \(name) from version \(version) of \(restored?.epoch ?? "a new epoch")")
-        if restored == nil {
-            // A new epoch starts with its snapshot in the log, before any version step.
-            isAcquiring = true
-            room.readSnapshot { [self] epoch, version, frame in
-                queue.execute {
-                    self.appendQueue.insert(.epochStart(epoch: epoch, version: version, frame: frame), at: 0)
-                    self.producedVersion = version
-                    // Only now: a turn the feed causes must follow the epoch's start in the log.
-                    if self.ownership?.room === room { self.feedOwner(room) }
-                    self.sendAppend()
-                    self.finishAcquiring(true)
-                    self.drainWaitingActions()
-                }
-            }
-        } else {
-            feedOwner(room)
-            finishAcquiring(true)
-            drainWaitingActions()
-        }
+        // The room's executor runs its start (a new epoch's snapshot goes to the log first)
+        // before anything handed to it now.
+        feedOwner(room)
+        finishAcquiring(true)
+        drainWaitingActions()
     }
 
     /// Gives the owner's ViewModel what the cluster knows of the room, then every change as it
@@ -856,36 +801,29 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     // MARK: Appending (owner)
 
-    /// What the owner's ViewModel produced (from its `Room`, in owner term `term`).
-    fileprivate func ownerProduced(_ deliveries: [RoomDelivery], term: String) {
-        guard ownership?.term == term else {
-            // A ViewModel that stopped owning: none of its turns reach the log.
-            for case .reply(_, let target) in deliveries {
-                answer(notStored, to: target, storedAt: nil)
-            }
-            return
+    /// A step the owner's ViewModel produced (from its `Room`, in owner term `term`), for the log.
+    fileprivate func ownerAppended(_ append: Append, term: String) {
+        guard ownership?.term == term else { return }  // a ViewModel that stopped owning: not appended
+        switch append {
+        case .patch(let patch, _): producedVersion = patch.version
+        case .epochStart(_, let version, _): producedVersion = version
         }
-        for delivery in deliveries {
-            switch delivery {
-            case .patch(let patch, _):
-                appendQueue.append(.patch(patch, projections: nil))
-                producedVersion = patch.version
-            case .projections(let projections, let version):
-                // Follows its version's patch, which is still queued (appends start below).
-                if let last = appendQueue.indices.last, case .patch(let patch, nil) = appendQueue[last], patch.version == version {
-                    appendQueue[last] = .patch(patch, projections: projections)
-                }
-            case .reply(let outcome, let target):
-                if producedVersion <= appendedVersion {
-                    answer(outcome, to: target, storedAt: appendedSequence)
-                } else {
-                    heldReplies.append(HeldReply(version: producedVersion, outcome: outcome, target: target))
-                }
-            case .message, .presence:
-                break  // the owner's Room has no subscribers: this node's replica serves them
-            }
-        }
+        appendQueue.append(append)
         sendAppend()
+    }
+
+    /// What the owner's `Room` sends after its steps: its replies, which wait for the log (the
+    /// owner's `Room` has no subscribers: each node's replica serves them).
+    fileprivate func ownerReleased(_ deliveries: [RoomDelivery], term: String) {
+        for case .reply(let outcome, let target) in deliveries {
+            if ownership?.term != term {
+                answer(notStored, to: target, storedAt: nil)  // a ViewModel that stopped owning: none of its turns reach the log
+            } else if producedVersion <= appendedVersion {
+                answer(outcome, to: target, storedAt: appendedSequence)
+            } else {
+                heldReplies.append(HeldReply(version: producedVersion, outcome: outcome, target: target))
+            }
+        }
     }
 
     /// Appends the next batch: one epoch start, or consecutive patches merged into one message.
@@ -1035,13 +973,36 @@ private final class TimerBox: @unchecked Sendable {
     var timer: (any ServerTimer)?
 }
 
-/// The owner's `Room` delivers here: its version steps go to the log, its replies wait for them.
-private struct OwnerOutput: RoomOutput {
+/// The log of the owner's `Room`: the room's fenced stream. Its steps are appended there (and
+/// a new epoch's snapshot first), its replies wait for them; a room taken over continues from
+/// the replica's state.
+private struct OwnerLog: RoomLog {
     let room: ClusteredRoom
     let term: String
+    let restored: StoredRoom?
 
-    func deliver(_ deliveries: [RoomDelivery]) {
-        let room = self.room, term = self.term
-        room.queue.execute { room.ownerProduced(deliveries, term: term) }
+    func restore() -> StoredRoom? { restored }
+
+    func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int) {
+        let frame = ServerMessage.snapshot(room: room.name, epoch: epoch, version: version, state: state).encoded()
+        hand(.epochStart(epoch: epoch, version: version, frame: frame))
     }
+
+    func append(_ step: PatchFrame, projections: JSON?, lastChange: Int, state: () -> JSON) {
+        hand(.patch(step, projections: projections))
+    }
+
+    private func hand(_ append: ClusteredRoom.Append) {
+        let room = self.room, term = self.term
+        room.queue.execute { room.ownerAppended(append, term: term) }
+    }
+
+    func release(_ deliveries: [RoomDelivery]) {
+        let room = self.room, term = self.term
+        room.queue.execute { room.ownerReleased(deliveries, term: term) }
+    }
+
+    // The log keeps the room: nothing to store when the owner's `Room` stops, or to forget here.
+    func close(epoch: String, version: Int, state: JSON, lastChange: Int) {}
+    func delete() {}
 }

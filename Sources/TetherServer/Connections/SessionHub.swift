@@ -496,8 +496,6 @@ public final class SessionHub: @unchecked Sendable {
                 enqueue(.control(outcome.frame(id: id, room: room)), for: handle.session, fromRoom: true)
             case .reply(let outcome, .remote(_, let respond)):
                 respond(outcome)
-            case .projections:
-                break  // a cluster owner's, for its log: its room has no sessions of its own
             }
         }
     }

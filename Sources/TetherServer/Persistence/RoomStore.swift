@@ -156,7 +156,7 @@ package final class RoomStore: Sendable {
     func delete(room: String) { submit(.write(.delete(room: room))) }
 
     /// Runs `work` on the writer thread once everything submitted before it is committed.
-    func afterCommits(_ work: @escaping @Sendable () -> Void) { submit(.callback(work)) }
+    package func afterCommits(_ work: @escaping @Sendable () -> Void) { submit(.callback(work)) }
 
     /// The stored room, or nil; waits for everything submitted before.
     func load(room: String) throws(StorageError) -> StoredRoom? {

@@ -5,12 +5,16 @@ import TetherProtocol
 import TetherState
 import TetherTransport
 
-/// One live ViewModel instance, its version history and its subscribers.
+/// A room's owner: one live ViewModel instance, which runs the turns and makes each one version
+/// step (the shared frame encoded once, compressed once past the threshold, per-viewer
+/// projections beside it).
 ///
-/// A room runs on its own serial executor: the ViewModel's actions and timers, the patch
-/// encoding and the subscriber list all live there. Everything it produces leaves through its
-/// `RoomOutput`, in order, so rooms never block each other or the sockets. Work for a room is
-/// given to `execute`, which keeps each client's requests in order.
+/// Each step goes to the room's log (`RoomLog`: memory and SQLite on one node, the fenced
+/// stream on a cluster), and the room's followers on this node (`RoomFollowers`) fan it out;
+/// everything leaves through the log's `release`, so nothing is sent before its step is
+/// durable. A cluster's owner has no followers of its own: each node's `ClusteredRoom` follows
+/// the log. A room runs on its own serial executor, so rooms never block each other or the
+/// sockets; work for it is given to `execute`, which keeps each client's requests in order.
 actor Room: RoomEndpoint {
     nonisolated let name: String
     nonisolated let kind: ViewModelKind
@@ -18,20 +22,13 @@ actor Room: RoomEndpoint {
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     private let host: ViewModelHost
-    private let output: any RoomOutput
-    /// Where a shared room persists its versions; nil for per-session rooms or in memory only.
-    private let store: RoomStore?
+    private let log: any RoomLog
     private let environment: RoomEnvironment
-    private(set) var epoch: String
-    private(set) var version = 0
+    private var followers: RoomFollowers
     /// `epoch` and `version` for the system room's list, readable from any thread.
     nonisolated let published: RoomVersionCell
-    private var history: PatchHistory
-    private var subscribers = SubscriberList()
-    private var snapshots = SnapshotCache()
-    /// Who each subscriber is and what they see beyond the shared document, when the ViewModel
-    /// publishes values per viewer; nil otherwise (then every subscriber gets the same frames).
-    private var viewerViews: ViewerViews?
+    var epoch: String { followers.epoch }
+    var version: Int { followers.version }
     /// On a cluster's owner, when the ViewModel publishes values per viewer: the viewers of every
     /// node's sessions and what each node holds of their projections (Cluster/ClusterViewers.swift).
     private var clusterProjections: ClusterProjections?
@@ -44,33 +41,18 @@ actor Room: RoomEndpoint {
     nonisolated let stopped = DispatchGroup()
     private var isStopped = false
 
-    /// Where a restored room starts (a cluster node taking a room over); nil loads from the store.
-    private let restoring: RestoredRoom?
-
-    init(name: String, kind: ViewModelKind, environment: RoomEnvironment, output: any RoomOutput, restoring: RestoredRoom? = nil) {
-        self.restoring = restoring
+    init(name: String, kind: ViewModelKind, environment: RoomEnvironment, log: any RoomLog) {
         self.name = name
         self.kind = kind
         self.executor = environment.runtime.makeRoomExecutor(name)
         self.host = kind.instantiate(room: name)
-        self.viewerViews = host.hasPerViewerValues ? ViewerViews() : nil
         self.environment = environment
-        // The server's own rooms describe the running daemon, and a cluster keeps its rooms in
-        // its log: nothing of theirs goes to the store.
-        let store = kind.scope == .shared && restoring == nil && !SystemRoom.isSystemKind(kind.name) ? environment.store : nil
-        self.store = store
-        if let store, store.durability != .none {
-            self.output = CommittedOutput(store: store, next: output)
-        } else {
-            self.output = output
-        }
-        let epoch = RandomID.make(length: 10)
-        self.epoch = epoch
-        self.published = RoomVersionCell(epoch: epoch)
+        self.log = log
+        self.followers = RoomFollowers(room: name, epoch: RandomID.make(length: 10), perViewer: host.hasPerViewerValues,
+                                       configuration: environment.configuration, metrics: environment.metrics)
+        self.published = followers.published
         self.presence = kind.hasPresence ? RoomPresence(room: name, maxMembers: environment.configuration.maxPresenceMembers,
                                                         window: environment.configuration.presenceWindow, clock: environment.runtime.clock) : nil
-        self.history = PatchHistory(maxPatches: environment.configuration.historyMaxPatches,
-                                    maxBytes: environment.configuration.historyMaxBytes)
         stopped.enter()
     }
 
@@ -124,31 +106,12 @@ actor Room: RoomEndpoint {
         finish()
     }
 
-    /// Hands `receive` the room's epoch, version and snapshot frame, on the room's executor,
-    /// after everything given to it before.
-    nonisolated func readSnapshot(_ receive: @escaping @Sendable (_ epoch: String, _ version: Int, _ frame: [UInt8]) -> Void) {
-        execute { room in
-            receive(room.epoch, room.version, ServerMessage.snapshot(room: room.name, epoch: room.epoch, version: room.version, state: room.host.state).encoded())
-        }
-    }
-
     // MARK: Lifecycle
 
     private func begin(after predecessor: (any RoomEndpoint)?) {
         predecessor?.waitUntilStopped()
         published.lastChange = now
-        if let restoring {
-            epoch = restoring.epoch
-            version = restoring.version
-            published.epoch = epoch
-            published.version = version
-            do { try host.restore(from: restoring.state) } catch {
-                logger.error("room \(name): the state to continue from does not restore (\(error))")
-            }
-            for patch in restoring.patches { history.append(patch) }
-        } else if let store {
-            restore(from: store)
-        }
+        restore()
         published.stateBytes = host.context.documentSizeEstimate
         for (index, timer) in host.timers.enumerated() {
             // The timer keeps the room alive until `finish()` cancels it.
@@ -164,8 +127,7 @@ actor Room: RoomEndpoint {
     private func finish() {
         guard !isStopped else { return }
         halt()
-        store?.commit(RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: nil, version: version,
-                                       state: host.state.encoded(), lastChange: published.lastChange))
+        log.close(epoch: epoch, version: version, state: host.state, lastChange: published.lastChange)
         stopped.leave()
     }
 
@@ -180,7 +142,7 @@ actor Room: RoomEndpoint {
             halt()
             stopped.leave()
         }
-        store?.delete(room: name)
+        log.delete()
     }
 
     private func halt() {
@@ -193,27 +155,20 @@ actor Room: RoomEndpoint {
     /// Wall-clock seconds since 1970: when a version step was made.
     private var now: Int { environment.runtime.clock.secondsSince1970 }
 
-    /// Continues the stored history (same epoch and version), or records a new one.
-    private func restore(from store: RoomStore) {
+    /// Continues the log's history (same epoch and version), or starts a new epoch in it.
+    private func restore() {
         do {
-            if let stored = try store.load(room: name) {
+            if let stored = try log.restore() {
                 try host.restore(from: stored.state)
-                epoch = stored.epoch
-                version = stored.version
-                published.epoch = epoch
-                published.version = version
-                published.lastChange = stored.lastChange
-                for patch in stored.patches { history.append(patch) }
+                followers.restart(epoch: stored.epoch, version: stored.version, patches: stored.patches)
+                if stored.lastChange > 0 { published.lastChange = stored.lastChange }
                 logger.debug("room \(name) restored at version \(version) of epoch \(epoch)")
                 return
             }
         } catch {
-            logger.error("room \(name): cannot restore its stored state (\(error)); starting a new epoch")
+            logger.error("room \(name): cannot restore its state (\(error)); starting a new epoch")
         }
-        var commit = RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: nil, version: version,
-                                      state: host.state.encoded(), lastChange: published.lastChange)
-        commit.startsEpoch = true
-        store.commit(commit)
+        log.startEpoch(epoch, version: version, state: host.state, lastChange: published.lastChange)
     }
 
     private func tick(_ index: Int) {
@@ -221,12 +176,12 @@ actor Room: RoomEndpoint {
         host.timers[index].tick()
         do {
             let deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
-            if !deliveries.isEmpty { output.deliver(deliveries) }
+            if !deliveries.isEmpty { log.release(deliveries) }
             refusedTicks = 0
         } catch {
             // Per-viewer values may read state the turn did not take back.
             let deliveries = versionStep([])
-            if !deliveries.isEmpty { output.deliver(deliveries) }
+            if !deliveries.isEmpty { log.release(deliveries) }
             refusedTicks += 1
             // Once, then every 60th: a timer that keeps growing the state must not flood the log.
             if refusedTicks % 60 == 1 { logger.warning("room \(name): a timer tick was taken back: \(error) (\(refusedTicks) so far)") }
@@ -240,21 +195,16 @@ actor Room: RoomEndpoint {
     /// `presence` (in a room that keeps it), the session is listed and a presence snapshot
     /// follows. With an `id`, an ack at the room's version comes last.
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
-        subscribers.add(session)
-        viewerViews?.add(session) { host.projection(for: $0) }
-        var deliveries = history.firstMessages(for: session, since: since, room: name, epoch: epoch, version: version,
-                                               patchesServe: viewerViews == nil, metrics: metrics) { snapshot(for: session) }
+        var deliveries = followers.add(session, since: since, project: { host.projection(for: $0) }, document: { host.state })
         deliveries += presenceOnJoin(session, join)
-        if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: version).encoded()), to: session)) }
-        output.deliver(deliveries)
+        log.release(deliveries + followers.joinAck(id, to: session))
     }
 
     private func unsubscribe(_ session: SessionHandle) {
-        guard subscribers.remove(session) else { return }
-        viewerViews?.remove(session)
+        guard followers.remove(session) else { return }
         if let left = presence?.remove(session) {
             host.presenceLeft(memberID: left)
-            output.deliver(presenceChanged() + modelReaction())
+            log.release(presenceChanged() + modelReaction())
         }
     }
 
@@ -279,7 +229,7 @@ actor Room: RoomEndpoint {
     private func changePresence(_ session: SessionHandle, data: JSON, id: Int?) {
         guard presence?.isListed(session) == true else {
             let reason = presence == nil ? "room \(name) keeps no presence" : "join \(name) with presence before updating it"
-            output.deliver([.message(.control(ServerMessage.error(ProtocolError(.invalidArgs, reason, id: id, room: name)).encoded()), to: session)])
+            log.release([.message(.control(ServerMessage.error(ProtocolError(.invalidArgs, reason, id: id, room: name)).encoded()), to: session)])
             return
         }
         var deliveries: [RoomDelivery] = []
@@ -288,7 +238,7 @@ actor Room: RoomEndpoint {
             deliveries += presenceChanged() + modelReaction()
         }
         if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), to: session)) }
-        output.deliver(deliveries)
+        log.release(deliveries)
     }
 
     /// After a presence change: the frames to send now, or none while a window gathers changes.
@@ -300,7 +250,7 @@ actor Room: RoomEndpoint {
     private func presenceWindowEnded() {
         guard !isStopped else { return }
         let deliveries = presence!.flush()
-        if !deliveries.isEmpty { output.deliver(deliveries) }
+        if !deliveries.isEmpty { log.release(deliveries) }
     }
 
     /// What the ViewModel changed in reaction to presence: one version step like an action's.
@@ -313,21 +263,11 @@ actor Room: RoomEndpoint {
         }
     }
 
-    var subscriberCount: Int { subscribers.count }
+    var subscriberCount: Int { followers.subscribers.count }
 
     private func resend(to session: SessionHandle) {
-        guard subscribers.contains(session) else { return }
-        output.deliver([snapshot(for: session)])
-    }
-
-    private func snapshot(for session: SessionHandle) -> RoomDelivery {
-        let projection = viewerViews?.projection(of: session) ?? [:]
-        let message = snapshots.message(room: name, version: version, projection: projection,
-                                        compressAbove: environment.configuration.compressionThreshold) {
-            let state = projection.isEmpty ? host.state : Projection.document(shared: host.state, projection: projection)
-            return ServerMessage.snapshot(room: name, epoch: epoch, version: version, state: state).encoded()
-        }
-        return .message(message, to: session)
+        guard followers.subscribers.contains(session) else { return }
+        log.release([followers.snapshot(for: session, document: { host.state })])
     }
 
     // MARK: A cluster's owner
@@ -339,12 +279,11 @@ actor Room: RoomEndpoint {
     }
 
     private func changeClusterViewers(node: String, set: [AnnouncedViewer], removed: [String]) {
-        guard viewerViews != nil, !isStopped else { return }
+        guard host.hasPerViewerValues, !isStopped else { return }
         if clusterProjections == nil { clusterProjections = ClusterProjections() }
         guard let changed = clusterProjections!.change(node: node, set: set, removed: removed, { host.projection(for: $0) }) else { return }
         // Only those viewers' values changed: an empty step for everyone, their projections for the log.
-        let shared = commitTurn([], evenIfEmpty: true)!
-        output.deliver([.patch(shared, to: subscribers.all), .projections(changed, version: shared.version)])
+        log.release(commitTurn([], projections: changed, evenIfEmpty: true))
     }
 
     /// Members of the room on any cluster node joined, changed or left (this room runs on the
@@ -358,7 +297,7 @@ actor Room: RoomEndpoint {
         for id in left { host.presenceLeft(memberID: id) }
         for member in listed { host.presenceChanged(member) }
         let deliveries = modelReaction()
-        if !deliveries.isEmpty { output.deliver(deliveries) }
+        if !deliveries.isEmpty { log.release(deliveries) }
     }
 
     // MARK: Actions
@@ -368,7 +307,7 @@ actor Room: RoomEndpoint {
     /// gets an error that says nothing was applied.
     private func act(_ action: String, args: JSON?, replyTo target: ActionReplyTarget) {
         guard !isStopped else {
-            output.deliver([.reply(.failed(ProtocolError(.unavailable, "room \(name) is moving; try again")), to: target)])
+            log.release([.reply(.failed(ProtocolError(.unavailable, "room \(name) is moving; try again")), to: target)])
             return
         }
         var failure: ProtocolError?
@@ -395,56 +334,36 @@ actor Room: RoomEndpoint {
         }
         metrics.action(outcome: failure?.code.rawValue ?? "ok")
         deliveries.append(.reply(failure.map(ActionOutcome.failed) ?? .applied(version: version), to: target))
-        output.deliver(deliveries)
+        log.release(deliveries)
     }
 
     /// Makes a turn one version step, if it changed the shared document or what a subscribed
     /// viewer sees, and returns what each subscriber gets of it.
     private func versionStep(_ operations: [PatchOperation]) -> [RoomDelivery] {
-        guard viewerViews != nil else {
-            return commitTurn(operations).map { [.patch($0, to: subscribers.all)] } ?? []
-        }
-        // In place (`!`): a copy would copy every viewer's entry once per turn.
-        let changes = viewerViews!.update { host.projection(for: $0) }
+        guard host.hasPerViewerValues else { return commitTurn(operations) }
+        let changes = followers.updateViews { host.projection(for: $0) }
         let nodeChanges = clusterProjections?.update { host.projection(for: $0) }
         guard !operations.isEmpty || !changes.isEmpty || nodeChanges != nil else { return [] }
-        let shared = commitTurn(operations, evenIfEmpty: true)!
-        var deliveries = viewerViews!.deliveries(of: shared, changes: changes, to: subscribers.all,
-                                                 compressAbove: environment.configuration.compressionThreshold)
-        if let nodeChanges { deliveries.append(.projections(nodeChanges, version: shared.version)) }
-        return deliveries
+        return commitTurn(operations, changes: changes, projections: nodeChanges, evenIfEmpty: true)
     }
 
     /// Makes the turn's operations one version step (an empty one only when a viewer's own
-    /// values changed: the version counts for everyone).
-    private func commitTurn(_ operations: [PatchOperation], evenIfEmpty: Bool = false) -> PatchFrame? {
-        guard !operations.isEmpty || evenIfEmpty else { return nil }
+    /// values changed: the version counts for everyone), appends it to the log and returns what
+    /// each follower here gets of it.
+    private func commitTurn(_ operations: [PatchOperation], changes: [Viewer: [PatchOperation]] = [:], projections: JSON? = nil,
+                            evenIfEmpty: Bool = false) -> [RoomDelivery] {
+        guard !operations.isEmpty || evenIfEmpty else { return [] }
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
                                compressAbove: environment.configuration.compressionThreshold)
-        version += 1
-        published.version = version
         published.lastChange = now
         published.stateBytes = host.context.documentSizeEstimate
-        history.append(patch)
         metrics.patchProduced()
-        if let store {
-            let snapshotDue = version % RoomStore.snapshotInterval == 0
-            store.commit(RoomStore.Commit(room: name, kind: kind.name, epoch: epoch, patch: patch, version: version,
-                                          state: snapshotDue ? host.state.encoded() : nil, lastChange: published.lastChange))
-        }
-        return patch
+        log.append(patch, projections: projections, lastChange: published.lastChange, state: { host.state })
+        return followers.follow(patch, changes: changes)
     }
 
     /// The current state, for tests and tools.
     var state: JSON { host.state }
-}
-
-/// A room's history to continue from: its epoch, version, state and recent patches.
-struct RestoredRoom: Sendable {
-    var epoch: String
-    var version: Int
-    var state: JSON
-    var patches: [PatchFrame] = []
 }
 
 /// What every room shares: settings, runtime, storage and observability.

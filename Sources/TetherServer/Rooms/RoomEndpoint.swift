@@ -42,7 +42,10 @@ struct LocalRoomFactory: RoomFactory {
 
     func makeRoom(named name: String, kind: ViewModelKind, after predecessor: (any RoomEndpoint)?,
                   output: any RoomOutput) -> any RoomEndpoint {
-        let room = Room(name: name, kind: kind, environment: environment, output: output)
+        // The server's own rooms describe the running daemon: nothing of theirs is stored.
+        let stored = kind.scope == .shared && !SystemRoom.isSystemKind(kind.name)
+        let log = LocalRoomLog(room: name, kind: kind.name, store: stored ? environment.store : nil, output: output)
+        let room = Room(name: name, kind: kind, environment: environment, log: log)
         room.start(after: predecessor)
         return room
     }

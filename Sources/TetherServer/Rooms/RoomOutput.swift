@@ -12,10 +12,6 @@ public enum RoomDelivery: Sendable {
     case presence([UInt8], room: String, to: [SessionHandle])
     /// How an action went, for whoever sent it.
     case reply(ActionOutcome, to: ActionReplyTarget)
-    /// On a cluster's owner only, after the patch of `version`: the projections that changed
-    /// for viewers of other nodes' sessions, `{node: {viewerID: projection}}`, for the room's log
-    /// (Cluster/ClusterViewers.swift).
-    case projections(JSON, version: Int)
 }
 
 /// How an action went: applied (its effects are in `version` or earlier), or refused.
@@ -54,8 +50,8 @@ extension ActionOutcome {
 }
 
 /// Where a room's output goes: the one narrow way out of a room. Called on the room's executor,
-/// in the order produced; every implementation keeps that order. The local one hands output to
-/// the hub's queue; the durable one waits for the store first.
+/// in the order produced (after the room's log released it); every implementation keeps that
+/// order.
 public protocol RoomOutput: Sendable {
     func deliver(_ deliveries: [RoomDelivery])
 }
@@ -84,7 +80,7 @@ struct HubOutput: RoomOutput {
                 for (shard, group) in Self.split(listeners, into: count) { perShard[shard].append(.presence(frame, room: room, to: group)) }
             case .reply(_, .session(let handle, _, _)):
                 perShard[handle.session.shard].append(delivery)
-            case .reply(_, .remote), .projections:
+            case .reply(_, .remote):
                 perShard[0].append(delivery)
             }
         }
@@ -102,14 +98,3 @@ struct HubOutput: RoomOutput {
     }
 }
 
-/// Delivers only once every version committed before it is durable, so no client ever sees a
-/// version that a crash could take back.
-struct CommittedOutput: RoomOutput {
-    let store: RoomStore
-    let next: any RoomOutput
-
-    func deliver(_ deliveries: [RoomDelivery]) {
-        let next = self.next
-        store.afterCommits { next.deliver(deliveries) }
-    }
-}

@@ -1,0 +1,70 @@
+import TetherJSON
+import TetherProtocol
+
+/// Where a room's owner makes its version steps durable, and the one rule for everything a
+/// room sends: output leaves once every step appended before it is durable, in order. So no
+/// client ever sees a version, or an ack, that a crash could take back.
+///
+/// On one node the log is memory, plus the SQLite group commit for stored rooms
+/// (`LocalRoomLog`); on a cluster it is the room's fenced stream (`ClusteredRoom`'s owner log),
+/// which also gives a room taken over the state to continue from. Called on the owner's
+/// executor, in the order produced.
+protocol RoomLog: Sendable {
+    /// Where the room continues from (stored, or replicated by a cluster node); nil: a new epoch.
+    func restore() throws -> StoredRoom?
+    /// A new epoch begins at `version` with `state`, before any of its steps.
+    func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int)
+    /// A version step. `state` gives the state after it, for a log that keeps snapshots;
+    /// `projections`, on a cluster's owner: what changed for viewers of other nodes' sessions,
+    /// `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift).
+    func append(_ step: PatchFrame, projections: JSON?, lastChange: Int, state: () -> JSON)
+    /// Hands `deliveries` on once every step appended before them is durable.
+    func release(_ deliveries: [RoomDelivery])
+    /// The room leaves memory at `version` with `state`.
+    func close(epoch: String, version: Int, state: JSON, lastChange: Int)
+    /// The room is deleted: the log forgets it, after what was appended before.
+    func delete()
+}
+
+/// A room's log on one node: memory, and for a stored room the SQLite store, whose group commit
+/// makes a batch of steps durable together (`store.afterCommits` releases what follows them).
+struct LocalRoomLog: RoomLog {
+    let room: String
+    let kind: String
+    /// nil: memory only (per-session rooms, the server's own, `--memory-only`).
+    let store: RoomStore?
+    let output: any RoomOutput
+
+    func restore() throws -> StoredRoom? {
+        try store?.load(room: room)
+    }
+
+    func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int) {
+        var commit = RoomStore.Commit(room: room, kind: kind, epoch: epoch, patch: nil, version: version,
+                                      state: state.encoded(), lastChange: lastChange)
+        commit.startsEpoch = true
+        store?.commit(commit)
+    }
+
+    func append(_ step: PatchFrame, projections: JSON?, lastChange: Int, state: () -> JSON) {
+        guard let store else { return }
+        let snapshotDue = step.version % RoomStore.snapshotInterval == 0
+        store.commit(RoomStore.Commit(room: room, kind: kind, epoch: step.epoch, patch: step, version: step.version,
+                                      state: snapshotDue ? state().encoded() : nil, lastChange: lastChange))
+    }
+
+    func release(_ deliveries: [RoomDelivery]) {
+        guard let store, store.durability != .none else { return output.deliver(deliveries) }
+        let output = self.output
+        store.afterCommits { output.deliver(deliveries) }
+    }
+
+    func close(epoch: String, version: Int, state: JSON, lastChange: Int) {
+        store?.commit(RoomStore.Commit(room: room, kind: kind, epoch: epoch, patch: nil, version: version,
+                                       state: state.encoded(), lastChange: lastChange))
+    }
+
+    func delete() {
+        store?.delete(room: room)
+    }
+}
