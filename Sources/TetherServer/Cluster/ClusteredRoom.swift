@@ -127,7 +127,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         self.output = output
         self.presence = kind.hasPresence ? ClusterPresence(room: name, node: node, maxMembers: environment.configuration.maxPresenceMembers,
                                                                     window: environment.configuration.presenceWindow, clock: environment.runtime.clock) : nil
-        self.followers = RoomFollowers(room: name, epoch: "", perViewer: kind.instantiate(room: name).hasPerViewerValues,
+        self.followers = RoomFollowers(room: name, epoch: "", perViewer: kind.instantiate(room: name).hasPerViewerValues, presence: presence,
                                        configuration: environment.configuration, metrics: node.metrics)
         self.published = followers.published
         self.queue = environment.runtime.makeRoomExecutor(name)
@@ -162,14 +162,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     func updatePresence(_ session: SessionHandle, data: JSON, id: Int?) {
         queue.execute { [self] in
-            guard let presence, presence.document.isListed(session) else {
-                let reason = self.presence == nil ? "room \(name) keeps no presence" : "join \(name) with presence before updating it"
-                output.deliver([.message(.control(ServerMessage.error(ProtocolError(.invalidArgs, reason, id: id, room: name)).encoded()), to: session)])
-                return
-            }
-            var deliveries: [RoomDelivery] = presence.update(session, data: data) ? presenceChanged() : []
-            if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), to: session)) }
-            output.deliver(deliveries)
+            if let refusal = followers.presenceRefusal(session, id: id) { return output.deliver([refusal]) }
+            // The owner's ViewModel hears of the change from `presence` (`onMemberChange`).
+            let outcome = followers.updatePresence(session, data: data, windowEnded: presenceWindowEnds)
+            output.deliver(outcome.deliveries + followers.presenceAck(id, to: session))
         }
     }
 
@@ -224,29 +220,26 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     /// After other nodes' members changed.
     private func deliverPresence(ifChanged changed: Bool) {
         guard changed, phase != .stopped else { return }
-        let deliveries = presenceChanged()
+        let deliveries = followers.presenceChanged(windowEnded: presenceWindowEnds)
         if !deliveries.isEmpty { output.deliver(deliveries) }
     }
 
-    /// As in `Room`: the frames to send now, or none while the presence window gathers changes.
-    private func presenceChanged() -> [RoomDelivery] {
-        published.members = presence?.document.members.count ?? 0
-        return presence?.deliveriesAfterChange { [self] in queue.execute { self.presenceWindowEnded() } } ?? []
+    private var presenceWindowEnds: @Sendable () -> Void {
+        { [self] in queue.execute { self.presenceWindowEnded() } }
     }
 
     private func presenceWindowEnded() {
-        guard phase != .stopped, let deliveries = presence?.flush(), !deliveries.isEmpty else { return }
-        output.deliver(deliveries)
+        guard phase != .stopped else { return }
+        let deliveries = followers.presenceWindowEnded()
+        if !deliveries.isEmpty { output.deliver(deliveries) }
     }
 
     func leave(_ session: SessionHandle) {
         queue.execute { [self] in
             removeFollower(session)
             waitingJoins.removeAll { $0.0 == session }
-            if presence?.remove(session) == true {
-                let deliveries = presenceChanged()
-                if !deliveries.isEmpty { output.deliver(deliveries) }
-            }
+            let deliveries = followers.leavePresence(session, windowEnded: presenceWindowEnds).deliveries
+            if !deliveries.isEmpty { output.deliver(deliveries) }
         }
     }
 
@@ -463,12 +456,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         guard followers.hasEpoch else { return }
         var deliveries = addFollower(session, since: since)
-        if let presence {
-            // As in a local room: a join lists the session or makes it a spectator (one without either unlists it).
-            let changed = presence.join(session, join)
-            if presence.document.isListening(session) { deliveries.append(.message(.control(presence.snapshot(for: session)), to: session)) }
-            if changed { deliveries += presenceChanged() }
-        }
+        // The owner's ViewModel hears of a change of members from `presence` (`onMemberChange`).
+        deliveries += followers.joinPresence(session, join, windowEnded: presenceWindowEnds).deliveries
         output.deliver(deliveries + followers.joinAck(id, to: session))
     }
 

@@ -14,7 +14,7 @@ import TetherState
 ///
 /// A node not heard for `silence` (killed, cut off) has its members removed. Confined to the
 /// room's queue, like the rest of `ClusteredRoom` (hence `@unchecked Sendable`).
-final class ClusterPresence: @unchecked Sendable {
+final class ClusterPresence: PresenceKeeping, @unchecked Sendable {
     static let heartbeat: Duration = .seconds(1)
     static let silence: Duration = .seconds(3)
 
@@ -49,31 +49,34 @@ final class ClusterPresence: @unchecked Sendable {
 
     // MARK: This node's sessions
 
-    // Each returns whether the document changed (`RoomPresence`'s changes).
+    // Each returns, as `RoomPresence` does, what changed in the document.
 
     /// A local join's presence (`RoomPresence.join`): only members are published, never spectators.
-    func join(_ session: SessionHandle, _ join: PresenceJoin?) -> Bool {
+    func join(_ session: SessionHandle, _ join: PresenceJoin?) -> (listed: PresenceMember?, left: String?) {
         let (listed, left) = document.join(session, join)
         if let left { publish(["remove": .string(left)]) }
         if let listed { publish(["set": Self.encode(listed)]) }
-        guard listed != nil || left != nil else { return false }
-        onMemberChange?(listed.map { [$0] } ?? [], left.map { [$0] } ?? [])
-        return true
+        if listed != nil || left != nil { onMemberChange?(listed.map { [$0] } ?? [], left.map { [$0] } ?? []) }
+        return (listed, left)
     }
 
-    func update(_ session: SessionHandle, data: JSON) -> Bool {
-        guard document.update(session, data: data), let listed = document.member(of: session) else { return false }
+    func update(_ session: SessionHandle, data: JSON) -> PresenceMember? {
+        guard let listed = document.update(session, data: data) else { return nil }
         publish(["set": Self.encode(listed)])
         onMemberChange?([listed], [])
-        return true
+        return listed
     }
 
-    func remove(_ session: SessionHandle) -> Bool {
-        guard let left = document.remove(session) else { return false }
+    func remove(_ session: SessionHandle) -> String? {
+        guard let left = document.remove(session) else { return nil }
         publish(["remove": .string(left)])
         onMemberChange?([], [left])
-        return true
+        return left
     }
+
+    func isListed(_ session: SessionHandle) -> Bool { document.isListed(session) }
+    func isListening(_ session: SessionHandle) -> Bool { document.isListening(session) }
+    var memberCount: Int { document.members.count }
 
     func snapshot(for session: SessionHandle) -> [UInt8] { document.snapshot(for: session) }
 

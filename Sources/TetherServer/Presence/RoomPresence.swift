@@ -12,6 +12,29 @@ enum PresenceJoin: Sendable {
     case spectator
 }
 
+/// Who is in a room, as a node's followers keep it (`RoomFollowers`): on one node the room's
+/// `RoomPresence` itself; on a cluster `ClusterPresence`, the same document with the other nodes'
+/// members in it, which tells them of this node's changes.
+protocol PresenceKeeping {
+    func isListed(_ session: SessionHandle) -> Bool
+    func isListening(_ session: SessionHandle) -> Bool
+    var memberCount: Int { get }
+    /// A join's presence (`RoomPresence.join`): the member listed, the member id unlisted.
+    mutating func join(_ session: SessionHandle, _ join: PresenceJoin?) -> (listed: PresenceMember?, left: String?)
+    /// The member as updated; nil when nothing changed.
+    mutating func update(_ session: SessionHandle, data: JSON) -> PresenceMember?
+    /// The member id unlisted, if the session was listed.
+    mutating func remove(_ session: SessionHandle) -> String?
+    mutating func snapshot(for session: SessionHandle) -> [UInt8]
+    mutating func deliveriesAfterChange(windowEnded: @escaping @Sendable () -> Void) -> [RoomDelivery]
+    mutating func flush() -> [RoomDelivery]
+    mutating func stop()
+}
+
+extension RoomPresence: PresenceKeeping {
+    var memberCount: Int { members.count }
+}
+
 /// A room's presence document (docs/DESIGN.md, Presence): member id → `{"user", "data"}`, with
 /// its own version counting from 0 for the room's life in this process. Never persisted and
 /// never in the room's patch history: a client that comes back gets a fresh snapshot. Its
@@ -108,11 +131,13 @@ struct RoomPresence {
         set(member)
     }
 
-    /// Replaces the listed session's data; false when it is not listed or the data is the same.
-    mutating func update(_ session: SessionHandle, data: JSON) -> Bool {
-        guard var member = member(of: session) else { return false }
+    /// Replaces the listed session's data: the member as it is now, nil when it is not listed
+    /// or the data is the same.
+    @discardableResult
+    mutating func update(_ session: SessionHandle, data: JSON) -> PresenceMember? {
+        guard var member = member(of: session) else { return nil }
         member.data = data
-        return set(member)
+        return set(member) ? member : nil
     }
 
     /// Stops `session`'s stream and unlists it: the id of the member it was, nil if it was not listed.

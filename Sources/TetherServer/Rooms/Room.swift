@@ -32,8 +32,6 @@ actor Room: RoomEndpoint {
     /// On a cluster's owner, when the ViewModel publishes values per viewer: the viewers of every
     /// node's sessions and what each node holds of their projections (Cluster/ClusterViewers.swift).
     private var clusterProjections: ClusterProjections?
-    /// Who is here, for kinds that keep presence (Presence/RoomPresence.swift).
-    private var presence: RoomPresence?
     private var timers: [any ServerTimer] = []
     private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
@@ -48,11 +46,11 @@ actor Room: RoomEndpoint {
         self.host = kind.instantiate(room: name)
         self.environment = environment
         self.log = log
-        self.followers = RoomFollowers(room: name, epoch: RandomID.make(length: 10), perViewer: host.hasPerViewerValues,
+        let presence = kind.hasPresence ? RoomPresence(room: name, maxMembers: environment.configuration.maxPresenceMembers,
+                                                       window: environment.configuration.presenceWindow, clock: environment.runtime.clock) : nil
+        self.followers = RoomFollowers(room: name, epoch: RandomID.make(length: 10), perViewer: host.hasPerViewerValues, presence: presence,
                                        configuration: environment.configuration, metrics: environment.metrics)
         self.published = followers.published
-        self.presence = kind.hasPresence ? RoomPresence(room: name, maxMembers: environment.configuration.maxPresenceMembers,
-                                                        window: environment.configuration.presenceWindow, clock: environment.runtime.clock) : nil
         stopped.enter()
     }
 
@@ -149,7 +147,7 @@ actor Room: RoomEndpoint {
         isStopped = true
         for timer in timers { timer.cancel() }
         timers.removeAll()
-        presence?.stop()
+        followers.stopPresence()
     }
 
     /// Wall-clock seconds since 1970: when a version step was made.
@@ -196,60 +194,42 @@ actor Room: RoomEndpoint {
     /// follows. With an `id`, an ack at the room's version comes last.
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         var deliveries = followers.add(session, since: since, project: { host.projection(for: $0) }, document: { host.state })
-        deliveries += presenceOnJoin(session, join)
+        deliveries += reacted(to: followers.joinPresence(session, join, windowEnded: presenceWindowEnds))
         log.release(deliveries + followers.joinAck(id, to: session))
     }
 
     private func unsubscribe(_ session: SessionHandle) {
         guard followers.remove(session) else { return }
-        if let left = presence?.remove(session) {
-            host.presenceLeft(memberID: left)
-            log.release(presenceChanged() + modelReaction())
-        }
+        let outcome = followers.leavePresence(session, windowEnded: presenceWindowEnds)
+        if outcome.changedMembers { log.release(reacted(to: outcome)) }
     }
 
     // MARK: Presence
 
-    /// A join's presence: lists the session, or makes it a spectator (a rejoin without presence
-    /// unlists it), and gives it a snapshot that includes the change. Nothing in rooms without
-    /// presence; once the room lists its maximum of members, a join with presence is a plain join.
-    private func presenceOnJoin(_ session: SessionHandle, _ join: PresenceJoin?) -> [RoomDelivery] {
-        guard presence != nil else { return [] }
-        let (listed, left) = presence!.join(session, join)
-        if let left { host.presenceLeft(memberID: left) }
-        if let listed { host.presenceChanged(listed) }
-        var deliveries: [RoomDelivery] = []
-        if presence!.isListening(session) { deliveries.append(.message(.control(presence!.snapshot(for: session)), to: session)) }
-        if listed != nil || left != nil { deliveries += presenceChanged() + modelReaction() }
-        return deliveries
-    }
-
     /// A presence update: every listener (the sender too) gets the change, then the sender its
     /// ack (which, with a window, comes first: the change goes out when the window ends).
     private func changePresence(_ session: SessionHandle, data: JSON, id: Int?) {
-        guard presence?.isListed(session) == true else {
-            let reason = presence == nil ? "room \(name) keeps no presence" : "join \(name) with presence before updating it"
-            log.release([.message(.control(ServerMessage.error(ProtocolError(.invalidArgs, reason, id: id, room: name)).encoded()), to: session)])
-            return
-        }
-        var deliveries: [RoomDelivery] = []
-        if presence!.update(session, data: data) {
-            host.presenceChanged(presence!.member(of: session)!)
-            deliveries += presenceChanged() + modelReaction()
-        }
-        if let id { deliveries.append(.message(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), to: session)) }
-        log.release(deliveries)
+        if let refusal = followers.presenceRefusal(session, id: id) { return log.release([refusal]) }
+        let outcome = followers.updatePresence(session, data: data, windowEnded: presenceWindowEnds)
+        log.release(reacted(to: outcome) + followers.presenceAck(id, to: session))
     }
 
-    /// After a presence change: the frames to send now, or none while a window gathers changes.
-    private func presenceChanged() -> [RoomDelivery] {
-        published.members = presence!.members.count
-        return presence!.deliveriesAfterChange { self.execute { $0.presenceWindowEnded() } }
+    /// A presence change's frames, then the ViewModel's reaction to the members it listed or
+    /// unlisted (its `context.presence`), as a version step.
+    private func reacted(to outcome: RoomFollowers.PresenceOutcome) -> [RoomDelivery] {
+        guard outcome.changedMembers else { return outcome.deliveries }
+        if let left = outcome.left { host.presenceLeft(memberID: left) }
+        if let listed = outcome.listed { host.presenceChanged(listed) }
+        return outcome.deliveries + modelReaction()
+    }
+
+    private nonisolated var presenceWindowEnds: @Sendable () -> Void {
+        { self.execute { $0.presenceWindowEnded() } }
     }
 
     private func presenceWindowEnded() {
         guard !isStopped else { return }
-        let deliveries = presence!.flush()
+        let deliveries = followers.presenceWindowEnded()
         if !deliveries.isEmpty { log.release(deliveries) }
     }
 

@@ -4,8 +4,9 @@ import TetherState
 import TetherTransport
 
 /// A room as its subscribers on this node see it: the epoch and version they have, the recent
-/// history, the subscribers, the snapshot cache (plain and compressed) and, when the ViewModel
-/// publishes values per viewer, each viewer's view. A single node's `Room` (the owner, its steps
+/// history, the subscribers, the snapshot cache (plain and compressed), who is here (presence,
+/// for kinds that keep it) and, when the ViewModel publishes values per viewer, each viewer's
+/// view. A single node's `Room` (the owner, its steps
 /// followed at once) and a cluster node's `ClusteredRoom` (following its room's log) serve their
 /// subscribers with this one type. The document itself stays with whoever holds it (the
 /// ViewModel, or the replica), handed in where a snapshot needs it. On the room's executor.
@@ -19,13 +20,18 @@ struct RoomFollowers {
     /// Who each subscriber is and what they see beyond the shared document, when the ViewModel
     /// publishes values per viewer; nil otherwise (then every subscriber gets the same frames).
     private(set) var viewerViews: ViewerViews?
+    /// Who is here, for kinds that keep presence: the room's `RoomPresence` on one node,
+    /// `ClusterPresence` on a cluster node; nil for other kinds.
+    private var presence: (any PresenceKeeping)?
     /// `epoch` and `version` for the system room's list, readable from any thread.
     let published: RoomVersionCell
     private let compressAbove: Int?
     private let metrics: ServerMetrics
 
-    init(room: String, epoch: String, perViewer: Bool, configuration: ServerConfiguration, metrics: ServerMetrics) {
+    init(room: String, epoch: String, perViewer: Bool, presence: (any PresenceKeeping)?, configuration: ServerConfiguration,
+         metrics: ServerMetrics) {
         self.room = room
+        self.presence = presence
         self.epoch = epoch
         self.published = RoomVersionCell(epoch: epoch)
         self.viewerViews = perViewer ? ViewerViews() : nil
@@ -79,6 +85,74 @@ struct RoomFollowers {
             return ServerMessage.snapshot(room: room, epoch: epoch, version: version, state: state).encoded()
         }
         return .message(message, to: session)
+    }
+
+    // MARK: Presence
+
+    /// What a presence change did: the frames for this node's listeners, and the member listed
+    /// or the member id unlisted (a single node's ViewModel reacts to them).
+    struct PresenceOutcome {
+        var deliveries: [RoomDelivery] = []
+        var listed: PresenceMember?
+        var left: String?
+        var changedMembers: Bool { listed != nil || left != nil }
+    }
+
+    /// A join's presence: lists the session, or makes it a spectator (a rejoin without presence
+    /// unlists it), and gives a listener a presence snapshot that includes the change. Nothing in
+    /// rooms without presence; once the room lists its maximum of members, a join with presence
+    /// is a plain join.
+    mutating func joinPresence(_ session: SessionHandle, _ join: PresenceJoin?,
+                               windowEnded: @escaping @Sendable () -> Void) -> PresenceOutcome {
+        guard presence != nil else { return PresenceOutcome() }
+        let (listed, left) = presence!.join(session, join)
+        var outcome = PresenceOutcome(listed: listed, left: left)
+        if presence!.isListening(session) { outcome.deliveries.append(.message(.control(presence!.snapshot(for: session)), to: session)) }
+        if outcome.changedMembers { outcome.deliveries += presenceChanged(windowEnded: windowEnded) }
+        return outcome
+    }
+
+    /// The error for a presence update from `session`, when it may not update (nil: it may).
+    func presenceRefusal(_ session: SessionHandle, id: Int?) -> RoomDelivery? {
+        guard presence?.isListed(session) != true else { return nil }
+        let reason = presence == nil ? "room \(room) keeps no presence" : "join \(room) with presence before updating it"
+        return .message(.control(ServerMessage.error(ProtocolError(.invalidArgs, reason, id: id, room: room)).encoded()), to: session)
+    }
+
+    /// A listed session's presence update: every listener (the sender too) gets the change (at
+    /// the window's end, with a window). The sender's ack, `presenceAck`, follows.
+    mutating func updatePresence(_ session: SessionHandle, data: JSON, windowEnded: @escaping @Sendable () -> Void) -> PresenceOutcome {
+        guard let listed = presence?.update(session, data: data) else { return PresenceOutcome() }
+        return PresenceOutcome(deliveries: presenceChanged(windowEnded: windowEnded), listed: listed)
+    }
+
+    func presenceAck(_ id: Int?, to session: SessionHandle) -> [RoomDelivery] {
+        guard let id else { return [] }
+        return [.message(.control(ServerMessage.ack(id: id, room: room, version: nil).encoded()), to: session)]
+    }
+
+    /// `session` left: its stream stops and its member, if listed, is unlisted.
+    mutating func leavePresence(_ session: SessionHandle, windowEnded: @escaping @Sendable () -> Void) -> PresenceOutcome {
+        guard let left = presence?.remove(session) else { return PresenceOutcome() }
+        return PresenceOutcome(deliveries: presenceChanged(windowEnded: windowEnded), left: left)
+    }
+
+    /// After a change of the presence document: the frames to send now, or none while a window
+    /// gathers changes (`windowEnded` runs when it ends: then call `presenceWindowEnded`).
+    mutating func presenceChanged(windowEnded: @escaping @Sendable () -> Void) -> [RoomDelivery] {
+        guard presence != nil else { return [] }
+        published.members = presence!.memberCount
+        return presence!.deliveriesAfterChange(windowEnded: windowEnded)
+    }
+
+    /// The window's changes, one frame per listener.
+    mutating func presenceWindowEnded() -> [RoomDelivery] {
+        presence?.flush() ?? []
+    }
+
+    /// The room stops: no window runs any more.
+    mutating func stopPresence() {
+        presence?.stop()
     }
 
     // MARK: Following the room
