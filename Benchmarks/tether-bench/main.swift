@@ -147,7 +147,7 @@ do {
     benchmarks.append(Benchmark(name: "decode client action") { n in
         var total = 0
         for _ in 0..<n {
-            if case .action(_, _, _, let id) = try! ClientMessage.decode(action) { total &+= id }
+            if case .action(_, _, _, let id, _) = try! ClientMessage.decode(action) { total &+= id }
         }
         return total
     })

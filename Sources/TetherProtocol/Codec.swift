@@ -160,7 +160,9 @@ extension ClientMessage {
                 }
                 args = value
             }
-            return .action(room: room, name: name, args: args, id: id)
+            let seq = try fields.optionalInt("seq")
+            if let seq, seq < 1 { throw fields.fail(.badMessage, "field \"seq\" (the action's number) must be at least 1, got \(seq)") }
+            return .action(room: room, name: name, args: args, id: id, seq: seq)
         default:
             throw fields.fail(.badMessage, "unknown message type \"\(type)\"")
         }
@@ -330,12 +332,13 @@ extension ClientMessage {
             writer.field("room", room)
             writer.optionalField("id", id)
             return writer.finish()
-        case .action(let room, let name, let args, let id):
+        case .action(let room, let name, let args, let id, let seq):
             var writer = MessageWriter(type: "action")
             writer.field("room", room)
             writer.field("name", name)
             if let args { writer.field("args", args) }
             writer.field("id", id)
+            writer.optionalField("seq", seq)
             return writer.finish()
         case .describe(let kind, let id):
             var writer = MessageWriter(type: "describe")

@@ -31,8 +31,11 @@ public enum ClientMessage: Hashable, Sendable {
     /// `watchPresence` alone it gets the stream without being listed (a spectator).
     case join(room: String, id: Int? = nil, since: ResumePoint? = nil, token: String? = nil, presence: JSON? = nil, watchPresence: Bool = false)
     case leave(room: String, id: Int? = nil)
-    /// Ask the room's ViewModel to act. `id` is the client's, echoed in the ack or error.
-    case action(room: String, name: String, args: JSON? = nil, id: Int)
+    /// Ask the room's ViewModel to act. `id` is the client's, echoed in the ack or error. `seq`,
+    /// after a `hello` with a client id: the action's number, increasing per client, kept when
+    /// the action is sent again (a resend after a lost answer): the room runs each number once
+    /// and answers a repeat with the first outcome.
+    case action(room: String, name: String, args: JSON? = nil, id: Int, seq: Int? = nil)
     /// Ask which room kinds the server has (all, or the one named), with their actions.
     case describe(kind: String? = nil, id: Int? = nil)
     /// Replace this connection's presence data in `room` (joined with presence).
@@ -41,7 +44,7 @@ public enum ClientMessage: Hashable, Sendable {
     /// The room the request is about (none for `describe`).
     public var room: String? {
         switch self {
-        case .join(let room, _, _, _, _, _), .leave(let room, _), .action(let room, _, _, _), .presence(let room, _, _): return room
+        case .join(let room, _, _, _, _, _), .leave(let room, _), .action(let room, _, _, _, _), .presence(let room, _, _): return room
         case .describe, .hello: return nil
         }
     }
@@ -49,7 +52,7 @@ public enum ClientMessage: Hashable, Sendable {
     public var id: Int? {
         switch self {
         case .join(_, let id, _, _, _, _), .leave(_, let id), .describe(_, let id), .presence(_, _, let id): return id
-        case .action(_, _, _, let id): return id
+        case .action(_, _, _, let id, _): return id
         case .hello: return nil
         }
     }
@@ -119,6 +122,9 @@ public enum ErrorCode: String, Hashable, Sendable, CaseIterable {
     /// An administrator deleted a room the connection had joined: its stream ends here, and a
     /// new join gets a new, empty room.
     case roomDeleted = "room_deleted"
+    /// A numbered action (`seq`) older than the outcomes the room remembers for the client: it
+    /// is not run again, and whether it was applied is unknown.
+    case staleAction = "stale_action"
 }
 
 /// An `error` message: what went wrong and, when known, which request and room it concerns.

@@ -119,7 +119,7 @@ struct ClusterProjectionTests {
         init(restored: StoredRoom) { self.restored = restored }
         func restore() -> StoredRoom? { restored }
         func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int) { Issue.record("the room continues its epoch") }
-        func append(_ step: PatchFrame, projections: JSON?, lastChange: Int, state: () -> JSON) {
+        func append(_ step: PatchFrame, projections: JSON?, applied: ActionNumber?, lastChange: Int, state: () -> JSON) {
             entries.withLock { $0.append(.step(step, projections: projections)) }
         }
         func release(_ deliveries: [RoomDelivery]) { entries.withLock { $0 += deliveries.map(Entry.released) } }

@@ -63,13 +63,16 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     /// This node's viewers announced to the owner, and every node's (for when this node owns).
     private var viewers: ClusterViewers?
     private var viewersTimer: (any ServerTimer)?
-    private var waitingActions: [(String, JSON?, ActionReplyTarget)] = []
+    private var waitingActions: [(String, JSON?, ActionNumber?, ActionReplyTarget)] = []
     /// Forwarded actions' outcomes to deliver once the replica reached `version` (patch before ack).
     private var pendingReplies: [(version: Int, delivery: RoomDelivery)] = []
     /// The owner's replies whose version step the log holds at `sequence`: this node's sessions
     /// get theirs once the replica applied that entry (patch before ack).
     private var storedReplies: [(sequence: UInt64, delivery: RoomDelivery)] = []
     private var lastSnapshotVersion = 0
+    /// The numbered actions' outcomes the log's entries carry, as the owner's `Room` remembers
+    /// them: a new owner starts from these, so a repeat after a failover is answered too.
+    private var outcomes = ActionOutcomes()
     private var checkTimer: (any ServerTimer)?
 
     // Ownership.
@@ -87,8 +90,9 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     // Appends (owner only).
     fileprivate enum Append {
-        /// A version step, with the projections it changed on each node (per-viewer values).
-        case patch(PatchFrame, projections: JSON?)
+        /// A version step, with the projections it changed on each node (per-viewer values) and
+        /// the numbered action it applied.
+        case patch(PatchFrame, projections: JSON?, applied: ActionNumber?)
         case epochStart(epoch: String, version: Int, frame: [UInt8])
     }
     private var appendQueue: [Append] = []
@@ -250,8 +254,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         }
     }
 
-    func perform(_ action: String, args: JSON?, id: Int, from session: SessionHandle) {
-        queue.execute { [self] in act(action, args: args, replyTo: .session(session, id: id, room: name)) }
+    func perform(_ action: String, args: JSON?, id: Int, number: ActionNumber?, from session: SessionHandle) {
+        queue.execute { [self] in act(action, args: args, number: number, replyTo: .session(session, id: id, room: name)) }
     }
 
     func stop() {
@@ -322,6 +326,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 document = snapshot.state
                 lastSequence = snapshot.sequence
                 lastSnapshotVersion = snapshot.version
+                outcomes = ActionOutcomes()
+                for (number, version) in snapshot.actions { outcomes.record(number, .applied(version: version)) }
             }
             catchUp()
         }
@@ -389,6 +395,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         case .snapshot:
             guard case .snapshot(_, let newEpoch, let newVersion, let state)? = try? ServerMessage.decode(entry.frame) else { return }
             followers.restart(epoch: newEpoch, version: newVersion, frame: entry.frame)
+            outcomes = ActionOutcomes()  // a new epoch's versions: the old outcomes name none of them
             document = state
             lastSequence = sequence
             // A new epoch: everyone here starts over from its snapshot (with their projection).
@@ -419,6 +426,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             // own, from what its sessions hold (robust against stale messages).
             let given = entry.projections?[node.name]?.objectValue
             let changes = given == nil ? [:] : followers.updateViews { viewer in given![viewer.id]?.objectValue }
+            for (number, version) in entry.actions { outcomes.record(number, .applied(version: version)) }
             let deliveries = followers.follow(patch, changes: changes)
             if !deliveries.isEmpty { output.deliver(deliveries) }
         }
@@ -430,6 +438,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     /// Starts the replica over from the latest snapshot (the log disagreed with it).
     private func reload() {
         followers.restart(epoch: "", version: 0)
+        outcomes = ActionOutcomes()
         document = .null
         lastSequence = 0
         loadSnapshot()
@@ -438,7 +447,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func writeSnapshot() {
         guard followers.hasEpoch else { return }
         lastSnapshotVersion = version
-        let snapshot = ClusterSnapshot(epoch: followers.epoch, version: version, sequence: lastSequence, state: document)
+        let snapshot = ClusterSnapshot(epoch: followers.epoch, version: version, sequence: lastSequence, state: document, actions: outcomes.applied)
         node.snapshots.put(node.token(name), snapshot.encoded) { [logger, name] result in
             if case .failure(let error) = result { logger.warning("cluster: room \(name): snapshot not written: \(error)") }
         }
@@ -480,31 +489,32 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     // MARK: Actions
 
-    private func act(_ action: String, args: JSON?, replyTo target: ActionReplyTarget, attempt: Int = 0) {
+    private func act(_ action: String, args: JSON?, number: ActionNumber?, replyTo target: ActionReplyTarget, attempt: Int = 0) {
         guard phase != .stopped else { return reply(.failed(Self.notApplied("room \(name) is closing on this node")), to: target, afterVersion: 0) }
         if let ownership {
-            ownership.room.perform(action, args: args, replyTo: target)
+            ownership.room.perform(action, args: args, number: number, replyTo: target)
             return
         }
         guard phase == .ready else {
-            waitingActions.append((action, args, target))
+            waitingActions.append((action, args, number, target))
             return
         }
         node.metrics.forwardedActions.increment()
         nextForward += 1
-        let number = nextForward
-        forwards[number] = target
-        node.messaging.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args, viewer: target.viewer),
+        let forward = nextForward
+        forwards[forward] = target
+        node.messaging.request(node.actionSubject(name), ForwardedAction.request(name: action, args: args, number: number, viewer: target.viewer),
                                timeout: forwardTimeout) { [self] result in
             queue.execute {
                 // Answered already: the owner changed while it waited (`ownerChanged`).
-                guard self.forwards.removeValue(forKey: number) != nil else { return }
-                self.forwarded(result, action: action, args: args, target: target, attempt: attempt)
+                guard self.forwards.removeValue(forKey: forward) != nil else { return }
+                self.forwarded(result, action: action, args: args, number: number, target: target, attempt: attempt)
             }
         }
     }
 
-    private func forwarded(_ result: Result<NATSMessage, NATSError>, action: String, args: JSON?, target: ActionReplyTarget, attempt: Int) {
+    private func forwarded(_ result: Result<NATSMessage, NATSError>, action: String, args: JSON?, number: ActionNumber?,
+                           target: ActionReplyTarget, attempt: Int) {
         switch result {
         case .success(let message):
             let outcome = ForwardedAction.parseReply(message.data)
@@ -521,9 +531,9 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             }
             acquireOwnership { [self] acquired in
                 if acquired {
-                    act(action, args: args, replyTo: target, attempt: attempt + 1)
+                    act(action, args: args, number: number, replyTo: target, attempt: attempt + 1)
                 } else {
-                    retry(after: .milliseconds(250)) { $0.act(action, args: args, replyTo: target, attempt: attempt + 1) }
+                    retry(after: .milliseconds(250)) { $0.act(action, args: args, number: number, replyTo: target, attempt: attempt + 1) }
                 }
             }
         case .failure(let error):
@@ -558,11 +568,11 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             respond(.failed(Self.notApplied("room \(name) is changing owners")))
             return
         }
-        guard let (action, args, viewer) = ForwardedAction.parseRequest(message.data) else {
+        guard let (action, args, number, viewer) = ForwardedAction.parseRequest(message.data) else {
             respond(.failed(ProtocolError(.badMessage, "unreadable forwarded action")))
             return
         }
-        ownership.room.perform(action, args: args, replyTo: .remote(viewer: viewer, respond: respond))
+        ownership.room.perform(action, args: args, number: number, replyTo: .remote(viewer: viewer, respond: respond))
     }
 
     // MARK: Ownership
@@ -645,7 +655,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func becomeOwner(leaseRevision: UInt64) {
         // The same epoch continues when the ViewModel takes the state; else (the log holds none,
         // or the state no longer restores) the owner's `Room` starts a new one in the log.
-        let restored = followers.hasEpoch ? StoredRoom(epoch: followers.epoch, version: version, state: document, patches: []) : nil
+        let restored = followers.hasEpoch ? StoredRoom(epoch: followers.epoch, version: version, state: document, patches: [], actions: outcomes.applied) : nil
         let term = RandomID.make(length: 10)
         let room = Room(name: name, kind: kind, environment: environment, log: OwnerLog(room: self, term: term, restored: restored))
         room.start(after: nil)
@@ -696,7 +706,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func drainWaitingActions() {
         let actions = waitingActions
         waitingActions.removeAll()
-        for (action, args, target) in actions { act(action, args: args, replyTo: target) }
+        for (action, args, number, target) in actions { act(action, args: args, number: number, replyTo: target) }
     }
 
     private func renewLease() {
@@ -794,7 +804,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     fileprivate func ownerAppended(_ append: Append, term: String) {
         guard ownership?.term == term else { return }  // a ViewModel that stopped owning: not appended
         switch append {
-        case .patch(let patch, _): producedVersion = patch.version
+        case .patch(let patch, _, _): producedVersion = patch.version
         case .epochStart(_, let version, _): producedVersion = version
         }
         appendQueue.append(append)
@@ -802,15 +812,19 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     }
 
     /// What the owner's `Room` sends after its steps: its replies, which wait for the log (the
-    /// owner's `Room` has no subscribers: each node's replica serves them).
+    /// owner's `Room` has no subscribers: each node's replica serves them). An ack waits for the
+    /// version it names (a repeat's, answered from the record, may be stored long since); an
+    /// error for every step produced before it.
     fileprivate func ownerReleased(_ deliveries: [RoomDelivery], term: String) {
         for case .reply(let outcome, let target) in deliveries {
+            var version = producedVersion
+            if case .applied(let applied) = outcome { version = applied }
             if ownership?.term != term {
                 answer(notStored, to: target, storedAt: nil)  // a ViewModel that stopped owning: none of its turns reach the log
-            } else if producedVersion <= appendedVersion {
+            } else if version <= appendedVersion {
                 answer(outcome, to: target, storedAt: appendedSequence)
             } else {
-                heldReplies.append(HeldReply(version: producedVersion, outcome: outcome, target: target))
+                heldReplies.append(HeldReply(version: version, outcome: outcome, target: target))
             }
         }
     }
@@ -823,10 +837,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         switch appendQueue[0] {
         case .epochStart(let epoch, let version, let frame):
             entry = LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node.name, term: term, frame: frame)
-        case .patch(let first, let firstProjections):
+        case .patch(let first, let firstProjections, let firstApplied):
             var last = first
             var bytes = first.operations.count
-            while count < appendQueue.count, case .patch(let next, _) = appendQueue[count], next.epoch == first.epoch,
+            while count < appendQueue.count, case .patch(let next, _, _) = appendQueue[count], next.epoch == first.epoch,
                   next.from == last.version, bytes + next.operations.count <= Self.maxAppendBytes {
                 last = next
                 bytes += next.operations.count
@@ -834,17 +848,20 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             }
             var frame = first.frame
             var projections = firstProjections
+            var actions: [(number: ActionNumber, version: Int)] = firstApplied.map { [($0, first.version)] } ?? []
             if count > 1 {
                 projections = nil
+                actions = []
                 var patches: [PatchFrame] = []
-                for case .patch(let patch, let changed) in appendQueue[0..<count] {
+                for case .patch(let patch, let changed, let applied) in appendQueue[0..<count] {
                     patches.append(patch)
                     if let changed { projections = Self.merge(projections, changed) }
+                    if let applied { actions.append((applied, patch.version)) }
                 }
                 PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &frame)
             }
             entry = LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node.name, term: term,
-                             frame: frame, projections: projections)
+                             frame: frame, projections: projections, actions: actions)
         }
         let now = environment.runtime.clock.now
         inFlight = (entry, count, now, now)
@@ -943,7 +960,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         viewers?.stop()
         viewersTimer?.cancel()
         let failure = ActionOutcome.failed(Self.notApplied("room \(name) is closing on this node"))
-        for (_, _, target) in waitingActions { reply(failure, to: target, afterVersion: 0) }
+        for (_, _, _, target) in waitingActions { reply(failure, to: target, afterVersion: 0) }
         waitingActions.removeAll()
         stopped.leave()
     }
@@ -977,8 +994,8 @@ private struct OwnerLog: RoomLog {
         hand(.epochStart(epoch: epoch, version: version, frame: frame))
     }
 
-    func append(_ step: PatchFrame, projections: JSON?, lastChange: Int, state: () -> JSON) {
-        hand(.patch(step, projections: projections))
+    func append(_ step: PatchFrame, projections: JSON?, applied: ActionNumber?, lastChange: Int, state: () -> JSON) {
+        hand(.patch(step, projections: projections, applied: applied))
     }
 
     private func hand(_ append: ClusteredRoom.Append) {

@@ -29,11 +29,16 @@ struct LogEntry: Sendable {
     /// The changed projections of viewers on each node, `{node: {viewerID: projection}}`; nil
     /// when none changed.
     var projections: JSON?
+    /// The numbered actions its steps applied, at which version (header `Tether-Actions`,
+    /// `[[client, seq, version], ...]`): every node's replica keeps them, so a new owner
+    /// answers their repeats (Rooms/ActionOutcomes.swift).
+    var actions: [(number: ActionNumber, version: Int)] = []
 
     var headers: NATSHeaders {
         var headers: NATSHeaders = ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
                                     "Tether-Version": String(version), "Tether-Node": node, "Tether-Term": term]
         if projections != nil { headers["Tether-Frame-Length"] = String(frame.count) }
+        if !actions.isEmpty { headers["Tether-Actions"] = String(decoding: ActionOutcomes.json(actions).encoded(), as: UTF8.self) }
         return headers
     }
 
@@ -54,7 +59,8 @@ struct LogEntry: Sendable {
         term == other.term && node == other.node && kind == other.kind && epoch == other.epoch && from == other.from && version == other.version
     }
 
-    init(kind: Kind, epoch: String, from: Int, version: Int, node: String, term: String, frame: [UInt8], projections: JSON? = nil) {
+    init(kind: Kind, epoch: String, from: Int, version: Int, node: String, term: String, frame: [UInt8], projections: JSON? = nil,
+         actions: [(number: ActionNumber, version: Int)] = []) {
         self.kind = kind
         self.epoch = epoch
         self.from = from
@@ -63,6 +69,7 @@ struct LogEntry: Sendable {
         self.term = term
         self.frame = frame
         self.projections = projections
+        self.actions = actions
     }
 
     init?(headers: NATSHeaders, data: [UInt8]) {
@@ -76,8 +83,9 @@ struct LogEntry: Sendable {
             frame = Array(data[..<length])
             projections = parsed
         }
+        let actions = headers["Tether-Actions"].flatMap { try? JSONParser().parse(Array($0.utf8)) }
         self.init(kind: kind, epoch: epoch, from: from, version: version, node: headers["Tether-Node"] ?? "",
-                  term: headers["Tether-Term"] ?? "", frame: frame, projections: projections)
+                  term: headers["Tether-Term"] ?? "", frame: frame, projections: projections, actions: ActionOutcomes.records(actions))
     }
 }
 
@@ -88,39 +96,49 @@ struct ClusterSnapshot: Sendable {
     var version: Int
     var sequence: UInt64
     var state: JSON
+    /// The numbered actions' outcomes the room remembers at `version` (`ActionOutcomes.applied`).
+    var actions: [(number: ActionNumber, version: Int)] = []
 
     var encoded: [UInt8] {
-        JSON.object(["epoch": .string(epoch), "version": .int(version), "sequence": .int(Int(sequence)), "state": state]).encoded()
+        var object: [String: JSON] = ["epoch": .string(epoch), "version": .int(version), "sequence": .int(Int(sequence)), "state": state]
+        if !actions.isEmpty { object["actions"] = ActionOutcomes.json(actions) }
+        return JSON.object(object).encoded()
     }
 
-    init(epoch: String, version: Int, sequence: UInt64, state: JSON) {
+    init(epoch: String, version: Int, sequence: UInt64, state: JSON, actions: [(number: ActionNumber, version: Int)] = []) {
         self.epoch = epoch
         self.version = version
         self.sequence = sequence
         self.state = state
+        self.actions = actions
     }
 
     init?(_ bytes: [UInt8]) {
         guard let json = try? JSONParser().parse(bytes), let epoch = json["epoch"]?.stringValue,
               let version = json["version"]?.intValue, let sequence = json["sequence"]?.intValue, let state = json["state"]
         else { return nil }
-        self.init(epoch: epoch, version: version, sequence: UInt64(sequence), state: state)
+        self.init(epoch: epoch, version: version, sequence: UInt64(sequence), state: state, actions: ActionOutcomes.records(json["actions"]))
     }
 }
 
 /// An action forwarded to a room's owner, with who sent it, and its answer.
 enum ForwardedAction {
-    static func request(name: String, args: JSON?, viewer: Viewer) -> [UInt8] {
-        JSON.object(["name": .string(name), "args": args ?? .null, "viewer": ["id": .string(viewer.id), "claims": viewer.claims]]).encoded()
+    static func request(name: String, args: JSON?, number: ActionNumber? = nil, viewer: Viewer) -> [UInt8] {
+        var request: [String: JSON] = ["name": .string(name), "args": args ?? .null, "viewer": ["id": .string(viewer.id), "claims": viewer.claims]]
+        if let number { request["number"] = ["client": .string(number.client), "seq": .int(number.seq)] }
+        return JSON.object(request).encoded()
     }
 
-    static func parseRequest(_ bytes: [UInt8]) -> (name: String, args: JSON?, viewer: Viewer)? {
+    static func parseRequest(_ bytes: [UInt8]) -> (name: String, args: JSON?, number: ActionNumber?, viewer: Viewer)? {
         guard let json = try? JSONParser().parse(bytes), let name = json["name"]?.stringValue else { return nil }
         let args = json["args"]
         let viewer = json["viewer"].flatMap { viewer in
             viewer["id"]?.stringValue.map { Viewer(id: $0, claims: viewer["claims"] ?? .object([:])) }
         }
-        return (name, args == .null ? nil : args, viewer ?? .unidentified)
+        let number = json["number"].flatMap { number in
+            number["client"]?.stringValue.flatMap { client in number["seq"]?.intValue.map { ActionNumber(client: client, seq: $0) } }
+        }
+        return (name, args == .null ? nil : args, number, viewer ?? .unidentified)
     }
 
     static func reply(_ outcome: ActionOutcome) -> [UInt8] {

@@ -190,8 +190,8 @@ public final class SessionHub: @unchecked Sendable {
             join(room, id: id, since: since, token: token, presence: presence, watchPresence: watchPresence, session: session)
         case .leave(let room, let id):
             leave(room, id: id, session: session)
-        case .action(let room, let name, let args, let id):
-            perform(name, args: args, id: id, room: room, session: session)
+        case .action(let room, let name, let args, let id, let seq):
+            perform(name, args: args, id: id, seq: seq, room: room, session: session)
         case .describe(let kind, let id):
             describe(kind, id: id, session: session)
         case .presence(let room, let data, let id):
@@ -326,8 +326,12 @@ public final class SessionHub: @unchecked Sendable {
         }
     }
 
-    private func perform(_ action: String, args: JSON?, id: Int, room name: String, session: Session) {
+    private func perform(_ action: String, args: JSON?, id: Int, seq: Int?, room name: String, session: Session) {
         guard let kind = kind(forRoom: name, id: id, session: session) else { return }
+        if seq != nil, session.identity == nil {
+            reject(ProtocolError(.badMessage, "a numbered action (seq) needs a hello with your client id first", id: id, room: name), session: session)
+            return
+        }
         guard session.actions.take(now: now) else {
             limitHit(ProtocolError(.rateLimited, "more than \(Int(configuration.maxActionsPerSecond)) actions per second", id: id, room: name), session: session)
             return
@@ -355,7 +359,11 @@ public final class SessionHub: @unchecked Sendable {
         session.consecutiveErrors = 0
         let room = session.joined[name] ?? self.room(named: name, kind: kind, for: session)
         let handle = SessionHandle(session: session, viewer: viewer(of: session, in: name))
-        room.perform(action, args: args, id: id, from: handle)
+        // With tokens the token's subject is part of the key: a guessed client id answers nothing.
+        let number = seq.map { seq in
+            ActionNumber(client: configuration.auth == nil ? session.identity!.client : "\(handle.viewer.id) \(session.identity!.client)", seq: seq)
+        }
+        room.perform(action, args: args, id: id, number: number, from: handle)
     }
 
     /// Who `session` is in room `name`: its token's subject there, or without tokens who its

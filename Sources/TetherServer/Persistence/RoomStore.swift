@@ -22,6 +22,8 @@ struct StoredRoom {
     var version: Int
     var state: JSON
     var patches: [PatchFrame]
+    /// The numbered actions its stored steps applied, and at which version (`ActionOutcomes`).
+    var actions: [(number: ActionNumber, version: Int)] = []
     /// When its last version step was made, in seconds since 1970 (0: not read; backups of
     /// databases older than the column are checked without it).
     var lastChange = 0
@@ -83,6 +85,9 @@ package final class RoomStore: Sendable {
         let state: [UInt8]?
         /// A new epoch: patches of the previous one are deleted.
         var startsEpoch = false
+        /// The numbered action `patch` applies: kept in the same transaction, with the last
+        /// `ActionOutcomes.perClient` of its client.
+        var applied: ActionNumber?
         /// When the room's state last changed, in seconds since 1970 (a stopping room commits its
         /// state without changing it).
         let lastChange: Int
@@ -119,6 +124,9 @@ package final class RoomStore: Sendable {
             CREATE TABLE IF NOT EXISTS patches(
                 room TEXT NOT NULL, version INTEGER NOT NULL, frame BLOB NOT NULL,
                 PRIMARY KEY(room, version)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS actions(
+                room TEXT NOT NULL, client TEXT NOT NULL, seq INTEGER NOT NULL, version INTEGER NOT NULL,
+                PRIMARY KEY(room, client, seq)) WITHOUT ROWID;
             """)
         try addLastChange(to: database)
         return database
@@ -163,6 +171,10 @@ package final class RoomStore: Sendable {
         try read { database throws(StorageError) in
             guard var stored = try Self.read(room, from: database) else { return nil }
             try database.prepare("SELECT last_change FROM rooms WHERE name = ?").query(.text(room)) { row in stored.lastChange = row.int(0) }
+            // Here, not in `read`: backups of databases older than the table verify without it.
+            try database.prepare("SELECT client, seq, version FROM actions WHERE room = ? ORDER BY client, seq").query(.text(room)) { row in
+                stored.actions.append((ActionNumber(client: row.text(0), seq: row.int(1)), row.int(2)))
+            }
             return stored
         }
     }
@@ -275,15 +287,26 @@ package final class RoomStore: Sendable {
                 """)
             let forget = try database.prepare("DELETE FROM patches WHERE room = ?")
             let remove = try database.prepare("DELETE FROM rooms WHERE name = ?")
+            let insertAction = try database.prepare("INSERT OR REPLACE INTO actions(room, client, seq, version) VALUES(?, ?, ?, ?)")
+            let trimActions = try database.prepare("DELETE FROM actions WHERE room = ? AND client = ? AND seq <= ?")
+            let forgetActions = try database.prepare("DELETE FROM actions WHERE room = ?")
             for write in writes {
                 switch write {
                 case .delete(let room):
                     try forget.run(.text(room))
+                    try forgetActions.run(.text(room))
                     try remove.run(.text(room))
                 case .commit(let commit):
-                    if commit.startsEpoch { try forget.run(.text(commit.room)) }
+                    if commit.startsEpoch {
+                        try forget.run(.text(commit.room))
+                        try forgetActions.run(.text(commit.room))  // their versions were the old epoch's
+                    }
                     if let patch = commit.patch {
                         try insertPatch.run(.text(commit.room), .int(patch.version), .blob(patch.frame))
+                    }
+                    if let number = commit.applied {
+                        try insertAction.run(.text(commit.room), .text(number.client), .int(number.seq), .int(commit.version))
+                        try trimActions.run(.text(commit.room), .text(number.client), .int(number.seq - ActionOutcomes.perClient))
                     }
                     if let state = commit.state {
                         try snapshot.run(.text(commit.room), .text(commit.kind), .text(commit.epoch), .int(commit.version), .blob(state), .int(commit.lastChange))

@@ -32,6 +32,8 @@ actor Room: RoomEndpoint {
     /// On a cluster's owner, when the ViewModel publishes values per viewer: the viewers of every
     /// node's sessions and what each node holds of their projections (Cluster/ClusterViewers.swift).
     private var clusterProjections: ClusterProjections?
+    /// The outcomes of recent numbered actions, per client: each number runs once.
+    private var outcomes = ActionOutcomes()
     private var timers: [any ServerTimer] = []
     private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
@@ -84,12 +86,12 @@ actor Room: RoomEndpoint {
         execute { $0.resend(to: session) }
     }
 
-    nonisolated func perform(_ action: String, args: JSON?, id: Int, from session: SessionHandle) {
-        perform(action, args: args, replyTo: .session(session, id: id, room: name))
+    nonisolated func perform(_ action: String, args: JSON?, id: Int, number: ActionNumber?, from session: SessionHandle) {
+        perform(action, args: args, number: number, replyTo: .session(session, id: id, room: name))
     }
 
-    nonisolated func perform(_ action: String, args: JSON?, replyTo target: ActionReplyTarget) {
-        execute { $0.act(action, args: args, replyTo: target) }
+    nonisolated func perform(_ action: String, args: JSON?, number: ActionNumber? = nil, replyTo target: ActionReplyTarget) {
+        execute { $0.act(action, args: args, number: number, replyTo: target) }
     }
 
     nonisolated func stop() {
@@ -159,6 +161,7 @@ actor Room: RoomEndpoint {
             if let stored = try log.restore() {
                 try host.restore(from: stored.state)
                 followers.restart(epoch: stored.epoch, version: stored.version, patches: stored.patches)
+                for (number, version) in stored.actions { outcomes.record(number, .applied(version: version)) }
                 if stored.lastChange > 0 { published.lastChange = stored.lastChange }
                 logger.debug("room \(name) restored at version \(version) of epoch \(epoch)")
                 return
@@ -284,11 +287,23 @@ actor Room: RoomEndpoint {
 
     /// Runs an action: its changes become one patch for every subscriber, then the sender gets
     /// its outcome with that version; or, when it fails, the turn is taken back and the sender
-    /// gets an error that says nothing was applied.
-    private func act(_ action: String, args: JSON?, replyTo target: ActionReplyTarget) {
+    /// gets an error that says nothing was applied. A numbered action runs once: a repeat gets
+    /// the first outcome (released after the step that applied it is durable).
+    private func act(_ action: String, args: JSON?, number: ActionNumber?, replyTo target: ActionReplyTarget) {
         guard !isStopped else {
             log.release([.reply(.failed(ProtocolError(.unavailable, "room \(name) is moving; try again")), to: target)])
             return
+        }
+        if let number {
+            switch outcomes.lookup(number) {
+            case .new: break
+            case .repeated(let outcome):
+                metrics.action(outcome: "repeat")
+                return log.release([.reply(outcome, to: target)])
+            case .forgotten(let oldest):
+                metrics.action(outcome: ErrorCode.staleAction.rawValue)
+                return log.release([.reply(.failed(ActionOutcomes.forgottenError(number, oldest: oldest)), to: target)])
+            }
         }
         var failure: ProtocolError?
         do {
@@ -306,39 +321,43 @@ actor Room: RoomEndpoint {
         var deliveries: [RoomDelivery]
         if failure != nil { host.takeBackTurn() }
         do {
-            deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
+            deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes),
+                                     applying: failure == nil ? number : nil)
         } catch {
             deliveries = versionStep([])
             failure = ProtocolError(.tooLarge, error.description)
             logger.notice("room \(name): action \(action) refused: \(error.description)")
         }
         metrics.action(outcome: failure?.code.rawValue ?? "ok")
-        deliveries.append(.reply(failure.map(ActionOutcome.failed) ?? .applied(version: version), to: target))
+        let outcome = failure.map(ActionOutcome.failed) ?? .applied(version: version)
+        if let number { outcomes.record(number, outcome) }
+        deliveries.append(.reply(outcome, to: target))
         log.release(deliveries)
     }
 
     /// Makes a turn one version step, if it changed the shared document or what a subscribed
     /// viewer sees, and returns what each subscriber gets of it.
-    private func versionStep(_ operations: [PatchOperation]) -> [RoomDelivery] {
-        guard host.hasPerViewerValues else { return commitTurn(operations) }
+    /// `applying`: the numbered action the step applies, stored with it.
+    private func versionStep(_ operations: [PatchOperation], applying number: ActionNumber? = nil) -> [RoomDelivery] {
+        guard host.hasPerViewerValues else { return commitTurn(operations, applying: number) }
         let changes = followers.updateViews { host.projection(for: $0) }
         let nodeChanges = clusterProjections?.update { host.projection(for: $0) }
         guard !operations.isEmpty || !changes.isEmpty || nodeChanges != nil else { return [] }
-        return commitTurn(operations, changes: changes, projections: nodeChanges, evenIfEmpty: true)
+        return commitTurn(operations, changes: changes, projections: nodeChanges, applying: number, evenIfEmpty: true)
     }
 
     /// Makes the turn's operations one version step (an empty one only when a viewer's own
     /// values changed: the version counts for everyone), appends it to the log and returns what
     /// each follower here gets of it.
     private func commitTurn(_ operations: [PatchOperation], changes: [Viewer: [PatchOperation]] = [:], projections: JSON? = nil,
-                            evenIfEmpty: Bool = false) -> [RoomDelivery] {
+                            applying number: ActionNumber? = nil, evenIfEmpty: Bool = false) -> [RoomDelivery] {
         guard !operations.isEmpty || evenIfEmpty else { return [] }
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
                                compressAbove: environment.configuration.compressionThreshold)
         published.lastChange = now
         published.stateBytes = host.context.documentSizeEstimate
         metrics.patchProduced()
-        log.append(patch, projections: projections, lastChange: published.lastChange, state: { host.state })
+        log.append(patch, projections: projections, applied: number, lastChange: published.lastChange, state: { host.state })
         return followers.follow(patch, changes: changes)
     }
 

@@ -19,7 +19,8 @@ protocol RoomEndpoint: AnyObject, Sendable {
     func leave(_ session: SessionHandle)
     /// After the session's queue overflowed: a fresh snapshot restarts its stream.
     func resync(_ session: SessionHandle)
-    func perform(_ action: String, args: JSON?, id: Int, from session: SessionHandle)
+    /// Runs an action; with a `number`, once: a repeat gets the first outcome (`ActionOutcomes`).
+    func perform(_ action: String, args: JSON?, id: Int, number: ActionNumber?, from session: SessionHandle)
     /// Leaves memory (timers stop, state is kept where it is kept).
     func stop()
     /// Blocks until `stop()` has run: a new endpoint of the same name waits for its predecessor,

@@ -16,8 +16,9 @@ protocol RoomLog: Sendable {
     func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int)
     /// A version step. `state` gives the state after it, for a log that keeps snapshots;
     /// `projections`, on a cluster's owner: what changed for viewers of other nodes' sessions,
-    /// `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift).
-    func append(_ step: PatchFrame, projections: JSON?, lastChange: Int, state: () -> JSON)
+    /// `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift); `applied`: the numbered
+    /// action it applies, kept with it (a restarted room answers its repeats).
+    func append(_ step: PatchFrame, projections: JSON?, applied: ActionNumber?, lastChange: Int, state: () -> JSON)
     /// Hands `deliveries` on once every step appended before them is durable.
     func release(_ deliveries: [RoomDelivery])
     /// The room leaves memory at `version` with `state`.
@@ -46,11 +47,13 @@ struct LocalRoomLog: RoomLog {
         store?.commit(commit)
     }
 
-    func append(_ step: PatchFrame, projections: JSON?, lastChange: Int, state: () -> JSON) {
+    func append(_ step: PatchFrame, projections: JSON?, applied: ActionNumber?, lastChange: Int, state: () -> JSON) {
         guard let store else { return }
         let snapshotDue = step.version % RoomStore.snapshotInterval == 0
-        store.commit(RoomStore.Commit(room: room, kind: kind, epoch: step.epoch, patch: step, version: step.version,
-                                      state: snapshotDue ? state().encoded() : nil, lastChange: lastChange))
+        var commit = RoomStore.Commit(room: room, kind: kind, epoch: step.epoch, patch: step, version: step.version,
+                                      state: snapshotDue ? state().encoded() : nil, lastChange: lastChange)
+        commit.applied = applied
+        store.commit(commit)
     }
 
     func release(_ deliveries: [RoomDelivery]) {
