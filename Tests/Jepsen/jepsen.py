@@ -8,7 +8,10 @@ meanwhile injects faults: the room's owner killed (-9) or paused (SIGSTOP past i
 NATS server killed, a non-owner node restarted gracefully. Then it heals everything, lets the
 cluster converge and checks the history: every acknowledged action applied exactly once at the
 version its ack named, the final count between acked and acked + unknown, refused actions not
-applied, all nodes and all mirrors in one state, no fork, recovery after every fault.
+applied, all nodes and all mirrors in one state, no fork, recovery after every fault. Actions are
+numbered (`seq`) and a client sends an action whose outcome it does not know again, under the
+same number, until it does: every action ends acked or refused, none unknown (--no-resend sends
+each once, as clients without numbers do).
 
 Written from docs/PROTOCOL.md and docs/CLUSTER.md alone; it shares no code with the server.
 Exit status: 0 every check passed, 1 a check failed, 2 the cluster could not be set up.
@@ -48,6 +51,9 @@ READY_TIMEOUT = 90.0       # a process (or the NATS cluster) getting ready
 REQUEST_TIMEOUT = 10.0     # a join's reply; an HTTP request
 CONVERGE_TIMEOUT = 90.0    # mirrors and nodes agreeing at the end
 RECOVERY_LIMIT = 30.0      # a fault without an ack this long after it started fails check 7
+# Errors that say the request ran nothing without the room's record of numbers being asked:
+# they settle nothing about a number an earlier send of which may have been applied.
+NOT_RUN = ("unavailable", "rate_limited")
 
 
 def monotonic():
@@ -437,6 +443,9 @@ class Action:
 
     def __init__(self, client, number, node, sent):
         self.id = f"c{client}-{number}"
+        self.number = number  # its seq: the same on every try
+        self.tries = 0
+        self.maybe_applied = False  # a try ended without a certain answer
         self.node, self.sent = node, sent
         self.outcome = None  # ack, not_applied, unknown (error applied:"unknown"), timeout, lost
         self.version = self.epoch = self.code = self.message = self.applied = None
@@ -448,8 +457,15 @@ class Action:
     def uncertain(self):
         return self.outcome in ("unknown", "timeout", "lost")
 
-    def settle(self, reply, epoch):
-        """The reply (ack or error), or None when the connection ended without one."""
+    def settle(self, reply, epoch, attempt=None):
+        """The reply (ack or error), or None when the connection ended without one. A reply to an
+        earlier try counts only when it is an ack (a numbered action is applied once, whichever
+        try's answer says so); its errors and losses are about that try."""
+        if attempt is not None and attempt != self.tries:
+            if reply is not None and reply.get("type") == "ack" and self.outcome != "ack":
+                self.outcome, self.version, self.epoch, self.replied = "ack", reply.get("version"), epoch, monotonic()
+                self.done.set()
+            return
         if reply is None:
             if self.outcome is None:
                 self.outcome, self.replied = "lost", monotonic()
@@ -464,6 +480,12 @@ class Action:
             self.applied = reply.get("applied")
             self.outcome = "not_applied" if self.applied is False else "unknown"
             self.code, self.message = reply.get("code"), reply.get("message")
+            if self.outcome == "not_applied" and self.code in NOT_RUN and self.maybe_applied:
+                # This send ran nothing; an earlier one of the same number may have been applied
+                # (PROTOCOL.md, "Sending an action again"): still unknown, sent again.
+                self.outcome = "unknown"
+        if self.uncertain:
+            self.maybe_applied = True
         self.done.set()
 
 
@@ -474,6 +496,7 @@ class History:
 
     def __init__(self):
         self.actions = []
+        self.resends = 0                     # tries after the first (numbered resends)
         self.ids_at = defaultdict(set)       # (epoch, version) -> ids
         self.places = defaultdict(set)       # id -> {(epoch, version)}
         self.states = defaultdict(lambda: defaultdict(set))  # (epoch, version) -> hash -> observers
@@ -527,7 +550,8 @@ class Client:
         self.quiet.set()
         self.gaps = self.repairs = self.stray_errors = 0
         self.disconnects = Counter()    # why connections ended
-        self._numbers = 0               # action ids c{index}-{n}
+        self._numbers = 0               # action ids c{index}-{n}, and their seq
+        self._resend = []               # actions whose outcome is unknown: sent again first
         self._request_ids = 0           # request ids: unique over all this client's connections
         self._waiting = {}              # request id -> handler of its reply (None: connection ended)
         self._resyncing = False
@@ -689,7 +713,7 @@ class Client:
     # -- acting
 
     async def _act(self, ws, reader):
-        while self.acting and not self.going_home and not self.closing:
+        while (self.acting or self._resend) and not self.going_home and not self.closing:
             if reader.done():
                 reader.result()  # raises why the connection ended
             self.quiet.clear()
@@ -701,30 +725,52 @@ class Client:
                 await asyncio.sleep(self.rng.uniform(0, self.options.think_ms) / 1000)
 
     async def _one_action(self, ws):
-        self._numbers += 1
-        action = Action(self.index, self._numbers, self.node.name, monotonic())
+        if self._resend:
+            action = self._resend[0]
+            action.outcome, action.done = None, asyncio.Event()
+            self.history.resends += 1
+        else:
+            self._numbers += 1
+            action = Action(self.index, self._numbers, self.node.name, monotonic())
+        action.tries += 1
+        attempt = action.tries
         message = {"type": "action", "room": ROOM, "name": "add", "args": {"id": action.id, "by": 1}}
-        text = self._request(message, lambda reply: self._settle(action, reply))
+        if self.options.resend:
+            message["seq"] = action.number
+        text = self._request(message, lambda reply: self._settle(action, reply, attempt))
         try:
             await ws.send(text)
         except websockets.exceptions.ConnectionClosed:
-            self._waiting.pop(self._request_ids, None)  # never left: not part of the history
+            self._waiting.pop(self._request_ids, None)
+            if attempt == 1:
+                return  # never left: not part of the history
+            action.outcome = "lost"  # this try never left; an earlier one did
             raise
-        self.history.actions.append(action)
+        if attempt == 1:
+            self.history.actions.append(action)
         try:
             await asyncio.wait_for(action.done.wait(), self.options.action_timeout)
         except asyncio.TimeoutError:
             # Given up, not forgotten: a late reply still settles it.
             action.outcome = "timeout"
+        if action.uncertain:
+            action.maybe_applied = True  # a timeout, or a connection lost before the answer
+        resend = self.options.resend and action.uncertain and action.code != "stale_action"
+        if resend and action not in self._resend:
+            self._resend.insert(0, action)
+        elif not resend and action in self._resend:
+            self._resend.remove(action)
 
-    def _settle(self, action, reply):
-        action.settle(reply, self.epoch)
+    def _settle(self, action, reply, attempt):
+        action.settle(reply, self.epoch, attempt)
         self.history.progress.fire()
 
     async def stop_acting(self):
-        """No new actions; returns once the one in flight has its outcome."""
+        """No new actions; returns once the one in flight has its outcome, and every action sent
+        again has one."""
         self.acting = False
-        await self.quiet.wait()
+        while self._resend or not self.quiet.is_set():
+            await asyncio.sleep(0.05)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -934,6 +980,18 @@ def check_count(history, final):
                  figures={"acked": acked, "final_count": count, "unknown": unknown})
 
 
+def check_resends(history, options):
+    """10. Numbered resends leave no action unknown: each ends acked (applied once, check 1) or
+    refused."""
+    if not options.resend:
+        return Check(10, "numbered resends settle every action", True, "not run (--no-resend)")
+    unsettled = [f"{a.id} ({a.tries} tries): {a.outcome}" + (f" {a.code}: {a.message}" if a.code else "")
+                 for a in history.actions if a.uncertain]
+    return Check(10, "numbered resends settle every action (none unknown)", not unsettled,
+                 f"{len(history.actions)} actions, {history.resends} resends, {len(unsettled)} still unknown",
+                 unsettled, {"resends": history.resends, "unsettled": len(unsettled)})
+
+
 def check_refusals(history, clock):
     """3. An error that said applied:false was not applied."""
     refused = [a for a in history.actions if a.outcome == "not_applied"]
@@ -1037,7 +1095,8 @@ def outcome_figures(history, final):
     unattributed = None
     if final:
         unattributed = sum(1 for v in range(1, final_version + 1) if not history.ids_at.get((final["epoch"], v)))
-    return {"actions": len(actions), "acked": outcomes["ack"], "late_acks": sum(a.late for a in actions if a.outcome == "ack"),
+    return {"actions": len(actions), "resends": history.resends, "acked": outcomes["ack"],
+            "late_acks": sum(a.late for a in actions if a.outcome == "ack"),
             "timeouts": outcomes["timeout"], "lost": outcomes["lost"], "applied_unknown": outcomes["unknown"],
             "unknown_by_code": dict(unknown_by_code), "not_applied": outcomes["not_applied"],
             "not_applied_by_code": dict(refused_by_code), "final_version": final_version,
@@ -1050,7 +1109,7 @@ def print_summary(options, figures, checks, faults, clients, clock):
     print("\n== Jepsen summary")
     print(f"seed {options.seed}, {options.seconds:g} s of faults, {options.clients} clients, faults "
           f"{','.join(options.faults)} every {options.fault_every:g} s, lease {options.lease_seconds:g} s")
-    print(f"actions {f['actions']}: acked {f['acked']} ({f['late_acks']} after the client's timeout), "
+    print(f"actions {f['actions']} ({f['resends']} resends): acked {f['acked']} ({f['late_acks']} after the client's timeout), "
           f"unknown {f['timeouts'] + f['lost'] + f['applied_unknown']} (timeout {f['timeouts']}, lost {f['lost']}, "
           f"applied:unknown {f['applied_unknown']} {f['unknown_by_code']}), not applied {f['not_applied']} "
           f"{f['not_applied_by_code']}")
@@ -1145,7 +1204,7 @@ async def run(options):
         checks = [check_acks(history, clock), check_count(history, final), check_refusals(history, clock),
                   check_nodes_agree(snapshots, len(cluster.nodes)), check_forks(history),
                   check_mirrors(clients, final), check_recovery(nemesis.faults, history.actions, clock),
-                  check_epochs(history), check_crashes(cluster)]
+                  check_epochs(history), check_crashes(cluster), check_resends(history, options)]
         if problems:
             checks.append(Check(10, "the cluster healed at the end", False, "; ".join(problems)))
         passed = all(c.passed for c in checks)
@@ -1190,6 +1249,8 @@ def parse_options(argv):
     parser.add_argument("--action-timeout", type=float, default=10,
                         help="seconds a client waits for an action's reply before counting it unknown (default 10)")
     parser.add_argument("--think-ms", type=float, default=5, help="most milliseconds a client waits between actions (default 5)")
+    parser.add_argument("--no-resend", dest="resend", action="store_false",
+                        help="send each action once, without a number (seq): unknown outcomes stay unknown")
     parser.add_argument("--seed", type=int, help="seed of the nemesis rotation and targets (default: random, printed)")
     parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, stores) after a pass")
