@@ -50,6 +50,8 @@ struct LoadConfiguration: Sendable {
     var kind = "bench"
     /// Subscribers join with presence (`--presence`; the kind must keep presence: `bench-presence`).
     var presence = false
+    /// Publishers say a hello with a client id and number their actions (`--numbered`).
+    var numbered = false
     /// Loopback source addresses the subscribers are spread over (`--source-addresses`; 0: none).
     var sourceAddresses = 0
 

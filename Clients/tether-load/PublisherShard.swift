@@ -149,6 +149,12 @@ final class PublisherShard: @unchecked Sendable {
         switch message {
         case .hello:
             if !publisher.ready {
+                if configuration.numbered, let connection = publisher.connection {
+                    // 22 characters of the run tag and the publisher's index: a client id per publisher.
+                    let client = Array("load-\(configuration.runTag)-\(publisher.index)-numbered-client".utf8.prefix(64))
+                    let hello = ClientMessage.hello(client: String(decoding: client, as: UTF8.self)).encoded()
+                    hello.withUnsafeBytes { _ = connection.sendText($0) }
+                }
                 publisher.ready = true
                 counters.ready += 1
             }
@@ -198,6 +204,10 @@ final class PublisherShard: @unchecked Sendable {
         frame.append(contentsOf: padding)
         append(#""}},"id":"#)
         appendInt(id)
+        if configuration.numbered {
+            append(#","seq":"#)  // ids grow per publisher: they serve as its action numbers
+            appendInt(id)
+        }
         frame.append(Byte.closeBrace)
     }
 

@@ -29,6 +29,7 @@ extension RunOutcome {
         out.add("warmup_s", c.warmup)
         out.add("payload_bytes", c.payloadBytes)
         out.add("compression", c.compression)
+        out.add("numbered", c.numbered)
         out.add("churn_per_s", c.churn)
         out.add("threads", c.threads)
         out.add("batch_us", c.batchNanos / 1000)

@@ -70,6 +70,9 @@ struct TetherLoad: ParsableCommand {
     @Flag(help: "Subscribers join with presence ({\"name\": \"tether-load\"}): with --kind bench-presence, each join and leave is a presence change every member receives.")
     var presence = false
 
+    @Flag(help: "Publishers say a hello with a client id and number their actions (seq), as clients that send an action again do: the rooms keep each number's outcome.")
+    var numbered = false
+
     @Option(help: "Publisher connections (in addition to --clients). tetherd limits each connection to 1,000 actions/s by default.")
     var publishers = 1
 
@@ -243,6 +246,7 @@ struct TetherLoad: ParsableCommand {
             runTag: Int.random(in: 1..<(1 << 30)))
         configuration.kind = kind
         configuration.presence = presence
+        configuration.numbered = numbered
         configuration.sourceAddresses = sourceAddresses
         let runner = LoadRun(configuration: configuration, showProgress: !quiet, label: label)
         let outcome = runner.run()
