@@ -327,7 +327,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 lastSequence = snapshot.sequence
                 lastSnapshotVersion = snapshot.version
                 outcomes = ActionOutcomes()
-                for (number, version) in snapshot.actions { outcomes.record(number, .applied(version: version)) }
+                outcomes.record(applied: snapshot.actions)
             }
             catchUp()
         }
@@ -426,7 +426,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             // own, from what its sessions hold (robust against stale messages).
             let given = entry.projections?[node.name]?.objectValue
             let changes = given == nil ? [:] : followers.updateViews { viewer in given![viewer.id]?.objectValue }
-            for (number, version) in entry.actions { outcomes.record(number, .applied(version: version)) }
+            outcomes.record(applied: entry.actions)
             let deliveries = followers.follow(patch, changes: changes)
             if !deliveries.isEmpty { output.deliver(deliveries) }
         }
@@ -848,7 +848,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             }
             var frame = first.frame
             var projections = firstProjections
-            var actions: [(number: ActionNumber, version: Int)] = firstApplied.map { [($0, first.version)] } ?? []
+            var actions: [AppliedAction] = firstApplied.map { [($0, first.version)] } ?? []
             if count > 1 {
                 projections = nil
                 actions = []

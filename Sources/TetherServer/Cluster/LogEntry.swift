@@ -32,7 +32,7 @@ struct LogEntry: Sendable {
     /// The numbered actions its steps applied, at which version (header `Tether-Actions`,
     /// `[[client, seq, version], ...]`): every node's replica keeps them, so a new owner
     /// answers their repeats (Rooms/ActionOutcomes.swift).
-    var actions: [(number: ActionNumber, version: Int)] = []
+    var actions: [AppliedAction] = []
 
     var headers: NATSHeaders {
         var headers: NATSHeaders = ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
@@ -60,7 +60,7 @@ struct LogEntry: Sendable {
     }
 
     init(kind: Kind, epoch: String, from: Int, version: Int, node: String, term: String, frame: [UInt8], projections: JSON? = nil,
-         actions: [(number: ActionNumber, version: Int)] = []) {
+         actions: [AppliedAction] = []) {
         self.kind = kind
         self.epoch = epoch
         self.from = from
@@ -97,7 +97,7 @@ struct ClusterSnapshot: Sendable {
     var sequence: UInt64
     var state: JSON
     /// The numbered actions' outcomes the room remembers at `version` (`ActionOutcomes.applied`).
-    var actions: [(number: ActionNumber, version: Int)] = []
+    var actions: [AppliedAction] = []
 
     var encoded: [UInt8] {
         var object: [String: JSON] = ["epoch": .string(epoch), "version": .int(version), "sequence": .int(Int(sequence)), "state": state]
@@ -105,7 +105,7 @@ struct ClusterSnapshot: Sendable {
         return JSON.object(object).encoded()
     }
 
-    init(epoch: String, version: Int, sequence: UInt64, state: JSON, actions: [(number: ActionNumber, version: Int)] = []) {
+    init(epoch: String, version: Int, sequence: UInt64, state: JSON, actions: [AppliedAction] = []) {
         self.epoch = epoch
         self.version = version
         self.sequence = sequence

@@ -23,7 +23,7 @@ struct StoredRoom {
     var state: JSON
     var patches: [PatchFrame]
     /// The numbered actions its stored steps applied, and at which version (`ActionOutcomes`).
-    var actions: [(number: ActionNumber, version: Int)] = []
+    var actions: [AppliedAction] = []
     /// When its last version step was made, in seconds since 1970 (0: not read; backups of
     /// databases older than the column are checked without it).
     var lastChange = 0

@@ -15,6 +15,9 @@ public struct ActionNumber: Hashable, Sendable {
     }
 }
 
+/// A numbered action applied at `version`: what a room's log and snapshots keep of it.
+typealias AppliedAction = (number: ActionNumber, version: Int)
+
 /// The outcomes of the numbered actions a room ran, per client, for the last `perClient` numbers
 /// of each: a repeat (a client sending an action again after its answer was lost) gets the
 /// first outcome, the same ack or error, instead of running again (docs/PROTOCOL.md, "Sending an
@@ -36,7 +39,7 @@ struct ActionOutcomes {
         var lastUsed: UInt64 = 0
     }
 
-    enum Lookup: Equatable {
+    enum Lookup {
         /// A number the room has not seen from this client: run it.
         case new
         /// Run before: its outcome.
@@ -79,6 +82,11 @@ struct ActionOutcomes {
         clients[number.client] = client
     }
 
+    /// Records applied outcomes as a log or snapshot gives them (`applied`), in their order.
+    mutating func record(applied records: [AppliedAction]) {
+        for (number, version) in records { record(number, .applied(version: version)) }
+    }
+
     /// The error for a number older than the room remembers.
     static func forgottenError(_ number: ActionNumber, oldest: Int?) -> ProtocolError {
         let remembered = oldest.map { "it remembers your numbers from \($0) on" } ?? "it remembers none of yours"
@@ -86,11 +94,9 @@ struct ActionOutcomes {
                              applied: .unknown)
     }
 
-    var clientCount: Int { clients.count }
-
     /// The applied outcomes, for a log or snapshot that carries them: a room restored from it
     /// answers their repeats (`record` each, in order).
-    var applied: [(number: ActionNumber, version: Int)] {
+    var applied: [AppliedAction] {
         clients.flatMap { client, record in
             record.numbers.compactMap { entry in entry.version >= 0 ? (ActionNumber(client: client, seq: entry.seq), entry.version) : nil }
         }
@@ -98,11 +104,11 @@ struct ActionOutcomes {
 
     /// `applied`-style records as JSON, `[[client, seq, version], ...]` (a cluster's log entries
     /// and snapshots carry them).
-    static func json(_ records: [(number: ActionNumber, version: Int)]) -> JSON {
+    static func json(_ records: [AppliedAction]) -> JSON {
         .array(records.map { [.string($0.number.client), .int($0.number.seq), .int($0.version)] })
     }
 
-    static func records(_ json: JSON?) -> [(number: ActionNumber, version: Int)] {
+    static func records(_ json: JSON?) -> [AppliedAction] {
         (json?.arrayValue ?? []).compactMap { item in
             guard let fields = item.arrayValue, fields.count == 3, let client = fields[0].stringValue,
                   let seq = fields[1].intValue, let version = fields[2].intValue else { return nil }

@@ -161,7 +161,7 @@ actor Room: RoomEndpoint {
             if let stored = try log.restore() {
                 try host.restore(from: stored.state)
                 followers.restart(epoch: stored.epoch, version: stored.version, patches: stored.patches)
-                for (number, version) in stored.actions { outcomes.record(number, .applied(version: version)) }
+                outcomes.record(applied: stored.actions)
                 if stored.lastChange > 0 { published.lastChange = stored.lastChange }
                 logger.debug("room \(name) restored at version \(version) of epoch \(epoch)")
                 return
