@@ -17,8 +17,14 @@ public struct ClientOptions: Sendable {
     public var trust: TLSTrust = .system
     /// Reconnect after a drop: exponential backoff with jitter, capped.
     public var reconnect = ReconnectPolicy()
-    /// An action without an ack by then fails with `TetherClientError.timedOut`.
+    /// How long an action may wait to be sent (queued while not connected) before it fails with
+    /// `TetherClientError.notSent`; `send` takes its own. Once sent, an action waits for its
+    /// answer as long as the client lives (docs/CLIENTS.md, "Actions"). Also the time a
+    /// `describe` or presence update waits for its answer.
     public var actionTimeout: Duration = .seconds(10)
+    /// Actions waiting for their answers, queued or sent, at most; past it `send` fails at once
+    /// with `TetherClientError.queueFull`.
+    public var maxQueuedActions = 1_000
     public var maxMessageBytes = 16 << 20
     /// Offer permessage-deflate: a server started with `--compression on` then sends its large
     /// frames (snapshots, big patches) compressed. Costs the client an inflate per such frame.

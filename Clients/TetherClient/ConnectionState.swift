@@ -1,4 +1,5 @@
 import TetherProtocol
+import TetherTransport
 
 /// What a client's connection is doing, for a status bar.
 public enum ConnectionState: Equatable, Sendable, CustomStringConvertible {
@@ -23,6 +24,14 @@ public enum ConnectionState: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Reconnecting after a failure that waiting may heal: nothing answers yet (a server starting
+    /// or restarting), or a connection that was up dropped. False for one it will not heal: a
+    /// host name that does not resolve, a TLS mismatch, an HTTP answer.
+    public var mayHealByWaiting: Bool {
+        guard case .reconnecting(_, let reason) = self else { return false }
+        return !reason.hasPrefix("cannot connect") || ConnectionFailure.mayHealByWaiting(reason)
+    }
+
     public var isConnected: Bool {
         switch self {
         case .live, .resynced: return true
@@ -31,36 +40,45 @@ public enum ConnectionState: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Why a request failed, and whether it may have been applied (`applied`): a retry after
-/// `.no` is safe; after `.unknown` it may apply the request a second time.
+/// Why a request failed, and whether it may have been applied (`applied`). For an action the
+/// answer is certain while the client lives (docs/CLIENTS.md, "Actions"): only `.closed` (and the
+/// server's `stale_action`) leave it unknown.
 public enum TetherClientError: Error, Equatable, CustomStringConvertible {
     /// The server answered with an error; its `applied` says whether the request changed anything.
     case server(ProtocolError)
-    /// Not connected, so nothing was sent and nothing applied (`reason` says why: the failed
-    /// connection, or the state the client is in).
+    /// An action that was never sent (its time to be sent ran out, or the client closed first):
+    /// not applied, and it never will be.
+    case notSent(String)
+    /// `ClientOptions.maxQueuedActions` actions are waiting already: this one was not queued.
+    case queueFull(limit: Int)
+    /// Not connected (`reason` says why): the request was not made, or its connection dropped
+    /// before a request that is not an action (`describe`) was answered.
     case notConnected(String)
-    /// The connection dropped after the request was sent, before its answer: it may have been applied.
-    case disconnected(String)
-    /// No answer within `ClientOptions.actionTimeout`: it may have been applied.
+    /// No answer in time to a request that is not an action (`describe`, presence, room
+    /// administration): it may have been applied.
     case timedOut
-    /// `close()` was called while the answer was awaited: it may have been applied.
+    /// An administration request (HTTP) failed on the way: it may have been applied.
+    case requestFailed(String)
+    /// `close()` was called while a sent action awaited its answer: it may have been applied.
     case closed
 
     /// Whether the failed request may have changed anything on the server.
     public var applied: ProtocolError.Applied {
         switch self {
         case .server(let error): return error.applied
-        case .notConnected: return .no
-        case .disconnected, .timedOut, .closed: return .unknown
+        case .notSent, .queueFull, .notConnected: return .no
+        case .timedOut, .requestFailed, .closed: return .unknown
         }
     }
 
     public var description: String {
         switch self {
         case .server(let error): return error.description
+        case .notSent(let reason): return "not sent: \(reason)"
+        case .queueFull(let limit): return "not sent: \(limit) actions are already waiting for the server"
         case .notConnected(let reason): return "not connected: \(reason)"
-        case .disconnected(let reason): return "the connection dropped before the answer: \(reason)"
         case .timedOut: return "no answer from the server in time"
+        case .requestFailed(let reason): return "the request failed: \(reason)"
         case .closed: return "the client was closed before the answer"
         }
     }

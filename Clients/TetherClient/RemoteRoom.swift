@@ -104,12 +104,12 @@ public final class RemoteRoom {
 
     // MARK: Acting
 
-    /// Sends an action to this room; returns the ack's version or throws the server's error.
-    /// `lateAnswer` hears an answer that comes after `.timedOut` (`TetherClient.send`).
+    /// Sends an action to this room; returns the ack's version or throws the server's error
+    /// (`TetherClient.send`: queued while not connected, run once).
     @discardableResult
-    public func send(_ action: String, _ args: JSON? = nil, lateAnswer: ((Result<Int, TetherClientError>) -> Void)? = nil) async throws -> Int {
-        guard let client else { throw TetherClientError.notConnected("the client no longer exists") }
-        return try await client.send(action, to: name, args: args, lateAnswer: lateAnswer)
+    public func send(_ action: String, _ args: JSON? = nil, timeout: Duration? = nil) async throws -> Int {
+        guard let client else { throw TetherClientError.notSent("the client no longer exists") }
+        return try await client.send(action, to: name, args: args, timeout: timeout)
     }
 
     /// Unsubscribes; the mirror stops changing (and lists no members).

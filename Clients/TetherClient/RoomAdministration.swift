@@ -44,7 +44,7 @@ public struct RoomAdministration: Sendable {
             client = try SharedTransport.client(trust: options.trust, maxMessageBytes: options.maxMessageBytes,
                                                 logger: Logger(label: "tether.admin"))
         } catch {
-            throw TetherClientError.disconnected("\(error)")
+            throw TetherClientError.notConnected("\(error)")
         }
         do {
             let response = try await client.request(method, path: path, on: options.urls[0],
@@ -53,7 +53,7 @@ public struct RoomAdministration: Sendable {
         } catch .timedOut {
             throw TetherClientError.timedOut
         } catch {
-            throw TetherClientError.disconnected(error.description)
+            throw TetherClientError.requestFailed(error.description)
         }
     }
 }

@@ -31,12 +31,16 @@ extension RemoteRoom {
         return byUser.values.sorted()
     }
 
-    /// Replaces this connection's presence data in the room (it is sent with every rejoin too).
-    /// Throws the server's error (`invalid_args`, `too_large`, `rate_limited`).
+    /// Replaces this connection's presence data in the room (it is sent with every rejoin too,
+    /// so while not connected it waits for the next). Throws the server's error (`invalid_args`, `too_large`, `rate_limited`).
     public func setPresence(_ data: JSON) async throws {
         presenceData = data
         guard let client else { throw TetherClientError.notConnected("the client no longer exists") }
-        try await client.request { id in ClientMessage.presence(room: name, data: data, id: id) }
+        do {
+            try await client.request { id in ClientMessage.presence(room: name, data: data, id: id) }
+        } catch TetherClientError.notConnected where !client.isClosed {
+            // Not connected, or the connection dropped first: the next join carries the data.
+        }
     }
 
     // MARK: From the client

@@ -18,15 +18,19 @@ import TetherTransport
 /// Everything here runs on the main actor, like a UI's view models: observables fire there, so
 /// widgets bind to remote state exactly as to local state. The client reconnects on its own
 /// (exponential backoff with jitter) and rejoins every room with `since`, so a short outage
-/// costs patches, not snapshots.
+/// costs patches, not snapshots. Actions are numbered, queued while not connected and sent again
+/// after a drop, so each runs once and `send` returns its real outcome (docs/CLIENTS.md, "Actions").
 @MainActor
 public final class TetherClient {
     public let options: ClientOptions
     private let stateStorage = Observable(ConnectionState.connecting)
     /// Connecting, live, reconnecting, resynced, closed.
     public var connectionState: ReadOnlyObservable<ConnectionState> { stateStorage }
-    /// The round trip of the last acknowledged action.
+    /// The round trip of the last acknowledged action (from its first send to the ack).
     public let lastActionLatency = Observable<Duration?>(nil)
+    private let pendingStorage = Observable<[PendingAction]>([])
+    /// Actions waiting for their answers, in order: queued, or sent and not yet answered.
+    public var pendingActions: ReadOnlyObservable<[PendingAction]> { pendingStorage }
     /// The session id from the server's `hello`.
     public private(set) var session: String?
     /// Every frame received, decoded and raw (for `tether watch`, inspectors, logs).
@@ -42,25 +46,29 @@ public final class TetherClient {
     /// Counts links, so events of a replaced link are ignored.
     private var linkGeneration = 0
     private var reconnectAttempt = 0
-    private var isClosed = false
+    private(set) var isClosed = false
     private var rooms: [String: RemoteRoom] = [:]
-    private var pending: [Int: PendingAction] = [:]
-    /// Actions that timed out on the current connection, whose answer may still come.
-    private var lateListeners: [Int: (Result<Int, TetherClientError>) -> Void] = [:]
+    private var actions: ActionQueue
+    /// The callers of `send`, by action number.
+    private var actionWaiters: [Int: ActionWaiter] = [:]
+    /// Requests that are not actions (presence updates), by request id.
+    private var requests: [Int: CheckedContinuation<Int, any Error>] = [:]
     private var urlIndex = 0
     private var pendingDescriptions: [Int: CheckedContinuation<[KindDescription], any Error>] = [:]
-    private var nextActionID = 1
+    private var nextRequestID = 1
     private var helloWaiters: [CheckedContinuation<Void, any Error>] = []
+    /// When the queue's next pausing action is due to go again (one timer at a time).
+    private var retryScheduledAt: ContinuousClock.Instant?
 
-    private struct PendingAction {
+    private struct ActionWaiter {
         let continuation: CheckedContinuation<Int, any Error>
-        let sentAt: ContinuousClock.Instant
-        let lateAnswer: ((Result<Int, TetherClientError>) -> Void)?
+        var firstSentAt: ContinuousClock.Instant?
     }
 
     public init(options: ClientOptions, logger: Logger = Logger(label: "tether.client")) {
         self.options = options
         self.logger = logger
+        actions = ActionQueue(capacity: options.maxQueuedActions)
     }
 
     /// Starts connecting (and reconnecting). Throws at once for a URL that cannot work.
@@ -91,47 +99,114 @@ public final class TetherClient {
         return room
     }
 
-    /// Closes the connection for good; pending actions fail with `.closed` (they may have been applied).
+    /// Closes the connection for good. Actions still queued fail with `.notSent`; those sent and
+    /// unanswered with `.closed` (they may have been applied: the answer will not be heard).
     public func close() async {
         guard !isClosed else { return }
         isClosed = true
         link?.close()
-        failPending(TetherClientError.closed)
+        failRequests(TetherClientError.closed)
+        for action in actions.removeAll() {
+            finish(action.seq, .failure(action.wasSent ? .closed : .notSent("the client was closed first")))
+        }
+        publishPending()
         stateStorage.value = .closed(reason: "closed by the client")
     }
 
     // MARK: Actions
 
-    /// Sends `action` to `room` and returns the version of the ack, or throws a `TetherClientError`
-    /// whose `applied` says whether the action may have been applied.
+    /// Sends `action` to `room` and returns the version of its ack, or throws the server's error
+    /// (`TetherClientError.server`), once, with the server's outcome (docs/CLIENTS.md, "Actions").
     ///
-    /// After `.timedOut` the server may still answer on the same connection: `lateAnswer` then
-    /// hears that answer (the ack's version, or the server's error). It is not called when the
-    /// connection drops first.
+    /// The action is numbered; while not connected it waits in the queue, and fails with
+    /// `.notSent` if it could not be sent within `timeout` (default `ClientOptions.actionTimeout`).
+    /// Once sent it waits for its answer, and goes again under its number after a lost
+    /// connection: it runs once. Only `close()` leaves an answer unheard (`.closed`).
     @discardableResult
-    public func send(_ action: String, to room: String, args: JSON? = nil,
-                     lateAnswer: ((Result<Int, TetherClientError>) -> Void)? = nil) async throws -> Int {
-        try await request(lateAnswer: lateAnswer) { id in ClientMessage.action(room: room, name: action, args: args, id: id) }
+    public func send(_ action: String, to room: String, args: JSON? = nil, timeout: Duration? = nil) async throws -> Int {
+        guard !isClosed else { throw TetherClientError.notSent("the client is closed") }
+        let seq = try actions.add(room: room, name: action, args: args)
+        let timeout = timeout ?? options.actionTimeout
+        publishPending()
+        return try await withCheckedThrowingContinuation { continuation in
+            actionWaiters[seq] = ActionWaiter(continuation: continuation)
+            sendQueuedActions()
+            Task { @MainActor [weak self] in
+                try? await Task.sleep(for: timeout)
+                self?.expire(seq, after: timeout)
+            }
+        }
     }
 
-    /// Sends the request `message(id)` and waits for its ack (its version, 0 without) or error.
+    /// Sends what the queue has ready, when connected.
+    private func sendQueuedActions() {
+        guard let link, session != nil, !isClosed else { return }
+        let now = ContinuousClock.now
+        let ready = actions.take(now: now) {
+            defer { nextRequestID += 1 }
+            return nextRequestID
+        }
+        for action in ready {
+            guard let id = action.requestID else { continue }
+            if actionWaiters[action.seq]?.firstSentAt == nil { actionWaiters[action.seq]?.firstSentAt = now }
+            link.send(ClientMessage.action(room: action.room, name: action.name, args: action.args, id: id, seq: action.seq).encoded())
+        }
+        if !ready.isEmpty { publishPending() }
+        scheduleRetry()
+    }
+
+    /// Wakes the queue when its next pausing action may go again.
+    private func scheduleRetry() {
+        guard let due = actions.nextRetry, retryScheduledAt.map({ due < $0 }) ?? true else { return }
+        retryScheduledAt = due
+        Task { @MainActor [weak self] in
+            try? await Task.sleep(until: due)
+            guard let self, self.retryScheduledAt == due else { return }
+            self.retryScheduledAt = nil
+            self.sendQueuedActions()
+        }
+    }
+
+    /// Action `seq`'s time to be sent ran out: if it is still unsent, it never will be.
+    private func expire(_ seq: Int, after timeout: Duration) {
+        guard actions.expire(seq: seq) != nil else { return }
+        publishPending()
+        finish(seq, .failure(.notSent("not connected within \(timeout) (\(connectionState.value))")))
+    }
+
+    private func finish(_ seq: Int, _ result: Result<Int, TetherClientError>) {
+        guard let waiter = actionWaiters.removeValue(forKey: seq) else { return }
+        switch result {
+        case .success(let version):
+            if let sentAt = waiter.firstSentAt { lastActionLatency.value = .now - sentAt }
+            waiter.continuation.resume(returning: version)
+        case .failure(let error):
+            waiter.continuation.resume(throwing: error)
+        }
+    }
+
+    private func publishPending() {
+        let pending = actions.pending
+        if pending != pendingStorage.value { pendingStorage.value = pending }
+    }
+
+    /// Sends the request `message(id)` (not an action) and waits for its ack (its version, 0
+    /// without) or error.
     @discardableResult
-    func request(lateAnswer: ((Result<Int, TetherClientError>) -> Void)? = nil, _ message: (Int) -> ClientMessage) async throws -> Int {
+    func request(_ message: (Int) -> ClientMessage) async throws -> Int {
         guard let link, session != nil, !isClosed else {
             throw TetherClientError.notConnected(connectionState.value.description)
         }
-        let id = nextActionID
-        nextActionID += 1
+        let id = nextRequestID
+        nextRequestID += 1
         let frame = message(id).encoded()
         let timeout = options.actionTimeout
         return try await withCheckedThrowingContinuation { continuation in
-            pending[id] = PendingAction(continuation: continuation, sentAt: .now, lateAnswer: lateAnswer)
+            requests[id] = continuation
             link.send(frame)
             Task { @MainActor [weak self] in
                 try? await Task.sleep(for: timeout)
-                guard let self, let action = self.pending.removeValue(forKey: id) else { return }
-                self.lateListeners[id] = action.lateAnswer
-                action.continuation.resume(throwing: TetherClientError.timedOut)
+                self?.requests.removeValue(forKey: id)?.resume(throwing: TetherClientError.timedOut)
             }
         }
     }
@@ -145,8 +220,8 @@ public final class TetherClient {
         guard let link, session != nil, !isClosed else {
             throw TetherClientError.notConnected(connectionState.value.description)
         }
-        let id = nextActionID
-        nextActionID += 1
+        let id = nextRequestID
+        nextRequestID += 1
         let frame = ClientMessage.describe(kind: kind, id: id).encoded()
         let timeout = options.actionTimeout
         return try await withCheckedThrowingContinuation { continuation in
@@ -206,6 +281,7 @@ public final class TetherClient {
             stateStorage.value = .live
             link?.send(ClientMessage.hello(client: options.clientID, user: options.user).encoded())
             for room in rooms.values { join(room) }
+            sendQueuedActions()  // the resends first: they have the lowest numbers
             let waiters = helloWaiters
             helloWaiters.removeAll()
             for waiter in waiters { waiter.resume() }
@@ -218,21 +294,29 @@ public final class TetherClient {
         case .presencePatch(let room, let from, let version, let operations):
             rooms[room]?.receivePresencePatch(from: from, version: version, operations: operations)
         case .ack(let id, _, let version):
-            guard let action = pending.removeValue(forKey: id) else {
-                lateListeners.removeValue(forKey: id)?(.success(version ?? 0))
-                return
+            if case .acknowledged(let action, let version) = actions.acknowledge(requestID: id, version: version ?? 0) {
+                publishPending()
+                finish(action.seq, .success(version))
+                sendQueuedActions()  // the window moved
+            } else {
+                requests.removeValue(forKey: id)?.resume(returning: version ?? 0)
             }
-            lastActionLatency.value = .now - action.sentAt
-            action.continuation.resume(returning: version ?? 0)
         case .description(let id, let kinds):
             if let id { pendingDescriptions.removeValue(forKey: id)?.resume(returning: kinds) }
         case .error(let error):
-            if let id = error.id, let action = pending.removeValue(forKey: id) {
-                action.continuation.resume(throwing: TetherClientError.server(error))
+            if let id = error.id, let outcome = actions.fail(requestID: id, error, now: .now) {
+                if case .failed(let action, let error) = outcome {
+                    finish(action.seq, .failure(.server(error)))
+                    sendQueuedActions()
+                } else {
+                    logger.debug("action \(id) answered \(error.code.rawValue) (\(error.applied)); sending it again")
+                    scheduleRetry()
+                }
+                publishPending()
+            } else if let id = error.id, let request = requests.removeValue(forKey: id) {
+                request.resume(throwing: TetherClientError.server(error))
             } else if let id = error.id, let waiter = pendingDescriptions.removeValue(forKey: id) {
                 waiter.resume(throwing: TetherClientError.server(error))
-            } else if let id = error.id, let listener = lateListeners.removeValue(forKey: id) {
-                listener(.failure(.server(error)))
             } else if error.code == .roomDeleted, let name = error.room, let room = rooms.removeValue(forKey: name) {
                 // Its stream ended: the mirror keeps its last state and stops; `room(name)` joins
                 // the new, empty room (a reconnect does not, as for a room left).
@@ -250,7 +334,9 @@ public final class TetherClient {
         session = nil
         // Who was here is unknown until the rejoin's presence snapshot: show nobody, not a stale list.
         for room in rooms.values { room.forgetPresence() }
-        failPending(TetherClientError.disconnected(reason))
+        actions.connectionLost()
+        publishPending()
+        failRequests(TetherClientError.notConnected("the connection dropped before the answer: \(reason)"))
         guard options.reconnect.isEnabled else {
             stateStorage.value = .closed(reason: reason)
             let waiters = helloWaiters
@@ -280,11 +366,11 @@ public final class TetherClient {
         return String(reason[separator.upperBound...])
     }
 
-    private func failPending(_ error: TetherClientError) {
-        lateListeners.removeAll()  // their answers can only come on the connection that is gone
-        let actions = pending
-        pending.removeAll()
-        for action in actions.values { action.continuation.resume(throwing: error) }
+    /// Fails the requests that are not actions: their answers can only come on this connection.
+    private func failRequests(_ error: TetherClientError) {
+        let requests = self.requests
+        self.requests.removeAll()
+        for request in requests.values { request.resume(throwing: error) }
         let descriptions = pendingDescriptions
         pendingDescriptions.removeAll()
         for waiter in descriptions.values { waiter.resume(throwing: error) }

@@ -35,12 +35,40 @@ enum OneShot {
         return client
     }
 
+    /// `tether send`: waits up to `timeout` for the connection while nothing answers (a server
+    /// starting or restarting) and for the answer, sending the action again after a drop, so it
+    /// runs once. A connection that waiting cannot fix (TLS, host name, HTTP) fails at once.
     static func send(options: ClientOptions, room: String, action: String, args: JSONArgs?, timeout: Duration) async throws {
-        // The raw answer frames, to print them exactly as received: by action id, and the join's
+        var options = options
+        options.reconnect.isEnabled = true
+        let client = TetherClient(options: options, logger: Logger(label: "tether.send"))
+        do {
+            try client.connect()
+        } catch {
+            throw Output.failure("cannot connect to \(options.url): \(Output.describe(error))")
+        }
+        let deadline = ContinuousClock.now + timeout
+        var everConnected = false
+        let connection = client.connectionState.bind { state in
+            if state.isConnected { everConnected = true }
+            guard case .reconnecting(_, let reason) = state, !everConnected, !state.mayHealByWaiting else { return }
+            Output.printError(reason)
+            Glibc.exit(Output.connectionFailure)
+        }
+        defer { connection.cancel() }
+        // Past the deadline a sent action's answer will not be heard. An unsent one fails just
+        // before, by its own timeout, with the connection's last reason.
+        let watchdog = Task { @MainActor in
+            try await Task.sleep(until: deadline + .milliseconds(250))
+            Output.printError("sent, but no answer within \(timeout); it may or may not have been applied")
+            Glibc.exit(Output.outcomeUnknown)
+        }
+        defer { watchdog.cancel() }
+
+        // The raw answer frames, to print them exactly as received: by request id, and the join's
         // refusal (an error about the room with no id).
         var answers: [Int: [UInt8]] = [:]
         var joinRefusal: [UInt8]?
-        let client = try await connectedClient(options: options, timeout: timeout, label: "tether.send")
         client.onMessage = { message, raw in
             switch message {
             case .ack(let id, _, _): answers[id] = raw
@@ -53,7 +81,6 @@ enum OneShot {
         // With a token the server only takes actions on joined rooms: join first.
         if options.token != nil {
             let mirror = client.room(room)
-            let deadline = ContinuousClock.now + timeout
             while !mirror.isSynced, mirror.lastError.value == nil, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -65,13 +92,25 @@ enum OneShot {
         }
 
         do {
-            _ = try await client.send(action, to: room, args: args?.value)
-            if let raw = answers.values.first { Output.writeLine(raw) }
+            let version = try await client.send(action, to: room, args: args?.value, timeout: deadline - .now)
+            if let raw = answers.values.first(where: { Self.isAck($0, version: version) }) { Output.writeLine(raw) }
             await client.close()
+        } catch TetherClientError.notSent {
+            let state = client.connectionState.value
+            await client.close()
+            let reason: String
+            if case .reconnecting(_, let last) = state { reason = last } else { reason = "not connected (\(state))" }
+            throw Output.failure("\(reason) (tried for \(timeout)); not sent, not applied", code: Output.connectionFailure)
         } catch let error as TetherClientError {
             if case .server(let refusal) = error, let id = refusal.id, let raw = answers[id] { Output.writeLine(raw) }
             await client.close()
             throw Output.actionFailure(error)
         }
+    }
+
+    /// Whether `raw` is an ack with `version` (a resent action may have had earlier, lost requests).
+    private static func isAck(_ raw: [UInt8], version: Int) -> Bool {
+        guard case .ack(_, _, let acked)? = try? raw.withUnsafeBytes({ try ServerMessage.decode($0) }) else { return false }
+        return (acked ?? 0) == version
     }
 }

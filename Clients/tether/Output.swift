@@ -60,7 +60,7 @@ enum Output {
     /// tells a script the same: 1 not sent, 2 refused (not applied), 3 it may have been applied.
     static func actionFailure(_ error: TetherClientError) -> ExitCode {
         switch error {
-        case .notConnected(let reason): return failure("not sent (\(reason)); not applied", code: connectionFailure)
+        case .notConnected(let reason), .notSent(let reason): return failure("not sent (\(reason)); not applied", code: connectionFailure)
         case _ where error.applied == .no: return failure(describe(error) + "; not applied", code: serverError)
         default: return failure(describe(error) + "; it may or may not have been applied", code: outcomeUnknown)
         }

@@ -15,11 +15,8 @@ final class ScreenContext {
     weak var application: Application?
     /// The screen's key hints, most important first; the shell adds "Tab focus" and "q quit".
     let hints = Observable<[String]>([])
-    /// Hears the outcome of every action sent through `send`: the ack's version, or the error.
-    var onActionResult: (SentAction, Result<Int, any Error>) -> Void = { _, _ in }
-    /// Hears the answer to an action that timed out, when it comes after all.
-    var onLateAnswer: (SentAction, Result<Int, TetherClientError>) -> Void = { _, _ in }
-    private var sentActions = 0
+    /// Hears the outcome of every action sent through `send` (its name): the ack's version, or the error.
+    var onActionResult: (String, Result<Int, any Error>) -> Void = { _, _ in }
     /// Hears problems the screen words itself: a mistake in what the user typed, caught before
     /// sending anything, or a refusal `send` was given words for.
     var onProblem: (String) -> Void = { _ in }
@@ -99,17 +96,15 @@ final class ScreenContext {
     /// own words, for `onProblem`: "eggs was deleted" rather than an id the user never saw.
     @discardableResult
     func send(_ action: String, _ args: JSON? = nil, explain: (ProtocolError) -> String? = { _ in nil }) async -> Int? {
-        sentActions += 1
-        let sent = SentAction(name: action, serial: sentActions, epoch: room.epoch, version: room.version)
         do {
-            let version = try await room.send(action, args) { [weak self] answer in self?.onLateAnswer(sent, answer) }
-            onActionResult(sent, .success(version))
+            let version = try await room.send(action, args)
+            onActionResult(action, .success(version))
             return version
         } catch {
             if case .server(let refusal)? = error as? TetherClientError, refusal.applied == .no, let words = explain(refusal) {
                 onProblem(words)
             } else {
-                onActionResult(sent, .failure(error))
+                onActionResult(action, .failure(error))
             }
             return nil
         }
@@ -164,14 +159,4 @@ final class ScreenContext {
     private final class Flag {
         var isSet = false
     }
-}
-
-/// An action sent through `ScreenContext.send`, with the point of the room's history the user
-/// saw when sending it: what its unknown outcome is later compared with.
-struct SentAction {
-    let name: String
-    /// Tells sends apart.
-    let serial: Int
-    let epoch: String?
-    let version: Int?
 }

@@ -10,17 +10,18 @@ import TetherTUI
 /// room's state), live, reconnecting (with the reason), not joined (the server refused the room),
 /// closed. Transient news ("resynced from a snapshot") disappears after `transientDuration`.
 ///
-/// The notice line says what happened to an action that failed: not sent (pressed while
-/// disconnected: it is dropped, not queued, and the notice says so), refused by the server ("✗":
-/// not applied), or of unknown outcome ("?": unanswered, or the server lost track of it). It
-/// clears on the next action that succeeds, when the connection comes back, or after
-/// `noticeDuration`; except "?", which stays until what happened is known (`Unsettled`) and is
-/// then replaced by what is known.
+/// The notice line says what happened to an action that failed: refused by the server ("✗": not
+/// applied), or not sent (it waited in the client's queue longer than `--timeout`). It clears on
+/// the next action that succeeds, when the connection comes back, or after `noticeDuration`.
+/// Presses waiting for the server (queued while disconnected, or sent and unanswered) show on
+/// the waiting line: at once while disconnected, after `waitingDelay` while connected, so a
+/// normal round trip never flickers it.
 @MainActor
 final class Shell {
     let root: Stack
     let status = StatusBar()
     let notice = Label("", style: Shell.problemStyle, wraps: true)
+    let waiting = Label("", style: Shell.waitingStyle, wraps: true)
     let hintBar = HintBar()
     let screen: any Screen
     let context: ScreenContext
@@ -28,6 +29,7 @@ final class Shell {
     let refusal = Label("", wraps: true)
     var transientDuration: Duration = .seconds(5)
     var noticeDuration: Duration = .seconds(10)
+    var waitingDelay: Duration = .milliseconds(500)
 
     private let client: TetherClient
     private let frame: Box
@@ -37,25 +39,7 @@ final class Shell {
     private var noticeGeneration = 0
     /// True while the notice is about an action that could not be sent for lack of a connection.
     private var noticeIsAboutTheConnection = false
-    /// True while the notice is a "?" waiting to be settled (it does not expire).
-    private var noticeWaits = false
-    /// The last action whose outcome is unknown, until something tells what became of it.
-    private var unsettled: Unsettled?
-
-    /// What will tell the outcome of an unanswered action.
-    private struct Unsettled {
-        enum Evidence: Equatable {
-            /// Its answer, late, on the connection it was sent on (it timed out).
-            case lateAnswer
-            /// The room's state once the client is back (the connection dropped); `reconnected`
-            /// once it is connected again.
-            case rejoin(reconnected: Bool)
-            /// The room's next version seen, by a patch, snapshot or ack (the server lost track).
-            case nextVersion
-        }
-        let action: SentAction
-        var evidence: Evidence
-    }
+    private var waitingGeneration = 0
 
     init(client: TetherClient, context: ScreenContext, inspector: Bool = false) {
         self.client = client
@@ -68,7 +52,8 @@ final class Shell {
         frame = Box(title: "tether · \(room.name)", padding: 1, content)
         frame.borderlessBelow = Size(width: 50, height: 14)
         notice.isHidden = true
-        root = Stack(.vertical, [frame, notice, hintBar, status])
+        waiting.isHidden = true
+        root = Stack(.vertical, [frame, notice, waiting, hintBar, status])
         root.setSize(.fill(), of: frame)
         status.room = room.name
         hintBar.pinned = ["q quit"]
@@ -79,16 +64,16 @@ final class Shell {
             connection = state
             if case .resynced(let name) = state { showTransient("\(name) resynced from a snapshot") }
             if state.isConnected, !wasConnected, noticeIsAboutTheConnection { clearNotice() }
-            followConnection(state)
+            updateWaiting()
             updateStatus()
         }.store(in: context.bag)
         let bar = status
         client.lastActionLatency.bind { bar.latency = $0 }.store(in: context.bag)
         room.observeChanges { [weak self, unowned room] _ in
             bar.version = room.version
-            self?.roomChanged()
             self?.updateStatus()
         }.store(in: context.bag)
+        client.pendingActions.bind { [weak self] _ in self?.updateWaiting() }.store(in: context.bag)
         room.lastError.observe { [weak self] error in
             guard let self, let error else { return }
             if room.isSynced {
@@ -98,7 +83,6 @@ final class Shell {
         }.store(in: context.bag)
         context.hints.bind { [weak self] _ in self?.updateHints() }.store(in: context.bag)
         context.onActionResult = { [weak self] action, result in self?.actionFinished(action, result) }
-        context.onLateAnswer = { [weak self] action, answer in self?.lateAnswer(action, answer) }
         context.onProblem = { [weak self] problem in self?.showNotice("✗ " + problem) }
     }
 
@@ -183,98 +167,55 @@ final class Shell {
 
     // MARK: Notices
 
-    private func actionFinished(_ action: SentAction, _ result: Result<Int, any Error>) {
-        let error: any Error
+    private func actionFinished(_ action: String, _ result: Result<Int, any Error>) {
         switch result {
-        case .success(let version):
-            if unsettled?.evidence == .nextVersion {
-                settle(epoch: context.room.epoch, version: version)
-            } else if !noticeWaits {
-                clearNotice()  // a "?" stays: this success says nothing about that action
-            }
-            return
-        case .failure(let failure):
-            error = failure
-        }
-        switch error {
-        case TetherClientError.notConnected:
-            showNotice("✗ \(action.name) was not sent: not connected to the server; press again once live", aboutTheConnection: true)
-        case TetherClientError.closed:
+        case .success:
+            clearNotice()
+        case .failure(TetherClientError.notSent(let reason)):
+            showNotice("✗ \(action) was not sent (\(reason)); press again once live", aboutTheConnection: true)
+        case .failure(TetherClientError.closed):
             break  // the screen is closing
-        case let error as TetherClientError where error.applied == .unknown:
-            let evidence: Unsettled.Evidence
-            switch error {
-            case .timedOut where connection.isConnected: evidence = .lateAnswer
-            case .timedOut, .disconnected: evidence = .rejoin(reconnected: false)
-            default: evidence = .nextVersion
-            }
-            unsettled = Unsettled(action: action, evidence: evidence)
-            showNotice("? \(action.name): \(Output.describe(error)); it may or may not have been applied", expires: false)
-        default:
-            showNotice("✗ \(action.name): \(Output.describe(error))")
-        }
-    }
-
-    /// The answer to an action that had timed out.
-    private func lateAnswer(_ action: SentAction, _ answer: Result<Int, TetherClientError>) {
-        guard let unsettled, unsettled.action.serial == action.serial else { return }
-        switch answer {
-        case .success(let version):
-            self.unsettled = nil
-            showNotice("✓ \(action.name) was applied after all (v\(version))", style: Self.settledStyle)
-        case .failure(let error) where error.applied == .unknown:
-            self.unsettled?.evidence = .nextVersion
-            showNotice("? \(action.name): \(Output.describe(error)); it may or may not have been applied", expires: false)
+        case .failure(let error as TetherClientError) where error.applied == .unknown:
+            showNotice("? \(action): \(Output.describe(error)); the room is shown as it is now")
         case .failure(let error):
-            self.unsettled = nil
-            showNotice("✗ \(action.name): \(Output.describe(error))")
+            showNotice("✗ \(action): \(Output.describe(error))")
         }
     }
 
-    /// A dropped connection turns a wait for the late answer into a wait for the room's state
-    /// after reconnecting.
-    private func followConnection(_ state: ConnectionState) {
-        guard let evidence = unsettled?.evidence else { return }
-        if !state.isConnected, evidence == .lateAnswer || evidence == .rejoin(reconnected: true) {
-            unsettled?.evidence = .rejoin(reconnected: false)
-        } else if state.isConnected, evidence == .rejoin(reconnected: false) {
-            unsettled?.evidence = .rejoin(reconnected: true)
+    /// Shows how many presses wait for the server: at once while not connected (they go when the
+    /// connection is back), else only once one has waited `waitingDelay`.
+    private func updateWaiting() {
+        waitingGeneration += 1
+        let count = client.pendingActions.value.count
+        guard count > 0 else {
+            waiting.isHidden = true
+            return
         }
-    }
-
-    private func roomChanged() {
-        guard let evidence = unsettled?.evidence, evidence == .nextVersion || evidence == .rejoin(reconnected: true) else { return }
-        settle(epoch: context.room.epoch, version: context.room.version)
-    }
-
-    /// Says what the room's point `epoch`/`version`, reached after the unsettled action's fate
-    /// was sealed, tells about it: nothing changed since it was sent, so it was not applied; or
-    /// the room changed, by it or by others, and the screen shows the result.
-    private func settle(epoch: String?, version: Int?) {
-        guard let action = unsettled?.action else { return }
-        unsettled = nil
-        let name = action.name
-        if let version, epoch != nil, epoch == action.epoch, version == action.version {
-            showNotice("✗ \(name) was not applied: the room is still at v\(version); press again if you meant it")
-        } else if let version, let sent = action.version, epoch == action.epoch {
-            showNotice("? \(name): still unknown whether it was applied; the room changed since (v\(sent) → v\(version)), as shown")
-        } else {
-            showNotice("? \(name): still unknown whether it was applied; the room is shown as it is now")
+        let presses = count == 1 ? "1 press" : "\(count) presses"
+        guard connection.isConnected else {
+            waiting.text = "\(presses) waiting for the server: sent when the connection is back"
+            waiting.isHidden = false
+            return
+        }
+        let generation = waitingGeneration
+        let delay = waitingDelay
+        Task { @MainActor [weak self] in
+            try? await Task.sleep(for: delay)
+            guard let self, self.waitingGeneration == generation else { return }
+            self.waiting.text = "\(presses) waiting for the server"
+            self.waiting.isHidden = false
         }
     }
 
     static let problemStyle = Style(fg: .red, bold: true)
-    static let settledStyle = Style(fg: .green, bold: true)
+    static let waitingStyle = Style(fg: .yellow)
 
-    /// Shows `text` on the notice line; it clears after `noticeDuration` unless `expires` is false.
-    private func showNotice(_ text: String, style: Style = Shell.problemStyle, aboutTheConnection: Bool = false, expires: Bool = true) {
+    /// Shows `text` on the notice line; it clears after `noticeDuration`.
+    private func showNotice(_ text: String, aboutTheConnection: Bool = false) {
         notice.text = text
-        notice.style = style
         notice.isHidden = false
         noticeIsAboutTheConnection = aboutTheConnection
-        noticeWaits = !expires
         noticeGeneration += 1
-        guard expires else { return }
         let generation = noticeGeneration
         let duration = noticeDuration
         Task { @MainActor [weak self] in
@@ -289,7 +230,6 @@ final class Shell {
         notice.text = ""
         notice.isHidden = true
         noticeIsAboutTheConnection = false
-        noticeWaits = false
     }
 
     // MARK: Hints

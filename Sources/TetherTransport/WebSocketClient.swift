@@ -248,7 +248,7 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
 /// internal strings ("connect SSL err 1", "read failed", "HS: ws upgrade response not 101"), and
 /// the same few mistakes (wss:// to a plain server, ws:// to a TLS one, a misspelt host, a server
 /// that is not there) deserve an answer a user can act on.
-struct ConnectionFailure {
+public struct ConnectionFailure {
     /// lws' reason for the failure (may be empty).
     var lwsReason: String
     /// lws error lines logged while connecting (certificate verification details...).
@@ -295,7 +295,7 @@ struct ConnectionFailure {
                 + "(a plain ws:// server); try \(url(secure: false))"
         }
         if lower.contains("unable to connect") || lower.contains("connect failed") || lower.contains("refused") {
-            return "nothing answers at \(address) (connection refused or host unreachable); "
+            return Self.nothingAnswers + " \(address) (connection refused or host unreachable); "
                 + "check that the server is running and the host and port in the URL"
         }
         if lower.contains("timed out") || lower.contains("timeout") {
@@ -312,6 +312,15 @@ struct ConnectionFailure {
             return "\(address) refused the WebSocket handshake (\(lwsReason)); check that it is a Tether server"
         }
         return lwsReason.isEmpty ? "the connection to \(address) failed" : lwsReason
+    }
+
+    static let nothingAnswers = "nothing answers at"
+
+    /// Whether a failed connection's reason (an `explanation`, maybe after "cannot connect to
+    /// URL: ") may heal by waiting: nothing listens yet (a server starting or restarting). A host
+    /// that does not resolve, a TLS mismatch or an HTTP answer will not.
+    public static func mayHealByWaiting(_ reason: String) -> Bool {
+        reason.contains(nothingAnswers)
     }
 
     /// "SSL error: self-signed certificate (preverify_ok=0;err=18;depth=0)" as "self-signed certificate".

@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import Testing
 import TetherJSON
@@ -66,16 +67,20 @@ struct ScriptingTests {
         #expect(try jsonLines(wrongType.stdout).first?["code"] == "invalid_args")
     }
 
-    /// Exit 2 and "not applied" for an error that says so; exit 3 and "may or may not have been
-    /// applied" when the outcome is unknown: the server says so, or no answer comes in time.
+    /// Exit 2 and "not applied" for an error that settles the action; an action whose answer is
+    /// lost goes again under its number (once answered, exit 0); exit 3 and "may or may not have
+    /// been applied" only when `--timeout` ends the wait with the action sent and unanswered.
     @Test func sendTellsWhetherTheActionWasApplied() async throws {
         let hello = #"{"type":"hello","protocol":1,"server":"scripted","session":"s1"}"#
+        let drops = Mutex(0)
         let server = try ScriptedServer(greeting: [hello]) { text in
             guard let request = try? JSONParser().parse(text), let id = request["id"]?.intValue else { return [] }
             let error = #"{"type":"error","code":"unavailable","message":"owner lost","id":\#(id),"room":"r","applied":"#
             switch request["name"]?.stringValue {
             case "refuse": return [error + "false}"]
             case "lose": return [error + #""unknown"}"#]
+            // Unanswered the first time (the test drops the connection), acked when sent again.
+            case "drop" where drops.withLock({ $0 += 1; return $0 }) > 1: return [#"{"type":"ack","id":\#(id),"room":"r","version":4}"#]
             default: return []
             }
         }
@@ -86,24 +91,39 @@ struct ScriptingTests {
         #expect(try jsonLines(refused.stdout).first?["applied"] == false)
         #expect(refused.stderr == "tether: unavailable: owner lost; not applied\n", "\(refused.stderr)")
 
-        let lost = try await runTether(["send", "--url", server.url, "r", "lose"])
+        // "unknown" is sent again, under the same number, until --timeout.
+        let lost = try await runTether(["send", "--url", server.url, "--timeout", "1", "r", "lose"])
         #expect(lost.status == 3, "\(lost.stderr)")
-        #expect(try jsonLines(lost.stdout).first?["applied"] == "unknown")
-        #expect(lost.stderr == "tether: unavailable: owner lost; it may or may not have been applied\n", "\(lost.stderr)")
+        #expect(lost.stderr == "tether: sent, but no answer within 1.0 seconds; it may or may not have been applied\n", "\(lost.stderr)")
+        let loses = server.received.filter { $0.contains(#""name":"lose""#) }
+        #expect(loses.count >= 2 && loses.allSatisfy { $0.contains(#""seq":1"#) }, "\(loses)")
 
         let unanswered = try await runTether(["send", "--url", server.url, "--timeout", "0.5", "r", "ignore"])
         #expect(unanswered.status == 3, "\(unanswered.stderr)")
         #expect(unanswered.stdout.isEmpty)
-        #expect(unanswered.stderr == "tether: no answer from the server in time; it may or may not have been applied\n", "\(unanswered.stderr)")
+        #expect(unanswered.stderr.hasSuffix("; it may or may not have been applied\n"), "\(unanswered.stderr)")
 
-        // The connection drops after the action was sent.
+        // The connection drops after the action was sent: it goes again, and is answered once.
         async let dropped = runTether(["send", "--url", server.url, "r", "drop"])
         try await eventually("the action reaches the server") { server.received.contains { $0.contains(#""name":"drop""#) } }
         server.dropAll()
         let droppedResult = try await dropped
-        #expect(droppedResult.status == 3, "\(droppedResult.stderr)")
-        #expect(droppedResult.stderr.hasPrefix("tether: the connection dropped before the answer: "), "\(droppedResult.stderr)")
-        #expect(droppedResult.stderr.hasSuffix("; it may or may not have been applied\n"), "\(droppedResult.stderr)")
+        #expect(droppedResult.status == 0, "\(droppedResult.stderr)")
+        #expect(try jsonLines(droppedResult.stdout).first?["version"] == 4)
+        let sends = server.received.filter { $0.contains(#""name":"drop""#) }
+        #expect(sends.count == 2 && sends.allSatisfy { $0.contains(#""seq":1"#) }, "\(sends)")
+    }
+
+    /// `tether send` waits for a server that is not there yet (up to `--timeout`), and sends once it is.
+    @Test func sendWaitsForTheServer() async throws {
+        let port = try freePort()
+        async let sent = runTether(["send", "--url", "ws://127.0.0.1:\(port)", "--timeout", "20", "counter", "increment"])
+        try await Task.sleep(for: .milliseconds(700))  // a few refused attempts first
+        let daemon = try Daemon(arguments: ["--memory-only", "--port", "\(port)"])
+        defer { daemon.stop() }
+        let result = try await sent
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try jsonLines(result.stdout).first?["version"] == 1)
     }
 
     @Test func badJSONArgumentsAreRefusedBeforeConnecting() async throws {
@@ -123,7 +143,7 @@ struct ScriptingTests {
         let url = "ws://127.0.0.1:\(try freePort())"
         for arguments in [["send", "--url", url, "counter", "increment"], ["watch", "--url", url, "counter"]] {
             let start = ContinuousClock.now
-            let result = try await runTether(arguments)
+            let result = try await runTether(arguments + ["--timeout", "1"])
             #expect(result.status == 1, "\(arguments): \(result.stderr)")
             #expect(result.stdout.isEmpty)
             let lines = result.stderr.rows.filter { !$0.isEmpty }

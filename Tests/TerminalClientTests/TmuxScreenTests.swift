@@ -57,7 +57,9 @@ struct TmuxScreenTests {
         #expect(try tmux.capture("calc").rows.last(where: { $0.contains("arrows move on the keypad") }) != nil)
     }
 
-    @Test func aPressWhileTheServerIsDownSaysItWasNotSentAndLiveClearsIt() async throws {
+    /// A press while the daemon is down waits in the client's queue, says so, and counts once
+    /// the daemon is back.
+    @Test func aPressWhileTheServerIsDownWaitsAndCountsWhenItIsBack() async throws {
         let port = try freePort()
         let data = Daemon.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: data) }
@@ -65,20 +67,23 @@ struct TmuxScreenTests {
         defer { daemon.stop() }
         let tmux = try Tmux(width: 80, height: 24)
         defer { tmux.kill() }
-        try tmux.startTether("counter", ["--url", daemon.url, "counter"])
+        try tmux.startTether("counter", ["--url", daemon.url, "--timeout", "60", "counter"])
         try await tmux.waitFor("counter", "live") { $0.statusConnection == "live" && $0.contains("count: 0") }
         daemon.kill9()
         try await tmux.waitFor("counter", "reconnecting") { $0.statusConnection?.hasPrefix("reconnecting") == true }
         try tmux.type("counter", "+")
-        let down = try await tmux.waitFor("counter", "the notice") { $0.contains("✗ increment was not sent: not connected to the server") }
+        let down = try await tmux.waitFor("counter", "the waiting line") {
+            $0.contains("1 press waiting for the server: sent when the connection is back")
+        }
         #expect(down.statusConnection?.hasPrefix("reconnecting") == true)
 
         daemon = try Daemon(port: port, dataDirectory: data)
-        let back = try await tmux.waitFor("counter", "live again, nothing stale", timeout: .seconds(15)) { $0.statusConnection == "live" }
-        #expect(!back.contains("not sent") && !back.contains("not connected"), "\(back)")
+        let back = try await tmux.waitFor("counter", "live again, the press counted", timeout: .seconds(15)) {
+            $0.statusConnection == "live" && $0.contains("count: 1")
+        }
+        #expect(!back.contains("waiting for the server") && !back.contains("not sent"), "\(back)")
         let status = try #require(back.rows.last { $0.hasPrefix("● ") })
-        #expect(status.hasPrefix("● live │ room counter │ v0"), "\(status)")
-        #expect(back.contains("count: 0"), "the press was dropped, not queued")
+        #expect(status.hasPrefix("● live │ room counter │ v1"), "\(status)")
     }
 
     @Test func everyScreenStaysUsableAt80x24AndDegradesAt40x12() async throws {
