@@ -9,6 +9,9 @@ public enum RoomChange: Sendable {
     case snapshot(version: Int, resynced: Bool)
     /// Operations applied, taking the mirror from `from` to `version`.
     case patch(from: Int, version: Int, operations: [PatchOperation])
+    /// The shown state was recomputed: a prediction made or dropped, or the predictions still
+    /// waiting applied again over the server's newest state (`RemoteRoom.state`).
+    case predicted
 }
 
 /// The mirror of one room: its JSON state, epoch and version, built only from the server's
@@ -18,11 +21,17 @@ public enum RoomChange: Sendable {
 /// rejoin with `since`, and a patch that does not apply (never half-applied) makes it rejoin for
 /// a fresh snapshot.
 ///
+/// Predictions (`send(_:_:predict:)`) are applied over the server's state (`serverState`) to make
+/// the state shown (`state`), until their actions are answered (docs/CLIENTS.md, "Prediction").
+///
 /// A room does not keep its client alive: hold on to the `TetherClient` while you use it.
 @MainActor
 public final class RemoteRoom {
     public let name: String
+    /// What observers see: `serverState` with every prediction still waiting applied, in order.
     public private(set) var state: JSON = .null
+    /// The state as the server's snapshot and patches made it.
+    public private(set) var serverState: JSON = .null
     public private(set) var epoch: String?
     public private(set) var version: Int?
     /// The paths the last patch touched (for an inspector's highlight); empty after a snapshot.
@@ -50,6 +59,14 @@ public final class RemoteRoom {
     /// False while a mirror created with `since` has only followed patches: it knows the version
     /// but not the state, which only a snapshot brings.
     public private(set) var hasState: Bool
+    /// Predictions of actions not yet answered, by action number (numbers grow: in order).
+    private var predictions: [(seq: Int, predict: (inout JSON) -> Void)] = []
+    /// A patch arrived while predictions wait: `state` is recomputed `rebaseDelay` later, or at
+    /// once when an answer comes first. The ack of an action comes right behind its patch (the
+    /// server writes them together), so its prediction goes before the patch shows, and the
+    /// action is not shown twice.
+    private var rebaseScheduled = false
+    static let rebaseDelay: Duration = .milliseconds(20)
 
     init(name: String, client: TetherClient, since: ResumePoint? = nil) {
         self.name = name
@@ -106,10 +123,15 @@ public final class RemoteRoom {
 
     /// Sends an action to this room; returns the ack's version or throws the server's error
     /// (`TetherClient.send`: queued while not connected, run once).
+    ///
+    /// `predict` changes the state as the action is expected to: observers see it at once, and
+    /// until the answer the mirror shows the server's state with it applied (and any later
+    /// predictions after it); the answer drops it, so the server's own result shows.
     @discardableResult
-    public func send(_ action: String, _ args: JSON? = nil, timeout: Duration? = nil) async throws -> Int {
+    public func send(_ action: String, _ args: JSON? = nil, timeout: Duration? = nil,
+                     predict: ((inout JSON) -> Void)? = nil) async throws -> Int {
         guard let client else { throw TetherClientError.notSent("the client no longer exists") }
-        return try await client.send(action, to: name, args: args, timeout: timeout)
+        return try await client.send(action, to: name, args: args, timeout: timeout, predict: predict)
     }
 
     /// Unsubscribes; the mirror stops changing (and lists no members).
@@ -132,11 +154,51 @@ public final class RemoteRoom {
         isRejoining = version != nil
     }
 
+    // MARK: Predictions
+
+    func addPrediction(seq: Int, _ predict: @escaping (inout JSON) -> Void) {
+        predictions.append((seq, predict))
+        var shown = state
+        predict(&shown)
+        show(shown)
+    }
+
+    /// Action `seq` was answered: its prediction goes (the server's state has the action, or never will).
+    func dropPrediction(seq: Int) {
+        guard let index = predictions.firstIndex(where: { $0.seq == seq }) else { return }
+        predictions.remove(at: index)
+        rebase()
+    }
+
+    /// `state` = the server's state with the waiting predictions applied over it, in order.
+    private func rebase() {
+        rebaseScheduled = false
+        var shown = serverState
+        for prediction in predictions { prediction.predict(&shown) }
+        show(shown)
+    }
+
+    /// Shows `shown` as the state, telling the watchers whose values changed.
+    private func show(_ shown: JSON) {
+        guard shown != state else { return }
+        state = shown
+        lastChangedPaths = []
+        for watcher in pathWatchers { watcher.update(from: state) }
+        for watcher in listWatchers { watcher.rebuild(from: state.value(at: watcher.path)) }
+        prune()
+        changes.emit(.predicted)
+    }
+
+    // MARK: From the server
+
     func receiveSnapshot(epoch: String, version: Int, state: JSON) {
         let resynced = self.version != nil && (epoch != self.epoch || isRejoining || version != self.version)
         self.epoch = epoch
         self.version = version
-        self.state = state
+        serverState = state
+        var shown = state
+        for prediction in predictions { prediction.predict(&shown) }
+        self.state = shown
         hasState = true
         isRejoining = false
         lastChangedPaths = []
@@ -158,7 +220,7 @@ public final class RemoteRoom {
         }
         if hasState {
             do {
-                try state.apply(operations)  // atomic: on failure the state is unchanged
+                try serverState.apply(operations)  // atomic: on failure the state is unchanged
             } catch {
                 client?.logger.warning("room \(name): patch \(from)->\(version) does not apply (\(error)); resyncing from a snapshot")
                 client?.join(self, resume: false)
@@ -167,6 +229,18 @@ public final class RemoteRoom {
         }
         self.version = version
         isRejoining = false
+        guard predictions.isEmpty else {
+            if !rebaseScheduled {
+                rebaseScheduled = true
+                Task { @MainActor [weak self] in
+                    try? await Task.sleep(for: Self.rebaseDelay)
+                    guard let self, self.rebaseScheduled else { return }
+                    self.rebase()
+                }
+            }
+            return
+        }
+        if hasState { state = serverState }
         var changed: [JSONPointer] = []
         for operation in operations {
             if case .move(let source, _) = operation { changed.append(source) }

@@ -107,7 +107,7 @@ public final class TetherClient {
         link?.close()
         failRequests(TetherClientError.closed)
         for action in actions.removeAll() {
-            finish(action.seq, .failure(action.wasSent ? .closed : .notSent("the client was closed first")))
+            finish(action.seq, room: action.room, .failure(action.wasSent ? .closed : .notSent("the client was closed first")))
         }
         publishPending()
         stateStorage.value = .closed(reason: "closed by the client")
@@ -123,10 +123,15 @@ public final class TetherClient {
     /// Once sent it waits for its answer, and goes again under its number after a lost
     /// connection: it runs once. Only `close()` leaves an answer unheard (`.closed`).
     @discardableResult
-    public func send(_ action: String, to room: String, args: JSON? = nil, timeout: Duration? = nil) async throws -> Int {
+    ///
+    /// `predict` runs at once on the mirror of `room` (when this client has one), until the answer
+    /// (`RemoteRoom.send(_:_:predict:)`).
+    public func send(_ action: String, to room: String, args: JSON? = nil, timeout: Duration? = nil,
+                     predict: ((inout JSON) -> Void)? = nil) async throws -> Int {
         guard !isClosed else { throw TetherClientError.notSent("the client is closed") }
         let seq = try actions.add(room: room, name: action, args: args)
         let timeout = timeout ?? options.actionTimeout
+        if let predict, let mirror = rooms[room] { mirror.addPrediction(seq: seq, predict) }
         publishPending()
         return try await withCheckedThrowingContinuation { continuation in
             actionWaiters[seq] = ActionWaiter(continuation: continuation)
@@ -169,12 +174,15 @@ public final class TetherClient {
 
     /// Action `seq`'s time to be sent ran out: if it is still unsent, it never will be.
     private func expire(_ seq: Int, after timeout: Duration) {
-        guard actions.expire(seq: seq) != nil else { return }
+        guard let action = actions.expire(seq: seq) else { return }
         publishPending()
-        finish(seq, .failure(.notSent("not connected within \(timeout) (\(connectionState.value))")))
+        finish(seq, room: action.room, .failure(.notSent("not connected within \(timeout) (\(connectionState.value))")))
     }
 
-    private func finish(_ seq: Int, _ result: Result<Int, TetherClientError>) {
+    /// Answers the caller of action `seq`; its prediction goes first, so that nothing shows it
+    /// after the answer.
+    private func finish(_ seq: Int, room: String, _ result: Result<Int, TetherClientError>) {
+        rooms[room]?.dropPrediction(seq: seq)
         guard let waiter = actionWaiters.removeValue(forKey: seq) else { return }
         switch result {
         case .success(let version):
@@ -296,7 +304,7 @@ public final class TetherClient {
         case .ack(let id, _, let version):
             if case .acknowledged(let action, let version) = actions.acknowledge(requestID: id, version: version ?? 0) {
                 publishPending()
-                finish(action.seq, .success(version))
+                finish(action.seq, room: action.room, .success(version))
                 sendQueuedActions()  // the window moved
             } else {
                 requests.removeValue(forKey: id)?.resume(returning: version ?? 0)
@@ -306,7 +314,7 @@ public final class TetherClient {
         case .error(let error):
             if let id = error.id, let outcome = actions.fail(requestID: id, error, now: .now) {
                 if case .failed(let action, let error) = outcome {
-                    finish(action.seq, .failure(.server(error)))
+                    finish(action.seq, room: action.room, .failure(.server(error)))
                     sendQueuedActions()
                 } else {
                     logger.debug("action \(id) answered \(error.code.rawValue) (\(error.applied)); sending it again")

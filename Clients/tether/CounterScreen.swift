@@ -1,3 +1,4 @@
+import TetherJSON
 import TetherTUI
 
 /// `counter`: the shared count in big digits, and buttons (or + - r) to change it. The buttons
@@ -13,9 +14,9 @@ final class CounterScreen: Screen {
         let big = BigText("")
         big.showsPlainFallback = false  // the line below shows the value too
         let label = Label("waiting for the count…", alignment: .center)
-        let plus = Button("+").onPress(context.action("increment"))
-        let minus = Button("-").onPress(context.action("decrement"))
-        let reset = Button("reset").onPress(context.action("reset"))
+        let plus = Button("+").onPress(context.action("increment", predict: Self.adding(1)))
+        let minus = Button("-").onPress(context.action("decrement", predict: Self.adding(-1)))
+        let reset = Button("reset").onPress(context.action("reset", predict: { $0.set("/count", to: 0) }))
 
         context.bind(context.value("/count", as: Int.self)) { count in
             // Nothing big before the first snapshot: a lone "-" would read as a minus sign.
@@ -33,11 +34,19 @@ final class CounterScreen: Screen {
 
     func handleKey(_ key: Key) -> Bool {
         switch key {
-        case .char("+"): context.perform("increment")
-        case .char("-"): context.perform("decrement")
-        case .char("r"): context.perform("reset")
+        case .char("+"): context.perform("increment", predict: Self.adding(1))
+        case .char("-"): context.perform("decrement", predict: Self.adding(-1))
+        case .char("r"): context.perform("reset", predict: { $0.set("/count", to: 0) })
         default: return false
         }
         return true
+    }
+
+    /// The prediction of a press: the count moves at once, the server's answer settles it.
+    static func adding(_ step: Int) -> (inout JSON) -> Void {
+        { state in
+            guard let count = state["count"]?.intValue else { return }
+            state.set("/count", to: .int(count &+ step))
+        }
     }
 }

@@ -42,6 +42,8 @@ final class Inspector: Screen {
             case .patch(let from, let version, let operations):
                 let summary = operations.map { "\($0.name) \($0.path)" }.joined(separator: ", ")
                 lastPatch.text = "patch v\(from)→v\(version): \(summary)"
+            case .predicted:
+                lastPatch.text = "predicted: shown before the server's answer"
             }
             render()
         }.store(in: context.bag)

@@ -24,8 +24,10 @@ final class LoginScreen: Screen {
             Spacer(.vertical), welcome, Label("(signed in on the server)", alignment: .center), Stack.centeredRow([signOut]), Spacer(.vertical),
         ])
 
-        context.sendEdits(of: email, as: "setEmail")
-        context.sendEdits(of: password, as: "setPassword")
+        // Predicted, so the button enables as the fields fill: a burst of typing, Tab and Enter
+        // (a paste, a fast typist far from the server) signs in without waiting for the server.
+        context.sendEdits(of: email, as: "setEmail", predict: Self.predictEmail)
+        context.sendEdits(of: password, as: "setPassword", predict: Self.predictPassword)
         signIn.onPress(context.action("signIn"))
 
         context.bind("/signInEnabled", as: Bool.self, default: false) { enabled in
@@ -59,6 +61,24 @@ final class LoginScreen: Screen {
             if !password.text.isEmpty { context.perform("setPassword", ["value": .string(password.text)]) }
         }.store(in: context.bag)
         body = Stack(.vertical, [form, signedIn])
+    }
+
+    /// The server's rule for `setEmail` and `setPassword` (the Login view model): enabled exactly
+    /// when both fields hold text; an edit clears the error.
+    static func predictEmail(_ text: String) -> (inout JSON) -> Void {
+        { state in
+            state.set("/email", to: .string(text))
+            state.set("/errorMessage", to: .null)
+            state.set("/signInEnabled", to: .bool(!text.isEmpty && (state["passwordLength"]?.intValue ?? 0) > 0))
+        }
+    }
+
+    static func predictPassword(_ text: String) -> (inout JSON) -> Void {
+        { state in
+            state.set("/passwordLength", to: .int(text.count))
+            state.set("/errorMessage", to: .null)
+            state.set("/signInEnabled", to: .bool(!text.isEmpty && !(state["email"]?.stringValue ?? "").isEmpty))
+        }
     }
 
     /// English for the server's messages that come from the seeds in Korean; shown above them.

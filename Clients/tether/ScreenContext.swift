@@ -94,10 +94,13 @@ final class ScreenContext {
     /// Sends `action` to the room; its outcome goes to `onActionResult`. Returns the ack's
     /// version, nil when it failed. `explain` may put a refusal (not applied) in the screen's
     /// own words, for `onProblem`: "eggs was deleted" rather than an id the user never saw.
+    /// `predict` shows the action's expected effect at once, until the server answers
+    /// (`RemoteRoom.send(_:_:predict:)`).
     @discardableResult
-    func send(_ action: String, _ args: JSON? = nil, explain: (ProtocolError) -> String? = { _ in nil }) async -> Int? {
+    func send(_ action: String, _ args: JSON? = nil, predict: ((inout JSON) -> Void)? = nil,
+              explain: (ProtocolError) -> String? = { _ in nil }) async -> Int? {
         do {
-            let version = try await room.send(action, args)
+            let version = try await room.send(action, args, predict: predict)
             onActionResult(action, .success(version))
             return version
         } catch {
@@ -111,13 +114,13 @@ final class ScreenContext {
     }
 
     /// A button handler that sends `action`.
-    func action(_ action: String, _ args: JSON? = nil) -> Button.Handler {
-        { [unowned self] in await self.send(action, args) }
+    func action(_ action: String, _ args: JSON? = nil, predict: ((inout JSON) -> Void)? = nil) -> Button.Handler {
+        { [unowned self] in await self.send(action, args, predict: predict) }
     }
 
     /// Sends `action` from a key shortcut.
-    func perform(_ action: String, _ args: JSON? = nil) {
-        run { [unowned self] in await self.send(action, args) }
+    func perform(_ action: String, _ args: JSON? = nil, predict: ((inout JSON) -> Void)? = nil) {
+        run { [unowned self] in await self.send(action, args, predict: predict) }
     }
 
     /// Runs `work` like a widget handler (errors to the shell, awaited by `settle()`).
@@ -126,8 +129,8 @@ final class ScreenContext {
     }
 
     /// Every edit of `field` sends `action` with `{"value": text}` (one action per keystroke).
-    func sendEdits(of field: TextField, as action: String) {
-        field.onChange { [unowned self] text in await self.send(action, ["value": .string(text)]) }
+    func sendEdits(of field: TextField, as action: String, predict: ((String) -> (inout JSON) -> Void)? = nil) {
+        field.onChange { [unowned self] text in await self.send(action, ["value": .string(text)], predict: predict?(text)) }
     }
 
     /// A text field for a shared string: edits send `action` with `{"value": text}`, and remote

@@ -111,7 +111,17 @@ final class TodoScreen: Screen {
     /// Sends `action` with the selected item's id.
     private func act(on action: String) async {
         guard let item = selected else { return }
-        await context.send(action, ["id": .string(item.id)])
+        let predict = action == "toggle" ? Self.changing(item.id) { $0.set("/done", to: .bool(!($0["done"]?.boolValue ?? false))) } : nil
+        await context.send(action, ["id": .string(item.id)], predict: predict)
+    }
+
+    /// A prediction that changes the item `id` of `/items` with `change`, wherever it is now.
+    static func changing(_ id: String, _ change: @escaping (inout JSON) -> Void) -> (inout JSON) -> Void {
+        { state in
+            guard var items = state["items"]?.arrayValue, let index = items.firstIndex(where: { $0["id"]?.stringValue == id }) else { return }
+            change(&items[index])
+            state.set("/items", to: .array(items))
+        }
     }
 
     /// Puts the selected item's title in the input, which renames it on Enter (Esc cancels).
@@ -148,9 +158,11 @@ final class TodoScreen: Screen {
             stopRenaming()
             context.application?.focus(list)  // back where the rename started
             // Deleted by someone else after Enter, before the rename arrived: say so in words.
-            await context.send("rename", ["id": .string(item.id), "title": .string(title)]) { [unowned self] _ in
+            await context.send("rename", ["id": .string(item.id), "title": .string(title)],
+                               predict: Self.changing(item.id) { $0.set("/title", to: .string(title)) },
+                               explain: { [unowned self] _ in
                 items.contains { $0.id == item.id } ? nil : "\(item.title) was deleted while you were renaming it"
-            }
+            })
             return
         }
         // Cleared at once, so typing the next one can start before the ack; given back on failure.

@@ -71,6 +71,19 @@ extension JSON {
     }
 
     /// The value at `pointer`, or nil when it does not exist.
+    /// Sets the value at `pointer`: an object's member is added or replaced, an array's element
+    /// replaced. Nothing happens where the parent is missing (a client's prediction about a state
+    /// it has not got yet changes nothing).
+    public mutating func set(_ pointer: JSONPointer, to value: JSON) {
+        guard let last = pointer.tokens.last else { self = value; return }
+        switch self.value(at: pointer.parent) {
+        case .object?: try? apply(.add(path: pointer, value: value))
+        case .array(let array)?:
+            if let index = JSONPointer.arrayIndex(last), index < array.count { try? apply(.replace(path: pointer, value: value)) }
+        default: break
+        }
+    }
+
     public func value(at pointer: JSONPointer) -> JSON? {
         var current = self
         for token in pointer.tokens {

@@ -128,6 +128,7 @@ struct ConvergenceAndResumeTests {
             switch change {
             case .snapshot(_, let resynced): changes.append(resynced ? "resync" : "snapshot")
             case .patch: changes.append("patch")
+            case .predicted: changes.append("predicted")
             }
         }
         var states: [ConnectionState] = []
