@@ -72,7 +72,11 @@ public final class Application {
         redraw()
         for await event in stream {
             switch event {
-            case .key(let key): handle(key)
+            case .key(let key):
+                handle(key)
+                // Let the handlers this key started begin before the next key (a burst of pasted
+                // or fast-typed keys): what they show at once, a prediction, is there for it.
+                if !actions.isEmpty { await Task.yield() }
             case .resize: setNeedsRedraw()
             case .terminate: quit()
             }

@@ -5,7 +5,7 @@ import TetherTestSupport
 import Glibc
 #endif
 
-/// A press the daemon does not answer waits, and says so; it counts once whatever happens to the
+/// A press the daemon does not answer shows at once (predicted) and says it waits; it counts once whatever happens to the
 /// daemon: stopped (SIGSTOP) and continued, or killed with the press unread and restarted (the
 /// client sends it again under its number).
 @Suite("tether presses wait for the server and count once", .serialized, .timeLimit(.minutes(3)))
@@ -24,7 +24,10 @@ struct NoticeTmuxTests {
         // The daemon stops answering: the press waits (past --timeout: it was sent), then counts.
         kill(daemon.pid, SIGSTOP)
         try tmux.type("counter", "+")
-        try await tmux.waitFor("counter", "the waiting line") { $0.contains("1 press waiting for the server") }
+        // Predicted: the count moves at once, and the press says it waits.
+        try await tmux.waitFor("counter", "the predicted count and the waiting line") {
+            $0.contains("count: 1") && $0.contains("1 press waiting for the server")
+        }
         try await Task.sleep(for: .milliseconds(1200))
         kill(daemon.pid, SIGCONT)
         let applied = try await tmux.waitFor("counter", "the answer", timeout: .seconds(15)) {

@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 import TetherTUI
 import TetherTestSupport
 
@@ -55,6 +58,25 @@ struct TmuxScreenTests {
         try tmux.press("calc", "Down", "Right", "Enter")
         try await tmux.waitFor("calc", "5 pressed by arrows") { $0.contains(" 5│") }
         #expect(try tmux.capture("calc").rows.last(where: { $0.contains("arrows move on the keypad") }) != nil)
+    }
+
+    /// Email, Tab, password, Tab, Enter in one burst (a paste, a fast typist far from the
+    /// server) signs in: the fields predict the Sign-in button's state, so Tab reaches it enabled
+    /// before any answer, and the actions reach the room in order.
+    @Test func theLoginBurstSignsIn() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let tmux = try Tmux(width: 80, height: 24)
+        defer { tmux.kill() }
+        try tmux.startTether("login", ["--url", daemon.url, "login"])
+        try await tmux.waitFor("login", "the form") { $0.statusConnection == "live" && $0.contains("Sign in (disabled)") }
+        // A stopped daemon stands for a slow one: no answer comes during the burst.
+        kill(daemon.pid, SIGSTOP)
+        try tmux.press("login", "ada@example.com", "Tab", "secret1", "Tab", "Enter")
+        try await tmux.waitFor("login", "the presses waiting") { $0.contains("presses waiting for the server") }
+        kill(daemon.pid, SIGCONT)
+        let signedIn = try await tmux.waitFor("login", "signed in") { $0.contains("Signed in as ada@example.com") }
+        #expect(!signedIn.contains("✗"), "\(signedIn)")
     }
 
     /// A press while the daemon is down waits in the client's queue, says so, and counts once
