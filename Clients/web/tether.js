@@ -887,17 +887,23 @@ export class TetherClient extends Emitter {
 
   // MARK: Actions
 
-  /** Sends what may go now: first the actions whose answer was lost (in order), then queued ones
-   * while their number is within the window of the oldest unanswered one. */
+  /**
+   * Sends what may go now, in the order of the numbers: actions to send again (their answer was
+   * lost), then queued ones while their number is less than 64 above the oldest unanswered one.
+   * An action that may have been applied goes alone: were a later number of its client to run
+   * first, the room would answer this one, if it had not run, with stale_action (it takes a
+   * number below the highest it ran, and not remembered, for one it forgot). Nothing after it
+   * leaves until it is answered.
+   */
   #pump() {
     if (this.state !== "live" || this.#closed || this.#socket === null || this.#resuming) return;
-    for (const entry of this.#actions) {
-      if (entry.sent && entry.requestID === null && entry.retryTimer === null) this.#transmit(entry);
-    }
     const limit = (this.#actions[0]?.seq ?? 0) + ACTION_WINDOW;
     for (const entry of this.#actions) {
-      if (entry.seq >= limit) break;
-      if (!entry.sent) this.#transmit(entry);
+      if (entry.requestID === null && entry.retryTimer === null) {
+        if (!entry.sent && entry.seq >= limit) return;
+        this.#transmit(entry);
+      }
+      if (entry.maybeApplied) return;
     }
   }
 

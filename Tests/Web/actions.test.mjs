@@ -132,34 +132,62 @@ describe("numbered and queued", { timeout: 30_000 }, () => {
 });
 
 describe("followed to the answer", { timeout: 30_000 }, () => {
-  test("a drop after sending: sent again under the same number after the reconnect's hello and joins, before new actions; resolved once", async (t) => {
+  test("a drop after sending: sent again under the same number after the reconnect's hello and joins, alone, before new actions; resolved once", async (t) => {
     const { server, client, connection } = await connect(t, fast);
     await joinWithSnapshot(client, connection, "counter", { count: 0 });
     const sent = track(client.send("counter", "increment", { by: 1 }));
+    const sentToo = track(client.send("counter", "increment", { by: 2 }));
     const first = await connection.next();
+    const second = await connection.next();
     connection.drop();
     await waitFor(() => client.state === "reconnecting", "reconnecting");
     const newer = track(client.send("counter", "reset"));
     const next = await server.nextConnection();
     await waitFor(() => next.hello, "the second hello");
-    const order = [await next.next(), await next.next(), await next.next()];
-    assert.deepEqual(order.map((m) => m.type), ["join", "action", "action"]);
+    const join = await next.next();
     assert.equal(next.received[0].type, "hello");
-    const [, again, reset] = order;
+    assert.equal(join.type, "join");
+    const again = await next.next();
     assert.equal(again.seq, first.seq, "the same number");
     assert.deepEqual(again.args, { by: 1 });
     assert.notEqual(again.id, first.id, "a new request id is fine");
-    assert.equal(reset.seq, first.seq + 1);
+    // It may have been applied: it goes alone, so no later number can run before it does.
+    assert.ok(await next.silentFor(100), "nothing overtakes it");
     next.send(patch("counter", 0, 1));
     next.send({ type: "ack", id: again.id, room: "counter", version: 1 });
     next.send({ type: "ack", id: again.id, room: "counter", version: 1 });  // a duplicated frame
-    await waitFor(() => sent.outcome === "resolved", "the ack");
+    const againToo = await next.next();
+    assert.equal(againToo.seq, second.seq);
+    assert.ok(await next.silentFor(100), "nothing overtakes the second either");
+    assert.equal(sent.outcome, "resolved");
     assert.equal(sent.value.version, 1);
+    next.send({ type: "ack", id: againToo.id, room: "counter", version: 2 });
+    const reset = await next.next();
+    assert.equal(reset.name, "reset");
+    assert.equal(reset.seq, second.seq + 1);
     assert.equal(newer.outcome, "pending");
-    next.send({ type: "ack", id: reset.id, room: "counter", version: 2 });
+    next.send({ type: "ack", id: reset.id, room: "counter", version: 3 });
     await waitFor(() => newer.outcome === "resolved", "the reset's ack");
+    assert.equal(sentToo.outcome, "resolved");
     assert.equal(sent.settlements, 1);
     assert.ok(await next.silentFor(100), "nothing sent a third time");
+  });
+
+  test("while an action that may have been applied pauses before going again, later ones wait", async (t) => {
+    const { client, connection } = await connect(t);
+    const first = track(client.send("counter", "increment"));
+    const a = await connection.next();
+    connection.send({ type: "error", code: "unavailable", message: "owner lost", id: a.id, room: "counter", applied: "unknown" });
+    await sleep(50);  // the answer is in: the action pauses
+    const later = track(client.send("counter", "reset"));
+    assert.ok(await connection.silentFor(150), "the new action waits for the pause");
+    const again = await connection.next(1000);
+    assert.equal(again.seq, a.seq);
+    connection.send({ type: "ack", id: again.id, room: "counter", version: 1 });
+    const reset = await connection.next();
+    assert.equal(reset.name, "reset");
+    connection.send({ type: "ack", id: reset.id, room: "counter", version: 2 });
+    await waitFor(() => later.outcome === "resolved", "the reset's ack");
   });
 
   test("an 'unknown' answer: sent again after 250 ms, then 500 ms, until an answer settles it", async (t) => {
