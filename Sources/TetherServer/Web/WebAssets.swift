@@ -2606,8 +2606,8 @@ export function displayName(member) {
  * version it starts from; a gap, or one that does not apply, rejoins for a fresh snapshot. The
  * presence data goes with every join, so a reconnect lists the client again as it was.
  *
- * Events: `snapshot` ({epoch, version, state, resynced}), `patch` ({epoch, from, version, ops,
- * paths}), `members` ({members, version, joined, left, changed}: the member ids each change
+ * Events, of the server's stream: `snapshot` ({epoch, version, state, resynced}; `state` is the
+ * shown one), `patch` ({epoch, from, version, ops, paths}), `members` ({members, version, joined, left, changed}: the member ids each change
  * added, removed or changed; members null when the mirror forgot them), `joined` (the server's
  * join ack; the presence snapshot, if any, came before it), `error` (a server error about this
  * room that answers no action, e.g. a refused join, or `room_deleted`: an administrator deleted
