@@ -355,12 +355,12 @@ export function displayName(member) {
  * presence data goes with every join, so a reconnect lists the client again as it was.
  *
  * Events, of the server's stream: `snapshot` ({epoch, version, state, resynced}; `state` is the
- * shown one), `patch` ({epoch, from, version, ops, paths}), `members` ({members, version, joined, left, changed}: the member ids each change
- * added, removed or changed; members null when the mirror forgot them), `joined` (the server's
- * join ack; the presence snapshot, if any, came before it), `error` (a server error about this
- * room that answers no action, e.g. a refused join, or `room_deleted`: an administrator deleted
- * the room, the mirror keeps its last state and stops, and `client.room(name)` joins the new,
- * empty room).
+ * shown one), `patch` ({epoch, from, version, ops, paths}), `members` ({members, version,
+ * joined, left, changed}: the member ids each change added, removed or changed; members null
+ * when the mirror forgot them), `joined` (the server's join ack; the presence snapshot, if any,
+ * came before it), `error` (a server error about this room that answers no action, e.g. a
+ * refused join, or `room_deleted`: an administrator deleted the room, the mirror keeps its last
+ * state and stops, and `client.room(name)` joins the new, empty room).
  */
 export class RemoteRoom extends Emitter {
   #client;
@@ -848,7 +848,9 @@ export class TetherClient extends Emitter {
     if (timeout > 0 && Number.isFinite(timeout)) {
       entry.queueTimer = setTimeout(() => {
         entry.queueTimer = null;
-        if (!entry.sent) this.#settle(entry, new TetherError("not_sent", `not sent in ${timeout} ms (the client was not connected)`, { room: name, applied: false }));
+        if (entry.sent) return;
+        const why = this.state === "live" ? "it waited behind earlier actions" : "the client was not connected";
+        this.#settle(entry, new TetherError("not_sent", `not sent in ${timeout} ms (${why})`, { room: name, applied: false }));
       }, timeout);
     }
     this.#pump();
