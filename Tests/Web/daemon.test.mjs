@@ -5,6 +5,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import net from "node:net";
 import { TetherClient, displayName } from "../../Clients/web/tether.js";
 import { waitFor, nextEvent } from "./support/scripted-server.mjs";
 import { startDaemon, runTether, watchWithTether, temporaryDirectory } from "./support/processes.mjs";
@@ -84,21 +85,140 @@ test("after a daemon restart on the same data, the client resumes with a patch, 
 
   assert.equal(await first.stop(), 0, first.stderr);
   await waitFor(() => c.state === "reconnecting", "reconnecting");
-  await assert.rejects(room.send("increment"), { code: "disconnected", applied: false });
+  // Not connected: the action waits in the queue and leaves once the client is back.
+  const queued = room.send("increment");
+  assert.deepEqual(c.pendingActions.map((a) => a.sent), [false]);
   // The daemon locks its data directory: the second starts once the first has exited.
   const second = await startDaemon(t, { port: first.port, args: ["--data", data] });
 
   const [patch] = await resumed;
   assert.equal(patch.epoch, epoch);
   assert.equal(patch.from, version);
+  assert.deepEqual([patch.version, patch.ops], [version, []], "nothing changed while it was down");
   assert.equal(snapshots, 0);
-  assert.deepEqual(room.state, { count: 3 });
   assert.equal(c.state, "live");
+  // The queued action leaves after the rejoin: its patch may follow in the same read.
+  const queuedAck = await queued;
+  assert.equal(queuedAck.version, version + 1);
   const ack = await room.send("increment", { by: 2 });
   await waitFor(() => room.version === ack.version, "the new increment");
-  assert.deepEqual(room.state, { count: 5 });
+  assert.deepEqual(room.state, { count: 6 });
   const snapshot = await swiftSnapshot(t, second.url, "counter:restart");
-  assert.deepEqual({ epoch: snapshot.epoch, version: snapshot.version, state: snapshot.state }, { epoch, version: ack.version, state: { count: 5 } });
+  assert.deepEqual({ epoch: snapshot.epoch, version: snapshot.version, state: snapshot.state }, { epoch, version: ack.version, state: { count: 6 } });
+});
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of `port`: a connection to it opens one to the daemon. While
+ * `hold` is true whatever the daemon sends is dropped, so the client's answers are lost on the
+ * way. A connection closed on one side is closed on the other. Stopped when the test ends.
+ */
+async function startProxy(t, port) {
+  const sockets = new Set();
+  const proxy = { hold: false };
+  const server = net.createServer((down) => {
+    const up = net.connect(port, "127.0.0.1");
+    const end = () => { down.destroy(); up.destroy(); };
+    for (const socket of [down, up]) {
+      sockets.add(socket);
+      socket.on("error", end);
+      socket.on("close", () => { sockets.delete(socket); end(); });
+    }
+    down.on("data", (chunk) => up.write(chunk));
+    up.on("data", (chunk) => { if (!proxy.hold) down.write(chunk); });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  proxy.url = `ws://127.0.0.1:${server.address().port}`;
+  t.after(() => new Promise((resolve) => {
+    for (const socket of sockets) socket.destroy();
+    server.close(resolve);
+  }));
+  return proxy;
+}
+
+/** A WebSocket that records every frame the client sends (parsed), in `frames`. */
+function recordingWebSocket() {
+  const frames = [];
+  class RecordingWebSocket extends WebSocket {
+    send(data) {
+      frames.push(JSON.parse(data));
+      super.send(data);
+    }
+  }
+  return { frames, WebSocket: RecordingWebSocket };
+}
+
+test("a stopped daemon keeps the action waiting: its prediction shows at once, and it settles once the daemon goes on", async (t) => {
+  const daemon = await startDaemon(t);
+  const c = client(t, daemon.url, { actionTimeout: 200 });
+  const room = c.room("counter:stopped");
+  await room.ready();
+  await room.send("increment");
+  const seen = [];
+  room.observe("/count", (count) => seen.push(count));
+  let settlements = 0;
+  daemon.process.kill("SIGSTOP");
+  let sent;
+  try {
+    sent = room.send("increment", { by: 2 }, { predict: (state) => { state.count += 2; } });
+    sent.then(() => settlements++, () => settlements++);
+    assert.deepEqual(room.state, { count: 3 }, "shown at once");
+    assert.deepEqual(room.serverState, { count: 1 });
+    // Longer than actionTimeout: that bounds only the wait to be sent.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(settlements, 0);
+    assert.deepEqual(c.pendingActions.map((a) => [a.name, a.sent]), [["increment", true]]);
+  } finally {
+    daemon.process.kill("SIGCONT");
+  }
+  const ack = await sent;
+  assert.equal(ack.version, 2);
+  assert.deepEqual(room.state, { count: 3 });
+  assert.equal(room.state, room.serverState, "no prediction left");
+  assert.deepEqual(seen, [1, 3, 5, 3], "the patch shows under the prediction until the ack drops it");
+  const fresh = client(t, daemon.url).room("counter:stopped");
+  await fresh.ready();
+  assert.deepEqual(fresh.state, { count: 3 }, "the server's count");
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(settlements, 1);
+});
+
+test("a daemon restarted on its data between an action and its answer: the client sends it again and it is applied once", async (t) => {
+  const data = temporaryDirectory(t);
+  const first = await startDaemon(t, { args: ["--data", data] });
+  const proxy = await startProxy(t, first.port);
+  const recording = recordingWebSocket();
+  const c = client(t, proxy.url, { reconnect: { initialDelay: 50, maxDelay: 400 }, WebSocket: recording.WebSocket });
+  const room = c.room("counter:once");
+  await room.ready();
+  const watcher = client(t, first.url, { reconnect: { enabled: false } }).room("counter:once");
+  await watcher.ready();
+
+  proxy.hold = true;  // the patch and the ack never reach the client
+  let settlements = 0;
+  const sent = room.send("increment", undefined, { predict: (state) => { state.count += 1; } });
+  sent.then(() => settlements++, () => settlements++);
+  await waitFor(() => watcher.state?.count === 1, "the daemon applied it", 10_000);
+  const appliedAt = watcher.version;
+  assert.deepEqual(room.state, { count: 1 }, "predicted");
+  assert.deepEqual(room.serverState, { count: 0 }, "the answer was lost");
+
+  assert.equal(await first.stop(), 0, first.stderr);
+  proxy.hold = false;
+  await waitFor(() => c.state === "reconnecting", "reconnecting");
+  const second = await startDaemon(t, { port: first.port, args: ["--data", data] });
+  const ack = await sent;
+  assert.equal(ack.version, appliedAt, "the first ack, from the room's record: not run again");
+  const actions = recording.frames.filter((f) => f.type === "action");
+  assert.equal(actions.length, 2);
+  assert.equal(actions[1].seq, actions[0].seq, "sent again under its number");
+  assert.notEqual(actions[1].id, actions[0].id);
+  assert.deepEqual(room.state, { count: 1 });
+  assert.equal(room.state, room.serverState);
+
+  const fresh = client(t, second.url).room("counter:once");
+  await fresh.ready();
+  assert.deepEqual(fresh.state, { count: 1 }, "applied exactly once");
+  assert.equal(settlements, 1);
 });
 
 /** The names a presence mirror lists, sorted. */

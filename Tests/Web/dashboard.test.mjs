@@ -69,8 +69,11 @@ test("errors are explained in plain words, with the server's own message kept", 
   assert.match(explainError({ code: "unauthorized", message: "unauthorized" }).headline, /token/);
   assert.equal(explainError({ code: "unauthorized", message: "unauthorized" }).detail, "", "a message that only repeats the code is dropped");
   assert.match(explainError({ code: "something_new", message: "x" }).headline, /something_new/);
-  assert.match(explainError({ code: "disconnected", applied: "unknown" }).outcome, /may or may not/);
-  assert.equal(explainError({ code: "disconnected", applied: false }).outcome, "Nothing was changed.", "not sent: not applied");
+  assert.match(explainError({ code: "closed", applied: "unknown" }).outcome, /may or may not/, "sent, answer never heard");
+  assert.match(explainError({ code: "stale_action", applied: "unknown" }).headline, /no longer remembers/);
+  assert.equal(explainError({ code: "not_sent", applied: false }).outcome, "Nothing was changed.", "not sent: not applied");
+  assert.match(explainError({ code: "not_sent", applied: false }).headline, /Not sent/);
+  assert.match(explainError({ code: "not_connected", applied: false }).headline, /Not connected/);
   assert.equal(explainError({ code: "unavailable", applied: false }).outcome, "Nothing was changed.");
   assert.equal(explainError({ code: "unknown_room" }).outcome, "", "an error that answers no request");
 });

@@ -65,8 +65,11 @@ const errorExplanations = {
   unavailable: "The room cannot take actions right now: it is moving between servers, or closing.",
   internal: "The server failed while handling this; the room keeps running.",
   bad_message: "The server did not understand the request.",
+  stale_action: "The room no longer remembers this action, so it cannot say whether it was applied.",
   timeout: "No answer from the server in time.",
-  disconnected: "The connection to the server was lost.",
+  not_connected: "Not connected to the server right now.",
+  not_sent: "Not sent: the page could not reach the server in time.",
+  queue_full: "Too many actions are already waiting to be sent.",
   closed: "The connection is closed.",
   left: "This page left the room.",
 };

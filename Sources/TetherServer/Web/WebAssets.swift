@@ -928,8 +928,11 @@ const errorExplanations = {
   unavailable: "The room cannot take actions right now: it is moving between servers, or closing.",
   internal: "The server failed while handling this; the room keeps running.",
   bad_message: "The server did not understand the request.",
+  stale_action: "The room no longer remembers this action, so it cannot say whether it was applied.",
   timeout: "No answer from the server in time.",
-  disconnected: "The connection to the server was lost.",
+  not_connected: "Not connected to the server right now.",
+  not_sent: "Not sent: the page could not reach the server in time.",
+  queue_full: "Too many actions are already waiting to be sent.",
   closed: "The connection is closed.",
   left: "This page left the room.",
 };
@@ -2160,14 +2163,16 @@ main { text-align: center; }
 button { font-size: 2rem; width: 3em; margin: 0 0.2em; }
 #status { color: #666; }
 #status[data-state="live"] { color: #080; }
+#pending { color: #666; min-height: 1.5em; margin: 0.5em 0 0; }
 #error { color: #b00; min-height: 1.5em; }
 
 """#),
         "/examples/counter.html": WebAsset(source: "Clients/web/examples/counter.html", contentType: "text/html; charset=utf-8", text: #"""
 <!doctype html>
 <!-- A live counter shared by everyone connected to the same tetherd: open it in two tabs (or run
-     `tether counter` in a terminal) and press + in one. Served by tetherd next to /tether.js, with
-     its script and style in files of their own (no inline script or style: tetherd's
+     `tether counter` in a terminal) and press + in one. A press shows at once, and one made while
+     the server is away waits and counts once it is back. Served by tetherd next to /tether.js,
+     with its script and style in files of their own (no inline script or style: tetherd's
      Content-Security-Policy forbids them). -->
 <html lang="en">
 <head>
@@ -2183,6 +2188,7 @@ button { font-size: 2rem; width: 3em; margin: 0 0.2em; }
     <p id="count">…</p>
     <button id="decrement" aria-label="decrement" disabled>−</button>
     <button id="increment" aria-label="increment" disabled>+</button>
+    <p id="pending"></p>
     <p id="error"></p>
   </main>
 </body>
@@ -2198,10 +2204,12 @@ const $ = (id) => document.getElementById(id);
 const client = new TetherClient(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}`);
 const room = client.room("counter");
 
-// The label follows /count: now, and on every change from any client.
+// The label follows /count: the server's count, with the presses still waiting for their answer
+// shown on top of it (their predictions), now and on every change from any client.
 room.observe("/count", (count) => { $("count").textContent = count ?? "…"; });
 
-// "live" only once the count is here: connected is not yet joined.
+// "live" only once the count is here: connected is not yet joined. The buttons work as soon as
+// there is a count, connected or not: a press while reconnecting waits in the client's queue.
 function showStatus() {
   const joined = room.synced;
   const refused = !joined && room.lastError;
@@ -2209,79 +2217,36 @@ function showStatus() {
     : joined ? "live" : refused ? `not joined: ${refused.code}: ${refused.message}` : "joining";
   $("status").textContent = text;
   $("status").dataset.state = client.state === "live" && !joined ? "joining" : client.state;
-  $("increment").disabled = $("decrement").disabled = !(client.state === "live" && joined);
+  $("increment").disabled = $("decrement").disabled = room.serverState === undefined || Boolean(refused);
 }
 client.on("state", showStatus);
 for (const event of ["snapshot", "patch", "error"]) room.on(event, showStatus);
+
+// Sent and unanswered, or queued: each counts once, however long the server takes.
+client.on("pending", (pending) => {
+  const waiting = pending.filter((action) => action.room === room.name).length;
+  $("pending").textContent = waiting === 0 ? "" : `${waiting} ${waiting === 1 ? "press" : "presses"} waiting for the server`;
+});
 
 function say(text) {
   $("error").textContent = text;
 }
 
-// A press whose outcome is unknown (no answer in time, the connection dropped, or the server
-// lost track of it), until something tells what became of it: its late answer; the room's state
-// once the page is back; or, when the server lost track, the room's next version. The line says
-// "may or may not have been applied" until then, and what is known after.
-let unsettled = null;  // { action, epoch, version, id, evidence: "late" | "rejoin" | "reconnected" | "next" }
-
-async function send(action) {
-  const sent = { action, epoch: room.epoch, version: room.version };
+async function press(action, step) {
   try {
-    const ack = await room.send(action);  // resolves with the ack once the change is applied
-    if (unsettled?.evidence === "next") settle(room.epoch, ack.version);
-    else if (!unsettled) say("");
-  } catch (error) {                       // the server's {code, message}, or timeout / disconnected
-    if (error.applied !== "unknown") {    // false: nothing changed
-      say(`${error.code}: ${error.message}`);
-      return;
-    }
-    const evidence = error.code === "timeout" ? (client.state === "live" ? "late" : "rejoin")
-      : error.code === "disconnected" ? "rejoin" : "next";
-    unsettled = { ...sent, id: error.id, evidence };
-    say(`${error.code}: ${error.message} (it may or may not have been applied)`);
+    // Shown at once; resolves once the server applied it (once), however many reconnects later.
+    await room.send(action, undefined, { predict: (state) => { state.count += step; } });
+    say("");
+  } catch (error) {
+    // The server refused it, or it could not be sent in time: the count is the server's again.
+    // Only a room that forgot the press (stale_action) cannot say whether it counted.
+    const unknown = error.applied === "unknown" ? " (whether it was applied is unknown)" : "";
+    say(`${action}: ${error.code}: ${error.message}${unknown}`);
   }
 }
 
-// Compares the room's point reached since with the one the press was sent at.
-function settle(epoch, version) {
-  const { action, epoch: sentEpoch, version: sentVersion } = unsettled;
-  unsettled = null;
-  if (epoch === sentEpoch && version === sentVersion) {
-    say(`${action} was not applied: the room is still at v${version}; press again if you meant it`);
-  } else if (epoch === sentEpoch && sentVersion !== null) {
-    say(`${action}: still unknown whether it was applied; the room changed since (v${sentVersion} → v${version}), as shown`);
-  } else {
-    say(`${action}: still unknown whether it was applied; the room is shown as it is now`);
-  }
-}
-
-// The answer to a press that timed out still comes on the same connection.
-client.on("message", (message) => {
-  if (unsettled?.evidence !== "late" || message.id !== unsettled.id) return;
-  const { action } = unsettled;
-  if (message.type === "ack") {
-    unsettled = null;
-    say(`${action} was applied after all (v${message.version})`);
-  } else if (message.type === "error" && message.applied === false) {
-    unsettled = null;
-    say(`${message.code}: ${message.message}`);
-  } else if (message.type === "error") {
-    unsettled.evidence = "next";
-  }
-});
-client.on("state", (state) => {
-  if (!unsettled) return;
-  if (state !== "live" && ["late", "reconnected"].includes(unsettled.evidence)) unsettled.evidence = "rejoin";
-  else if (state === "live" && unsettled.evidence === "rejoin") unsettled.evidence = "reconnected";
-});
-for (const event of ["snapshot", "patch"]) {
-  room.on(event, () => {
-    if (["reconnected", "next"].includes(unsettled?.evidence)) settle(room.epoch, room.version);
-  });
-}
-
-$("increment").addEventListener("click", () => send("increment"));
-$("decrement").addEventListener("click", () => send("decrement"));
+$("increment").addEventListener("click", () => press("increment", 1));
+$("decrement").addEventListener("click", () => press("decrement", -1));
 
 """#),
         "/tether.js": WebAsset(source: "Clients/web/tether.js", contentType: "text/javascript; charset=utf-8", text: #"""
@@ -2296,7 +2261,12 @@ $("decrement").addEventListener("click", () => send("decrement"));
 //   const client = new TetherClient("ws://127.0.0.1:8080", { token });
 //   const room = client.room("counter");
 //   const stop = room.observe("/count", (value) => (label.textContent = value));
-//   await room.send("increment", { by: 1 });
+//   await room.send("increment", { by: 1 }, { predict: (state) => { state.count += 1; } });
+//
+// Actions (docs/CLIENTS.md, "Actions"): each `send` takes the client's next number (`seq`) and
+// waits in a queue while the client is offline; once sent, the client follows it to its answer,
+// sending it again under the same number after a drop, so `send` settles once with the server's
+// outcome. `client.pendingActions` and the `pending` event show what is waiting.
 //
 // Presence (docs/PROTOCOL.md, "Presence"): who is in a room, a stream of its own beside the state.
 //
@@ -2542,14 +2512,14 @@ class PatchEditor {
 
 // MARK: - Events and errors
 
-/** An error from the server (`code` as in PROTOCOL.md) or from the client: `timeout`,
- * `disconnected`, `closed`, `left`.
+/** An error from the server (`code` as in PROTOCOL.md) or from the client: `not_sent`,
+ * `queue_full`, `closed` (actions); `not_connected`, `timeout` (`describe`, `setPresence`); `left`.
  *
  * A server error, and every error that fails a request (`send`, `describe`, `setPresence`), has
- * `applied`: `false` when the request certainly changed nothing (safe to send again: the server
- * said so, or it was never sent because the client was not connected), `"unknown"` when it may
- * have been applied (the server says so or does not say; no answer in time; the connection
- * dropped or the client was closed after it was sent). */
+ * `applied`: `false` when the request certainly changed nothing (the server said so, or the
+ * client never sent it), `"unknown"` when it may have been applied (the server says so or does
+ * not say, e.g. `stale_action`; the client was closed after sending it; a request other than an
+ * action got no answer in time). */
 export class TetherError extends Error {
   constructor(code, message, { id, room, applied } = {}) {
     super(message);
@@ -2584,6 +2554,11 @@ class Emitter {
   }
 }
 
+/** A copy that shares nothing with `value` (JSON, as the server sends it). */
+function deepCopy(value) {
+  return typeof structuredClone === "function" ? structuredClone(value) : JSON.parse(JSON.stringify(value));
+}
+
 function callSafely(fn, args) {
   try {
     fn(...args);
@@ -2616,9 +2591,11 @@ export function displayName(member) {
 }
 
 /**
- * The mirror of one room: `state`, `epoch` and `version`, built only from the server's snapshot
- * and patches. Treat `state` as read-only: it is replaced, never edited, on each change (so a
- * value you hold keeps its contents).
+ * The mirror of one room: `serverState`, `epoch` and `version`, built only from the server's
+ * snapshot and patches, and `state`, what it shows: `serverState` with the prediction of every
+ * action of this room still waiting for its answer applied on top, in the order of the actions
+ * (the same object when there is none). Both are read-only: each change replaces them, never
+ * edits them (so a value you hold keeps its contents).
  *
  * Opened with `presence` (an object, `{}` for nothing to say) the client is listed in the room's
  * presence; with `watchPresence: true` it only watches (a spectator: a dashboard, a wall screen).
@@ -2629,13 +2606,13 @@ export function displayName(member) {
  * version it starts from; a gap, or one that does not apply, rejoins for a fresh snapshot. The
  * presence data goes with every join, so a reconnect lists the client again as it was.
  *
- * Events: `snapshot` ({epoch, version, state, resynced}), `patch` ({epoch, from, version, ops,
- * paths}), `members` ({members, version, joined, left, changed}: the member ids each change
- * added, removed or changed; members null when the mirror forgot them), `joined` (the server's
- * join ack; the presence snapshot, if any, came before it), `error` (a server error about this
- * room that answers no action, e.g. a refused join, or `room_deleted`: an administrator deleted
- * the room, the mirror keeps its last state and stops, and `client.room(name)` joins the new,
- * empty room).
+ * Events, of the server's stream: `snapshot` ({epoch, version, state, resynced}; `state` is the
+ * shown one), `patch` ({epoch, from, version, ops, paths}), `members` ({members, version,
+ * joined, left, changed}: the member ids each change added, removed or changed; members null
+ * when the mirror forgot them), `joined` (the server's join ack; the presence snapshot, if any,
+ * came before it), `error` (a server error about this room that answers no action, e.g. a
+ * refused join, or `room_deleted`: an administrator deleted the room, the mirror keeps its last
+ * state and stops, and `client.room(name)` joins the new, empty room).
  */
 export class RemoteRoom extends Emitter {
   #client;
@@ -2646,12 +2623,17 @@ export class RemoteRoom extends Emitter {
   #joinID = null;
   #left = false;
   #presence;
+  #serverState = undefined;
+  #shown = undefined;
+  /** {predict, name} of this room's unanswered actions, in the order of their numbers. */
+  #predictions = [];
+  /** The shown state is a predicted copy, not the server's. */
+  #showsPredictions = false;
 
   constructor(client, name, { presence, watchPresence = false } = {}) {
     super();
     this.#client = client;
     this.name = name;
-    this.state = undefined;
     this.epoch = null;
     this.version = null;
     /** The paths (pointers) the last patch touched; empty after a snapshot. */
@@ -2664,6 +2646,16 @@ export class RemoteRoom extends Emitter {
     /** Member id → {user, data}, or null (see above). */
     this.members = null;
     this.presenceVersion = null;
+  }
+
+  /** What the room shows: the server's state with the pending predictions applied. */
+  get state() {
+    return this.#shown;
+  }
+
+  /** The room's state as the server's snapshot and patches made it. */
+  get serverState() {
+    return this.#serverState;
   }
 
   /** The presence data this client joins with (undefined: not listed). */
@@ -2683,7 +2675,7 @@ export class RemoteRoom extends Emitter {
    */
   observe(path, listener) {
     const watcher = { tokens: parsePointer(path), listener, last: undefined, active: true };
-    watcher.last = valueAt(this.state, watcher.tokens);
+    watcher.last = valueAt(this.#shown, watcher.tokens);
     this.#watchers.push(watcher);
     callSafely(listener, [watcher.last]);
     return () => {
@@ -2692,15 +2684,17 @@ export class RemoteRoom extends Emitter {
     };
   }
 
-  /** Sends an action to this room: resolves with the ack, rejects with a TetherError. */
+  /** Sends an action to this room: resolves with the ack, rejects with a TetherError (see
+   * `TetherClient.send`). `options.predict(state)` shows its effect at once. */
   send(action, args, options) {
-    return this.#client.send(this.name, action, args, options);
+    return this.#client.send(this, action, args, options);
   }
 
   /**
-   * Replaces this client's presence data in the room: resolves with the server's ack, rejects with
-   * its error (`invalid_args`, `too_large`, `rate_limited`) or `disconnected`. The new data goes
-   * with every later join too. Only for a room opened with `presence`.
+   * Replaces this client's presence data in the room: resolves with the server's ack, or with
+   * null when the connection is down or drops first (the rejoin carries the data last set);
+   * rejects with the server's error (`invalid_args`, `too_large`, `rate_limited`) or `timeout`.
+   * The new data goes with every later join too. Only for a room opened with `presence`.
    */
   setPresence(data, { timeout = this.#client.actionTimeout } = {}) {
     if (this.#presence === undefined) {
@@ -2766,11 +2760,11 @@ export class RemoteRoom extends Emitter {
     const resynced = this.version !== null && (epoch !== this.epoch || this.#joining || version !== this.version);
     this.epoch = epoch;
     this.version = version;
-    this.state = state;
+    this.#serverState = state;
     this.#joining = false;
     this.lastChangedPaths = [];
-    for (const watcher of [...this.#watchers]) this.#update(watcher);
-    this.emit("snapshot", { epoch, version, state, resynced });
+    this.#show(null);
+    this.emit("snapshot", { epoch, version, state: this.#shown, resynced });
     this.#settleReady(null);
     return resynced;
   }
@@ -2783,13 +2777,13 @@ export class RemoteRoom extends Emitter {
     }
     let state;
     try {
-      state = applyPatch(this.state, ops);
+      state = applyPatch(this.#serverState, ops);
     } catch (error) {
       this.#client._warn(`room ${this.name}: patch ${from}->${version} does not apply (${error.message}); resyncing from a snapshot`);
       this._sendJoin(false);
       return;
     }
-    this.state = state;
+    this.#serverState = state;
     this.version = version;
     this.#joining = false;
     const changed = [];
@@ -2798,9 +2792,7 @@ export class RemoteRoom extends Emitter {
       changed.push(parsePointer(op.path));
     }
     this.lastChangedPaths = changed.map(formatPointer);
-    for (const watcher of [...this.#watchers]) {
-      if (changed.some((tokens) => overlaps(tokens, watcher.tokens))) this.#update(watcher);
-    }
+    this.#show(changed);
     this.emit("patch", { epoch, from, version, ops, paths: this.lastChangedPaths });
     this.#settleReady(null);
   }
@@ -2857,9 +2849,61 @@ export class RemoteRoom extends Emitter {
     this.#settleReady(error);
   }
 
+  /** Shows `prediction` ({predict, name}) on top of the others, from now until it is dropped. */
+  _addPrediction(prediction) {
+    this.#predictions.push(prediction);
+    this.#show(null);
+  }
+
+  /** Drops `prediction`: its action was answered, or will never be sent. */
+  _dropPrediction(prediction) {
+    const index = this.#predictions.indexOf(prediction);
+    if (index < 0) return;
+    this.#predictions.splice(index, 1);
+    this.#show(null);
+  }
+
+  /**
+   * Recomputes the shown state and calls the observers whose value changed. `changed` lists the
+   * paths a patch touched (token arrays); null means any path may have changed.
+   */
+  #show(changed) {
+    const predictedBefore = this.#showsPredictions;
+    this.#shown = this.#predicted();
+    this.#showsPredictions = this.#shown !== this.#serverState;
+    // A prediction shown, dropped or run again may change any path, not only the patch's.
+    const paths = predictedBefore || this.#showsPredictions ? null : changed;
+    for (const watcher of [...this.#watchers]) {
+      if (paths === null || paths.some((tokens) => overlaps(tokens, watcher.tokens))) this.#update(watcher);
+    }
+  }
+
+  /** The server's state with every prediction run on it in order; one that throws is dropped. */
+  #predicted() {
+    if (this.#serverState === undefined || this.#predictions.length === 0) return this.#serverState;
+    for (;;) {
+      // A fresh copy each time: the shown state must never alias the server's, and a prediction
+      // that threw may have half-changed the one it was given.
+      let state = deepCopy(this.#serverState);
+      const failed = this.#predictions.find((prediction) => {
+        try {
+          const result = prediction.predict(state);
+          if (result !== undefined) state = result;
+          return false;
+        } catch (error) {
+          this.#client._warn(`room ${this.name}: the prediction of ${prediction.name} threw (${error?.message ?? error}); dropped, the action is still sent`);
+          return true;
+        }
+      });
+      if (!failed) return state;
+      this.#predictions.splice(this.#predictions.indexOf(failed), 1);
+      if (this.#predictions.length === 0) return this.#serverState;
+    }
+  }
+
   #update(watcher) {
     if (!watcher.active) return;
-    const value = valueAt(this.state, watcher.tokens);
+    const value = valueAt(this.#shown, watcher.tokens);
     if (jsonEqual(value, watcher.last)) return;
     watcher.last = value;
     callSafely(watcher.listener, [value]);
@@ -2875,27 +2919,6 @@ export class RemoteRoom extends Emitter {
 
 // MARK: - The client
 
-/**
- * A connection to a Tether server (or several: `urls` are tried round robin on each reconnect)
- * that mirrors rooms. It connects at once, and after a drop reconnects with backoff and resumes
- * every room with `since`, so a short outage costs patches, not snapshots.
- *
- * Options: `token` (sent with every join), `WebSocket` (a constructor; default the global one),
- * `actionTimeout` (ms, default 10000), `reconnect` ({enabled, initialDelay, maxDelay,
- * multiplier}; default true, 200, 5000, 2), `clientId` and `user` (what the client's `hello`
- * says: see below).
- *
- * Who it is: on every connection the client says `hello` with `clientId` (default: 128 random
- * bits, kept for the client's life: a page until it closes) and `user` (default: in a browser,
- * an id kept in `localStorage` under `tether.user`, so the same browser is the same person
- * across visits; none in Node). Without tokens the server knows the client as `user`, else as
- * `clientId`: a claim, not authentication.
- *
- * `state` is `connecting`, `live`, `reconnecting` or `closed`; `stateInfo` says more (attempt,
- * reason, delay). Events: `state` (state, info), `hello`, `message` (every decoded message),
- * `resync` (a room that lost continuity got a fresh snapshot), `error` (server errors that answer
- * no request), `warning` (text: a frame that did not decode, a patch that did not apply).
- */
 /** 128 random bits, base64url: a `hello`'s `client` (or `user`). */
 function randomId() {
   const bytes = new Uint8Array(16);
@@ -2921,6 +2944,37 @@ function storedUser() {
   }
 }
 
+/** Actions sent and unanswered span fewer than this many numbers: the server remembers each
+ * client's last 64 outcomes per room, so every resend is still remembered (docs/PROTOCOL.md). */
+const ACTION_WINDOW = 64;
+/** The pause before sending again an action the server lost track of: doubling up to the cap. */
+const RETRY_FIRST_DELAY = 250;
+const RETRY_MAX_DELAY = 5000;
+
+/**
+ * A connection to a Tether server (or several: `urls` are tried round robin on each reconnect)
+ * that mirrors rooms. It connects at once, and after a drop reconnects with backoff and resumes
+ * every room with `since`, so a short outage costs patches, not snapshots.
+ *
+ * Options: `token` (sent with every join), `WebSocket` (a constructor; default the global one),
+ * `actionTimeout` (ms, default 10000: how long an action may wait to be sent; also the timeout of
+ * `describe` and `setPresence`), `maxQueuedActions` (default 1000), `reconnect` ({enabled,
+ * initialDelay, maxDelay, multiplier}; default true, 200, 5000, 2), `clientId` and `user` (what
+ * the client's `hello` says: see below).
+ *
+ * Who it is: on every connection the client says `hello` with `clientId` (default: 128 random
+ * bits, kept for the client's life: a page until it closes) and `user` (default: in a browser,
+ * an id kept in `localStorage` under `tether.user`, so the same browser is the same person
+ * across visits; none in Node). Without tokens the server knows the client as `user`, else as
+ * `clientId`: a claim, not authentication. The server runs each numbered action of a `clientId`
+ * once.
+ *
+ * `state` is `connecting`, `live`, `reconnecting` or `closed`; `stateInfo` says more (attempt,
+ * reason, delay). Events: `state` (state, info), `hello`, `message` (every decoded message),
+ * `pending` (pendingActions, after each change), `resync` (a room that lost continuity got a
+ * fresh snapshot), `error` (server errors that answer no request), `warning` (text: a frame that
+ * did not decode, a patch that did not apply, a prediction that threw).
+ */
 export class TetherClient extends Emitter {
   #WebSocket;
   #socket = null;
@@ -2929,9 +2983,17 @@ export class TetherClient extends Emitter {
   #reconnectTimer = null;
   #closed = false;
   #rooms = new Map();
+  /** Request id → {action} for an action's send, or {resolve, reject, timer, onAnswer, onLost}. */
   #pending = new Map();
   #nextID = 1;
   #connectedWaiters = [];
+  /** The unsettled actions, queued and sent, in the order of their numbers. */
+  #actions = [];
+  #nextSeq = 1;
+  /** pendingActions changed since the last `pending` event. */
+  #pendingChanged = false;
+  /** Between our hello and the end of the rejoins: new actions wait, so resends go first. */
+  #resuming = false;
 
   constructor(urls, options = {}) {
     super();
@@ -2949,6 +3011,7 @@ export class TetherClient extends Emitter {
     this.clientId = options.clientId ?? randomId();
     this.user = options.user ?? storedUser();
     this.actionTimeout = options.actionTimeout ?? 10_000;
+    this.maxQueuedActions = options.maxQueuedActions ?? 1000;
     this.reconnect = { enabled: true, initialDelay: 200, maxDelay: 5000, multiplier: 2, ...options.reconnect };
     this.state = "connecting";
     this.stateInfo = {};
@@ -2956,7 +3019,7 @@ export class TetherClient extends Emitter {
     this.session = null;
     /** The URL of the current (or last tried) connection. */
     this.url = null;
-    /** The round trip of the last acknowledged action, in ms. */
+    /** From the first send of the last acknowledged action to its ack, in ms. */
     this.lastActionLatency = null;
     this.#open();
   }
@@ -2981,6 +3044,14 @@ export class TetherClient extends Emitter {
     return [...this.#rooms.values()];
   }
 
+  /**
+   * The actions not settled yet, in order: `{room, name, args, seq, sent}`, `sent` once it left at
+   * least once (then it is followed to its answer), else it waits in the queue. A fresh array.
+   */
+  get pendingActions() {
+    return this.#actions.map(({ room, name, args, seq, sent }) => ({ room, name, args, seq, sent }));
+  }
+
   /** Resolves once the client is live (now if it is); rejects if it is closed first. */
   connected() {
     if (this.state === "live") return Promise.resolve(this);
@@ -2989,26 +3060,66 @@ export class TetherClient extends Emitter {
   }
 
   /**
-   * Sends `action` to `room`: resolves with the ack ({type, id, room, version}), rejects with a
-   * TetherError carrying the server's {code, message, applied}, or `timeout` (after `timeout` ms,
-   * default `actionTimeout`), or `disconnected`/`closed`; its `applied` says whether the action
-   * may have been applied. Fails at once when not connected (`applied: false`): nothing is queued.
+   * Sends `action` to `room` (a name, or a room of this client) under the client's next number.
+   * Resolves with the ack ({type, id, room, version}) once it was applied, once; rejects with the
+   * server's error that settles it ({code, message, applied}), or the client's: `not_sent` (still
+   * queued after `timeout` ms, default `actionTimeout`), `queue_full` (`maxQueuedActions` waiting
+   * already), `closed` (`close()`: `applied: false` if it was never sent, else "unknown").
+   *
+   * It never fails for want of a connection: it waits in the queue, in order, and leaves when
+   * the client is live. Once sent it is followed to its answer with no timeout: sent again under
+   * the same number after a drop, or after a pause when the server lost track of it.
+   *
+   * `predict(state)` shows the action's effect at once: it runs on a copy of the room's shown
+   * state, which it may change or replace by returning one, and again on each change of the
+   * server's state until the action is answered (docs/CLIENTS.md, "Prediction").
    */
-  send(room, action, args, { timeout = this.actionTimeout } = {}) {
-    const message = { type: "action", room, name: action };
-    if (args !== undefined) message.args = args;
-    const sentAt = Date.now();
-    return this.#request(message, timeout).then((ack) => {
-      this.lastActionLatency = Date.now() - sentAt;
-      return ack;
-    });
+  send(room, action, args, { predict, timeout = this.actionTimeout } = {}) {
+    const mirror = room instanceof RemoteRoom ? room : this.#rooms.get(room);
+    const name = room instanceof RemoteRoom ? room.name : room;
+    if (this.#closed) return Promise.reject(new TetherError("closed", "the client was closed", { room: name, applied: false }));
+    if (this.#actions.length >= this.maxQueuedActions) {
+      return Promise.reject(new TetherError("queue_full", `${this.#actions.length} actions are waiting already (maxQueuedActions)`, { room: name, applied: false }));
+    }
+    const entry = {
+      seq: this.#nextSeq++, room: name, name: action, args, sent: false,
+      /** An earlier send may have been applied: it went on a connection that dropped, or the
+       * server answered "unknown". Then `unavailable`/`rate_limited` do not settle it. */
+      maybeApplied: false,
+      requestID: null, queueTimer: null, retryTimer: null, retryDelay: 0, firstSentAt: null,
+      mirror: null, prediction: null,
+    };
+    const promise = new Promise((resolve, reject) => { entry.resolve = resolve; entry.reject = reject; });
+    this.#actions.push(entry);
+    this.#pendingChanged = true;
+    if (typeof predict === "function" && mirror) {
+      entry.mirror = mirror;
+      entry.prediction = { predict, name: action };
+      mirror._addPrediction(entry.prediction);
+    }
+    if (timeout > 0 && Number.isFinite(timeout)) {
+      entry.queueTimer = setTimeout(() => {
+        entry.queueTimer = null;
+        if (entry.sent) return;
+        const why = this.state === "live" ? "it waited behind earlier actions" : "the client was not connected";
+        this.#settle(entry, new TetherError("not_sent", `not sent in ${timeout} ms (${why})`, { room: name, applied: false }));
+      }, timeout);
+    }
+    this.#pump();
+    this.#flushPending();
+    return promise;
   }
 
-  /** The server's room kinds with their scope and actions (or just `kind`'s). */
+  /** The server's room kinds with their scope and actions (or just `kind`'s). Rejects with
+   * `not_connected` when the client is not live, or its connection drops before the answer. */
   describe(kind, { timeout = this.actionTimeout } = {}) {
     const message = { type: "describe" };
     if (kind !== undefined) message.kind = kind;
-    return this.#request(message, timeout).then((description) => description.kinds);
+    if (!this.#closed && this.state !== "live") {
+      return Promise.reject(new TetherError("not_connected", "not connected", { applied: false }));
+    }
+    return this.#request(message, timeout, (entry, reason) => entry.reject(new TetherError("not_connected", reason, { applied: false })))
+      .then((description) => description.kinds);
   }
 
   /** Uses `token` from now on, and rejoins every room with it (resuming with `since`). */
@@ -3017,28 +3128,106 @@ export class TetherClient extends Emitter {
     if (this.state === "live") for (const room of this.#rooms.values()) room._sendJoin(true);
   }
 
-  /** Closes the connection for good; pending requests fail with `closed`. */
+  /** Closes the connection for good. Actions never sent fail with `not_sent`, those sent and
+   * unanswered with `closed` (`applied: "unknown"`); other requests with `closed`. */
   close() {
     if (this.#closed) return;
-    this.#closed = true;
     clearTimeout(this.#reconnectTimer);
     const socket = this.#socket;
     this.#socket = null;
-    this.session = null;
     try { socket?.close(1000, "client closing"); } catch { /* already closing */ }
-    this.#failPending(new TetherError("closed", "the client was closed before the answer", { applied: "unknown" }));
-    const error = new TetherError("closed", "the client was closed");
-    for (const room of this.#rooms.values()) room._closed(error);
-    for (const waiter of this.#connectedWaiters.splice(0)) waiter.reject(error);
-    this.#setState("closed", { reason: "closed by the client" });
+    this.#shutDown("the client was closed", { reason: "closed by the client" });
+  }
+
+  // MARK: Actions
+
+  /**
+   * Sends what may go now, in the order of the numbers: actions to send again (their answer was
+   * lost), then queued ones while their number is less than 64 above the oldest unanswered one.
+   * An action that may have been applied goes alone: were a later number of its client to run
+   * first, the room would answer this one, if it had not run, with stale_action (it takes a
+   * number below the highest it ran, and not remembered, for one it forgot). Nothing after it
+   * leaves until it is answered.
+   */
+  #pump() {
+    if (this.state !== "live" || this.#closed || this.#socket === null || this.#resuming) return;
+    const limit = (this.#actions[0]?.seq ?? 0) + ACTION_WINDOW;
+    for (const entry of this.#actions) {
+      if (entry.requestID === null && entry.retryTimer === null) {
+        if (!entry.sent && entry.seq >= limit) return;
+        this.#transmit(entry);
+      }
+      if (entry.maybeApplied) return;
+    }
+  }
+
+  #transmit(entry) {
+    const id = this.#nextID++;
+    if (!entry.sent) {
+      entry.sent = true;
+      entry.firstSentAt = Date.now();
+      clearTimeout(entry.queueTimer);  // the timeout bounds the wait to be sent, nothing after
+      entry.queueTimer = null;
+      this.#pendingChanged = true;
+    }
+    entry.requestID = id;
+    this.#pending.set(id, { action: entry });
+    const message = { type: "action", room: entry.room, name: entry.name };
+    if (entry.args !== undefined) message.args = entry.args;
+    message.id = id;
+    message.seq = entry.seq;
+    this.#send(message);
+  }
+
+  #actionAnswered(entry, error, ack) {
+    entry.requestID = null;
+    if (error && error.code !== "stale_action"
+      && (error.applied === "unknown" || (entry.maybeApplied && (error.code === "unavailable" || error.code === "rate_limited")))) {
+      // Not settled: this send may or may not have run (or ran nothing while an earlier one may
+      // have). The server runs the number once, so it is sent again after a pause.
+      if (error.applied === "unknown") entry.maybeApplied = true;
+      entry.retryDelay = entry.retryDelay === 0 ? RETRY_FIRST_DELAY : Math.min(entry.retryDelay * 2, RETRY_MAX_DELAY);
+      entry.retryTimer = setTimeout(() => {
+        entry.retryTimer = null;
+        this.#pump();
+      }, entry.retryDelay);
+      return;
+    }
+    if (!error) this.lastActionLatency = Date.now() - entry.firstSentAt;
+    this.#settle(entry, error, ack);
+  }
+
+  /** Ends an action with its outcome: out of the queue, its prediction dropped, then the promise. */
+  #settle(entry, error, ack) {
+    const index = this.#actions.indexOf(entry);
+    if (index < 0) return;
+    this.#actions.splice(index, 1);
+    clearTimeout(entry.queueTimer);
+    clearTimeout(entry.retryTimer);
+    if (entry.requestID !== null) this.#pending.delete(entry.requestID);
+    // After an ack the server's state has the action (its patch came first); after an error it
+    // never will: either way the mirror shows the server's value from now on.
+    if (entry.prediction) entry.mirror._dropPrediction(entry.prediction);
+    this.#pendingChanged = true;
+    if (error) entry.reject(error);
+    else entry.resolve(ack);
+    this.#pump();  // the window may have moved
+    this.#flushPending();
+  }
+
+  #flushPending() {
+    if (!this.#pendingChanged) return;
+    this.#pendingChanged = false;
+    this.emit("pending", this.pendingActions);
   }
 
   // MARK: Requests
 
-  #request(message, timeout) {
+  /** A request with an id and a timeout; `onLost(entry, reason)` settles it when the connection
+   * drops first. */
+  #request(message, timeout, onLost) {
     // Not sent, so certainly not applied.
     if (this.#closed) return Promise.reject(new TetherError("closed", "the client was closed", { applied: false }));
-    if (this.state !== "live") return Promise.reject(new TetherError("disconnected", "not connected", { applied: false }));
     const id = this.#nextID++;
     return new Promise((resolve, reject) => {
       const timer = timeout > 0 && Number.isFinite(timeout)
@@ -3046,7 +3235,7 @@ export class TetherClient extends Emitter {
           if (this.#pending.delete(id)) reject(new TetherError("timeout", `no answer from the server in ${timeout} ms`, { id, applied: "unknown" }));
         }, timeout)
         : null;
-      this.#pending.set(id, { resolve, reject, timer });
+      this.#pending.set(id, { resolve, reject, timer, onLost });
       this.#send({ ...message, id });
     });
   }
@@ -3062,20 +3251,23 @@ export class TetherClient extends Emitter {
     if (room.presence !== undefined) message.presence = room.presence;
     else if (room.watchPresence) message.watchPresence = true;
     // No timeout: a live server always answers a join (servers that don't send join acks still
-    // send the snapshot, which is what the mirror waits for).
+    // send the snapshot, which is what the mirror waits for). A drop forgets it: the reconnect
+    // joins again.
     this.#pending.set(id, { onAnswer: (error, ack) => room._joinAnswered(error, ack) });
     this.#send(message);
     return id;
   }
 
   _updatePresence(room, data, timeout) {
-    return this.#request({ type: "presence", room: room.name, data }, timeout);
+    // Not connected: the next join carries the data, which is all the update asks.
+    if (!this.#closed && this.state !== "live") return Promise.resolve(null);
+    return this.#request({ type: "presence", room: room.name, data }, timeout, (entry) => entry.resolve(null));
   }
 
   _leave(room) {
     if (this.#rooms.get(room.name) === room) this.#rooms.delete(room.name);
     if (this.state !== "live") return Promise.resolve(null);
-    return quietly(this.#request({ type: "leave", room: room.name }, this.actionTimeout));
+    return quietly(this.#request({ type: "leave", room: room.name }, this.actionTimeout, (entry) => entry.resolve(null)));
   }
 
   _warn(text) {
@@ -3093,17 +3285,57 @@ export class TetherClient extends Emitter {
     const entry = this.#pending.get(id);
     if (!entry) return false;
     this.#forget(id);
+    if (entry.action) {
+      this.#actionAnswered(entry.action, error, message);
+      return true;
+    }
     entry.onAnswer?.(error, message);
     if (error) entry.reject?.(error);
     else entry.resolve?.(message);
     return true;
   }
 
-  #failPending(error) {
+  /** The connection dropped: every request on it is answered by its `onLost`, every action sent
+   * on it waits to be sent again (an earlier send of it may have been applied). */
+  #connectionLost(reason) {
     const entries = [...this.#pending.values()];
-    for (const entry of entries) clearTimeout(entry.timer);
     this.#pending.clear();
-    for (const entry of entries) entry.reject?.(error);
+    for (const entry of entries) {
+      clearTimeout(entry.timer);
+      if (entry.action) {
+        entry.action.requestID = null;
+        entry.action.maybeApplied = true;
+      } else {
+        entry.onLost?.(entry, reason);
+      }
+    }
+    // Those pausing before a resend go right after the next hello, with the others.
+    for (const action of this.#actions) {
+      clearTimeout(action.retryTimer);
+      action.retryTimer = null;
+    }
+  }
+
+  /** The client ends for good (`close()`, or a drop without reconnect). */
+  #shutDown(text, info) {
+    this.#closed = true;
+    this.session = null;
+    const entries = [...this.#pending.values()];
+    this.#pending.clear();
+    const closed = new TetherError("closed", `${text} before the answer`, { applied: "unknown" });
+    for (const entry of entries) {
+      clearTimeout(entry.timer);
+      if (!entry.action) entry.reject?.(closed);
+    }
+    for (const action of [...this.#actions]) {
+      this.#settle(action, action.sent
+        ? new TetherError("closed", `${text} before the answer: it may or may not have been applied`, { room: action.room, applied: "unknown" })
+        : new TetherError("not_sent", `${text} before it was sent`, { room: action.room, applied: false }));
+    }
+    const error = new TetherError("closed", text);
+    for (const room of this.#rooms.values()) room._closed(error);
+    for (const waiter of this.#connectedWaiters.splice(0)) waiter.reject(error);
+    this.#setState("closed", info);
   }
 
   #send(message) {
@@ -3153,14 +3385,10 @@ export class TetherClient extends Emitter {
   #lost(reason) {
     this.#socket = null;
     this.session = null;
-    this.#failPending(new TetherError("disconnected", reason, { applied: "unknown" }));
+    this.#connectionLost(reason);
     for (const room of this.#rooms.values()) room._disconnected();
     if (!this.reconnect.enabled) {
-      this.#closed = true;
-      const error = new TetherError("disconnected", reason);
-      for (const room of this.#rooms.values()) room._closed(error);
-      for (const waiter of this.#connectedWaiters.splice(0)) waiter.reject(error);
-      this.#setState("closed", { reason });
+      this.#shutDown(`the connection was lost (${reason}), and reconnecting is off`, { reason });
       return;
     }
     const attempt = ++this.#attempt;
@@ -3207,10 +3435,20 @@ export class TetherClient extends Emitter {
   #receiveHello(message) {
     this.session = typeof message.session === "string" ? message.session : null;
     this.#attempt = 0;
-    this.#setState("live", { url: this.url, session: this.session, server: message.server });
-    this.emit("hello", message);
+    // Our hello before anything else, even what a `state` listener sends.
     this.#send(this.user ? { type: "hello", client: this.clientId, user: this.user } : { type: "hello", client: this.clientId });
-    for (const room of this.#rooms.values()) room._sendJoin(true);
+    // Then the joins, then the actions whose answer was lost, then new ones (PROTOCOL.md: the
+    // repeats of a reconnect before any new action).
+    this.#resuming = true;
+    try {
+      this.#setState("live", { url: this.url, session: this.session, server: message.server });
+      this.emit("hello", message);
+      for (const room of this.#rooms.values()) room._sendJoin(true);
+    } finally {
+      this.#resuming = false;
+    }
+    this.#pump();
+    this.#flushPending();
     for (const waiter of this.#connectedWaiters.splice(0)) waiter.resolve(this);
   }
 

@@ -47,6 +47,9 @@ class Inbox {
   }
 
   get pending() { return this.#items.length; }
+
+  /** Takes the waiting items out. */
+  drain() { return this.#items.splice(0); }
 }
 
 export class ScriptedServer {
@@ -61,6 +64,7 @@ export class ScriptedServer {
 
   #connections = new Inbox();
   #sockets = new Set();
+  #handler = null;
 
   constructor(hello) {
     this.hello = hello;
@@ -76,6 +80,13 @@ export class ScriptedServer {
   /** The next accepted connection. */
   nextConnection(timeout = 3000) {
     return this.#connections.next("a connection", timeout);
+  }
+
+  /** Calls `handler(connection)` for every connection from now on (and those not claimed yet),
+   * instead of keeping them for nextConnection(): a server that runs by itself. */
+  handleConnections(handler) {
+    this.#handler = handler;
+    for (const connection of this.#connections.drain()) handler(connection);
   }
 
   get unclaimedConnections() { return this.#connections.pending; }
@@ -100,7 +111,8 @@ export class ScriptedServer {
     socket.write(headers.join("\r\n") + "\r\n\r\n");
     const connection = new ScriptedConnection(socket, offered);
     if (this.hello) connection.send({ type: "hello", protocol: 1, server: "scripted/0", session: `s${++this.sessions}` });
-    this.#connections.push(connection);
+    if (this.#handler) this.#handler(connection);
+    else this.#connections.push(connection);
   }
 
   /** Stops listening and destroys every socket. */
@@ -114,6 +126,7 @@ export class ScriptedConnection {
   #inbox = new Inbox();
   #buffer = Buffer.alloc(0);
   #fragments = [];
+  #handler = null;
 
   constructor(socket, offeredProtocols) {
     this.socket = socket;
@@ -125,6 +138,13 @@ export class ScriptedConnection {
     this.isOpen = true;
     this.closed = new Promise((resolve) => socket.on("close", () => { this.isOpen = false; resolve(); }));
     socket.on("data", (chunk) => this.#read(chunk));
+  }
+
+  /** Calls `handler(message)` for each message from now on (and those not read yet) instead of
+   * keeping them for next(). */
+  handle(handler) {
+    this.#handler = handler;
+    for (const message of this.#inbox.drain()) handler(message);
   }
 
   /** The next message the client sent (parsed JSON). */
@@ -169,8 +189,9 @@ export class ScriptedConnection {
     this.socket.end();
   }
 
-  /** The connection vanishes without a close frame. */
+  /** The connection vanishes without a close frame; frames already read are not handled. */
   drop() {
+    this.isOpen = false;
     this.socket.destroy();
   }
 
@@ -202,12 +223,14 @@ export class ScriptedConnection {
   #frame({ fin, opcode, payload }) {
     switch (opcode) {
       case 0x0: case 0x1: case 0x2: {
+        if (!this.isOpen) return;  // dropped: the rest of the chunk is lost with it
         this.#fragments.push(payload);
         if (!fin) return;
         const message = JSON.parse(Buffer.concat(this.#fragments).toString("utf8"));
         this.#fragments = [];
         this.received.push(message);
         if (message.type === "hello") this.hello = message;
+        else if (this.#handler) this.#handler(message);
         else this.#inbox.push(message);
         return;
       }
