@@ -79,6 +79,17 @@ struct NumberedActionTests {
         #expect(Self.increment(alice, id: 1000, seq: 2) == [.ack(id: 1000, room: "counter", version: 2)])
     }
 
+    /// A number the room has no outcome for, above those it let go of, never ran: a send refused
+    /// before running (rate_limited, unavailable) whose resend comes after later numbers ran.
+    @Test func aNumberThatNeverRanRunsWhenItComesAfterLaterOnes() {
+        let server = TestServer(kinds: Demos.kinds)
+        let alice = Self.connected(server)
+        #expect(Self.increment(alice, id: 2, seq: 2).map(\.type) == ["patch", "ack"])
+        #expect(Self.increment(alice, id: 3, seq: 1).map(\.type) == ["patch", "ack"], "number 1 never ran here: it runs")
+        #expect(Self.increment(alice, id: 4, seq: 1) == [.ack(id: 4, room: "counter", version: 2)], "and once")
+        #expect(alice.state(of: "counter") == ["count": 2])
+    }
+
     @Test func aNumberedActionNeedsAHelloFirst() {
         let server = TestServer(kinds: Demos.kinds)
         let anonymous = server.connect()

@@ -327,7 +327,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 lastSequence = snapshot.sequence
                 lastSnapshotVersion = snapshot.version
                 outcomes = ActionOutcomes()
-                outcomes.record(applied: snapshot.actions)
+                outcomes.restore(applied: snapshot.actions)
             }
             catchUp()
         }

@@ -35,7 +35,10 @@ struct ActionOutcomes {
         /// so a room's records stay small (see docs/DESIGN.md).
         var numbers: Deque<(seq: Int, version: Int)> = []
         var errors: [Int: ProtocolError] = [:]
-        var highest = 0
+        /// Numbers at or below it that are not in `numbers` may have run: the highest number let
+        /// go of (or, restored from a store or snapshot, the highest restored). A number above
+        /// it that is not in `numbers` never ran here (a send refused before running, say).
+        var forgottenUpTo = 0
         var lastUsed: UInt64 = 0
     }
 
@@ -53,8 +56,10 @@ struct ActionOutcomes {
     private var uses: UInt64 = 0
 
     func lookup(_ number: ActionNumber) -> Lookup {
-        guard let client = clients[number.client], number.seq <= client.highest else { return .new }
-        guard let found = client.numbers.last(where: { $0.seq == number.seq }) else { return .forgotten(oldest: client.numbers.first?.seq) }
+        guard let client = clients[number.client] else { return .new }
+        guard let found = client.numbers.last(where: { $0.seq == number.seq }) else {
+            return number.seq > client.forgottenUpTo ? .new : .forgotten(oldest: client.numbers.map(\.seq).min())
+        }
         if found.version >= 0 { return .repeated(.applied(version: found.version)) }
         return .repeated(.failed(client.errors[number.seq] ?? ProtocolError(.internal, "the outcome of this action was lost", applied: .unknown)))
     }
@@ -76,15 +81,26 @@ struct ActionOutcomes {
         if client.numbers.count > Self.perClient {
             let dropped = client.numbers.removeFirst()
             if dropped.version < 0 { client.errors[dropped.seq] = nil }
+            client.forgottenUpTo = max(client.forgottenUpTo, dropped.seq)
         }
-        client.highest = max(client.highest, number.seq)
         client.lastUsed = uses
         clients[number.client] = client
     }
 
-    /// Records applied outcomes as a log or snapshot gives them (`applied`), in their order.
+    /// Records applied outcomes as the log's entries give them, in their order.
     mutating func record(applied records: [AppliedAction]) {
         for (number, version) in records { record(number, .applied(version: version)) }
+    }
+
+    /// Starts from what a store or snapshot kept (`applied`): which numbers it let go of, or
+    /// which failed, is not known, so any number not restored, up to a client's highest, is
+    /// taken as forgotten (`stale_action`) rather than run again.
+    mutating func restore(applied records: [AppliedAction]) {
+        record(applied: records)
+        for (number, _) in records {
+            guard let forgotten = clients[number.client]?.forgottenUpTo else { continue }
+            clients[number.client]?.forgottenUpTo = max(forgotten, number.seq)
+        }
     }
 
     /// The error for a number older than the room remembers.

@@ -161,7 +161,7 @@ actor Room: RoomEndpoint {
             if let stored = try log.restore() {
                 try host.restore(from: stored.state)
                 followers.restart(epoch: stored.epoch, version: stored.version, patches: stored.patches)
-                outcomes.record(applied: stored.actions)
+                outcomes.restore(applied: stored.actions)
                 if stored.lastChange > 0 { published.lastChange = stored.lastChange }
                 logger.debug("room \(name) restored at version \(version) of epoch \(epoch)")
                 return
