@@ -87,7 +87,11 @@ enum Tetherd {
         } catch {
             fail(error.problems.map(\.description), exitCode: 64)
         }
-        let configuration = loaded.configuration
+        let configuration = {
+            var configuration = loaded.configuration
+            configuration.withholdsAcksForTests = environment["TETHERD_TEST_WITHHOLD_ACKS"] == "1"
+            return configuration
+        }()
         // The handlers read their level from here, so a reload can change it.
         let logLevel = ReloadableLogLevel(configuration.logLevel)
         LoggingSystem.bootstrap { label -> any LogHandler in

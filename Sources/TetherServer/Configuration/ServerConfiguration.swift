@@ -10,6 +10,9 @@ public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// 0 lets the OS pick a free port; `TetherServer.start()` returns the one bound.
     public var port = 8080
+    /// For tests of clients that resend (`TETHERD_TEST_WITHHOLD_ACKS=1`, never an option): acks
+    /// of applied actions are not sent, as if each were lost with the connection.
+    public var withholdsAcksForTests = false
     /// A larger frame closes the connection with 1009.
     public var maxFrameBytes = 1 << 20
     public var maxConnections = 10_000

@@ -501,6 +501,7 @@ public final class SessionHub: @unchecked Sendable {
                 }
             case .reply(let outcome, .session(let handle, let id, let room)):
                 guard !handle.session.isClosed else { continue }
+                if configuration.withholdsAcksForTests, case .applied = outcome { continue }
                 enqueue(.control(outcome.frame(id: id, room: room)), for: handle.session, fromRoom: true)
             case .reply(let outcome, .remote(_, let respond)):
                 respond(outcome)
