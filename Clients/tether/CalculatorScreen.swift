@@ -51,8 +51,32 @@ final class CalculatorScreen: Screen {
     /// Presses `key` on the server's calculator (which starts a new number when a digit
     /// follows `=`).
     func press(_ key: String) async {
-        await context.send("press", ["key": .string(key)])
+        await context.send("press", ["key": .string(key)], predict: Self.prediction(for: key))
     }
+
+    /// What a key does to the display, as the server's calculator does it, so it shows at once;
+    /// `=` is left to the server (it evaluates). After `=` (the display is the last history
+    /// line's result) a digit starts a new number.
+    static func prediction(for key: String) -> ((inout JSON) -> Void)? {
+        guard key != "=" else { return nil }
+        return { state in
+            var text = state["display"]?.stringValue ?? ""
+            if text.hasPrefix("Error") { text = "" }
+            let showsResult = !text.isEmpty && state["history"]?.arrayValue?.last?.stringValue?.hasSuffix(" = \(text)") == true
+            if showsResult, key.first?.isNumber == true || key == "." { text = "" }
+            switch key {
+            case "clear": text = ""
+            case "back": if !text.isEmpty { text.removeLast() }
+            default:
+                guard text.count < maximumDisplayLength else { return }
+                text += key
+            }
+            state.set("/display", to: .string(text))
+        }
+    }
+
+    /// The server's longest display.
+    static let maximumDisplayLength = 64
 
     func handleKey(_ key: Key) -> Bool {
         let name: String
