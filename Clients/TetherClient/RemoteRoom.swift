@@ -67,6 +67,8 @@ public final class RemoteRoom {
     /// action is not shown twice.
     private var rebaseScheduled = false
     static let rebaseDelay: Duration = .milliseconds(20)
+    /// The patches received since the last rebase, told to `observeChanges` listeners with it.
+    private var patchesToTell: [RoomChange] = []
 
     init(name: String, client: TetherClient, since: ResumePoint? = nil) {
         self.name = name
@@ -178,15 +180,20 @@ public final class RemoteRoom {
         show(shown)
     }
 
-    /// Shows `shown` as the state, telling the watchers whose values changed.
+    /// Shows `shown` as the state, telling the watchers whose values changed, then the listeners
+    /// of changes: the patches received meanwhile (the version moved), else `.predicted`.
     private func show(_ shown: JSON) {
-        guard shown != state else { return }
-        state = shown
-        lastChangedPaths = []
-        for watcher in pathWatchers { watcher.update(from: state) }
-        for watcher in listWatchers { watcher.rebuild(from: state.value(at: watcher.path)) }
-        prune()
-        changes.emit(.predicted)
+        let patches = patchesToTell
+        patchesToTell = []
+        if shown != state {
+            state = shown
+            lastChangedPaths = []
+            for watcher in pathWatchers { watcher.update(from: state) }
+            for watcher in listWatchers { watcher.rebuild(from: state.value(at: watcher.path)) }
+            prune()
+            if patches.isEmpty { changes.emit(.predicted) }
+        }
+        for patch in patches { changes.emit(patch) }
     }
 
     // MARK: From the server
@@ -199,11 +206,13 @@ public final class RemoteRoom {
         var shown = state
         for prediction in predictions { prediction.predict(&shown) }
         self.state = shown
+        rebaseScheduled = false
+        patchesToTell = []  // the snapshot tells it all
         hasState = true
         isRejoining = false
         lastChangedPaths = []
-        for watcher in pathWatchers { watcher.update(from: state) }
-        for watcher in listWatchers { watcher.rebuild(from: state.value(at: watcher.path)) }
+        for watcher in pathWatchers { watcher.update(from: shown) }
+        for watcher in listWatchers { watcher.rebuild(from: shown.value(at: watcher.path)) }
         prune()
         changes.emit(.snapshot(version: version, resynced: resynced))
         if resynced { client?.roomResynced(self) }
@@ -230,6 +239,7 @@ public final class RemoteRoom {
         self.version = version
         isRejoining = false
         guard predictions.isEmpty else {
+            patchesToTell.append(.patch(from: from, version: version, operations: operations))
             if !rebaseScheduled {
                 rebaseScheduled = true
                 Task { @MainActor [weak self] in

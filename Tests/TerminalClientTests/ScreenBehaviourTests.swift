@@ -461,7 +461,7 @@ struct ScreenBehaviourTests {
         defer { server.stop() }
         let (client, shell, app, screen) = try await open("counter", url: server.url)
         app.handle(.char("+"))
-        try await eventually("the press is answered after its resend") { shell.context.room.state["count"] == 1 }
+        try await eventually("the press is answered after its resend") { client.pendingActions.value.isEmpty && shell.context.room.serverState["count"] == 1 }
         app.redraw()
         #expect(!screen.lines.contains { $0.hasPrefix("?") || $0.hasPrefix("✗") }, "\(screen.lines)")
         let increments = actions(server).filter { $0["name"] == "increment" }

@@ -101,7 +101,7 @@ struct TmuxScreenTests {
 
         daemon = try Daemon(port: port, dataDirectory: data)
         let back = try await tmux.waitFor("counter", "live again, the press counted", timeout: .seconds(15)) {
-            $0.statusConnection == "live" && $0.contains("count: 1")
+            $0.statusConnection == "live" && $0.contains("count: 1") && $0.statusVersion == 1
         }
         #expect(!back.contains("waiting for the server") && !back.contains("not sent"), "\(back)")
         let status = try #require(back.rows.last { $0.hasPrefix("● ") })

@@ -90,6 +90,27 @@ struct NumberedActionTests {
         #expect(alice.state(of: "counter") == ["count": 2])
     }
 
+    /// A full record lets go of its lowest number, not its first recorded: after 4...64, 1, 2, 65
+    /// and 66 ran, number 1 is let go of, 4 is remembered, and 3 (refused, sent again) still runs.
+    @Test func theRecordLetsGoOfItsLowestNumber() {
+        var outcomes = ActionOutcomes()
+        let order = Array(4...64) + [1, 2, 65, 66]
+        for (index, seq) in order.enumerated() { outcomes.record(ActionNumber(client: "c", seq: seq), .applied(version: index + 1)) }
+        guard case .new = outcomes.lookup(ActionNumber(client: "c", seq: 3)) else {
+            Issue.record("number 3 never ran: \(outcomes.lookup(ActionNumber(client: "c", seq: 3)))")
+            return
+        }
+        guard case .forgotten = outcomes.lookup(ActionNumber(client: "c", seq: 1)) else {
+            Issue.record("number 1, the lowest, ran and was let go of: it is forgotten, not run again")
+            return
+        }
+        guard case .repeated(.applied(let version)) = outcomes.lookup(ActionNumber(client: "c", seq: 4)) else {
+            Issue.record("number 4 is among the highest 64")
+            return
+        }
+        #expect(version == 1)
+    }
+
     @Test func aNumberedActionNeedsAHelloFirst() {
         let server = TestServer(kinds: Demos.kinds)
         let anonymous = server.connect()

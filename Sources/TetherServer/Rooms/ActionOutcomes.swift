@@ -30,8 +30,8 @@ struct ActionOutcomes {
     static let maxClients = 10_000
 
     private struct Client {
-        /// Its last numbers, oldest first, numbers increasing: the version an applied one was
-        /// answered with, or -1 for one that failed (its error in `errors`). Two words a number,
+        /// Its highest numbers, in the order recorded: the version an applied one was answered
+        /// with, or -1 for one that failed (its error in `errors`). Two words a number,
         /// so a room's records stay small (see docs/DESIGN.md).
         var numbers: Deque<(seq: Int, version: Int)> = []
         var errors: [Int: ProtocolError] = [:]
@@ -79,7 +79,11 @@ struct ActionOutcomes {
             client.errors[number.seq] = error
         }
         if client.numbers.count > Self.perClient {
-            let dropped = client.numbers.removeFirst()
+            // The lowest number goes, not the first recorded: a number refused and sent again
+            // after later ones ran is recorded late, and must outlive them. With at most 64 of a
+            // client's numbers in flight, no unanswered number is ever let go of.
+            let lowest = client.numbers.indices.min { client.numbers[$0].seq < client.numbers[$1].seq }!
+            let dropped = client.numbers.remove(at: lowest)
             if dropped.version < 0 { client.errors[dropped.seq] = nil }
             client.forgottenUpTo = max(client.forgottenUpTo, dropped.seq)
         }
