@@ -891,11 +891,10 @@ export class TetherClient extends Emitter {
 
   /**
    * Sends what may go now, in the order of the numbers: actions to send again (their answer was
-   * lost), then queued ones while their number is less than 64 above the oldest unanswered one.
-   * An action that may have been applied goes alone: were a later number of its client to run
-   * first, the room would answer this one, if it had not run, with stale_action (it takes a
-   * number below the highest it ran, and not remembered, for one it forgot). Nothing after it
-   * leaves until it is answered.
+   * lost), then queued ones while their number is less than 64 above the oldest unanswered one;
+   * not one pausing before it goes again. A later number may run before an earlier one: the room
+   * runs a number it has no outcome for unless it let go of that number, and with at most 64 in
+   * flight it has not (docs/PROTOCOL.md, "Older than that").
    */
   #pump() {
     if (this.state !== "live" || this.#closed || this.#socket === null || this.#resuming) return;
@@ -905,7 +904,6 @@ export class TetherClient extends Emitter {
         if (!entry.sent && entry.seq >= limit) return;
         this.#transmit(entry);
       }
-      if (entry.maybeApplied) return;
     }
   }
 
