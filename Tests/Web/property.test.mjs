@@ -7,10 +7,12 @@
 // equal to the server's state.
 //
 // No stale_action at all: the server answers it only for a number it has no outcome for at or
-// below the highest it let go of (its last 64 outcomes per client are kept), and a client that
-// keeps at most 64 numbers in flight above its oldest unanswered one never sends such a number.
-// A number it has no outcome for above that runs, even after later numbers ran (its earlier send
-// was refused before running, or lost), so the client need not hold later actions back.
+// below the highest it let go of, and it keeps the outcomes of each client's highest 64 numbers,
+// letting go of the lowest (not the first recorded). A client that keeps its numbers in flight
+// within 64 of its oldest unanswered one never sends such a number: of 65 numbers recorded, the
+// lowest is below its oldest unanswered one. A number it has no outcome for above that runs, even
+// after later numbers ran (its earlier send was refused before running, or lost, and it is
+// recorded after them), so the client need not hold later actions back.
 //
 // Seeded: a failure prints its seed; TETHER_SEED=N replays it (TETHER_ROUNDS sets how many runs).
 // Needs a global WebSocket: `node --experimental-websocket --test Tests/Web/` on Node 20.
@@ -19,6 +21,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { TetherClient } from "../../Clients/web/tether.js";
 import { ScriptedServer, waitFor } from "./support/scripted-server.mjs";
+import { ActionRecord } from "./support/action-record.mjs";
 
 if (typeof globalThis.WebSocket !== "function") {
   throw new Error("these tests need a global WebSocket: run `node --experimental-websocket --test Tests/Web/` (Node 20)");
@@ -38,17 +41,15 @@ function random(seed) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const ROOM = "counter";
-/** Outcomes the server remembers per client, as tetherd does (PROTOCOL.md, "What is remembered"). */
-const REMEMBERED = 64;
 
 /**
  * The server side: one room, {count}, whose action `add {by}` runs once per (client, seq). As
- * tetherd does (Sources/TetherServer/Rooms/ActionOutcomes.swift), it keeps each client's last 64
- * outcomes, in the order they were recorded, and `forgottenUpTo`, the highest number it let go
- * of: a repeat gets the first outcome; a number with no outcome above `forgottenUpTo` runs; one at
- * or below it gets stale_action. Faults, drawn from `next`: a connection dropped before or after
- * the action runs, a patch or an answer sent twice, answers "unavailable" and "rate_limited" (ran
- * nothing) and "unknown" (may have run).
+ * tetherd does (Sources/TetherServer/Rooms/ActionOutcomes.swift; support/action-record.mjs), it
+ * keeps the outcomes of each client's highest 64 numbers, letting go of the lowest, and
+ * `forgottenUpTo`, the highest number it let go of: a repeat gets the first outcome; a number with
+ * no outcome above `forgottenUpTo` runs; one at or below it gets stale_action. Faults, drawn from
+ * `next`: a connection dropped before or after the action runs, a patch or an answer sent twice,
+ * answers "unavailable" and "rate_limited" (ran nothing) and "unknown" (may have run).
  */
 class NumberingServer {
   constructor(scripted, next) {
@@ -58,8 +59,7 @@ class NumberingServer {
     this.version = 0;
     /** "client:seq" → how many times it ran. */
     this.applied = new Map();
-    /** Per client: `numbers`, its last 64 outcomes as [seq, answer] in the order recorded, and
-     * `forgottenUpTo`, the highest number let go of. */
+    /** Per client: its ActionRecord (the outcomes of its highest 64 numbers, `forgottenUpTo`). */
     this.records = new Map();
     this.open = new Set();
     this.subscribers = new Set();
@@ -116,28 +116,22 @@ class NumberingServer {
       note("dropped before running");
       return this.#drop(connection);  // lost with the connection, never ran
     }
-    if (!this.records.has(client)) this.records.set(client, { numbers: [], forgottenUpTo: 0 });
+    if (!this.records.has(client)) this.records.set(client, new ActionRecord());
     const records = this.records.get(client);
-    const recorded = records.numbers.findLast(([seq]) => seq === message.seq);
-    if (recorded) {
+    const found = records.lookup(message.seq);
+    if (found.kind === "repeated") {
       // A repeat: the first outcome, unless this send is answered "unknown" (an owner lost).
       if (roll < 0.08) return reply({ type: "error", code: "unavailable", message: "owner lost", applied: "unknown" });
-      return reply(recorded[1]);
+      return reply(found.outcome);
     }
-    if (message.seq <= records.forgottenUpTo) {
+    if (found.kind === "forgotten") {
       return reply({ type: "error", code: "stale_action", message: "older than this room remembers", applied: "unknown" });
     }
     if (roll < 0.13) {
       if (roll < 0.10) return reply({ type: "error", code: "unavailable", message: "changing owners", applied: false });
       return reply({ type: "error", code: "rate_limited", message: "too fast", applied: false });
     }
-    const remember = (outcome) => {
-      records.numbers.push([message.seq, outcome]);
-      if (records.numbers.length > REMEMBERED) {
-        const [dropped] = records.numbers.shift();
-        records.forgottenUpTo = Math.max(records.forgottenUpTo, dropped);
-      }
-    };
+    const remember = (outcome) => records.record(message.seq, outcome);
     if (roll < 0.18) {
       const error = { type: "error", code: "invalid_args", message: "refused by the room", applied: false };
       remember(error);
