@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { TetherClient } from "../../Clients/web/tether.js";
 import { ScriptedServer, waitFor } from "./support/scripted-server.mjs";
 import { connect, joinWithSnapshot } from "./support/connect.mjs";
+import { ActionRecord } from "./support/action-record.mjs";
 
 if (typeof globalThis.WebSocket !== "function") {
   throw new Error("these tests need a global WebSocket: run `node --experimental-websocket --test Tests/Web/` (Node 20)");
@@ -284,6 +285,60 @@ describe("followed to the answer", { timeout: 30_000 }, () => {
     assert.ok(await connection.silentFor(100), "one answer, one more");
     connection.send({ type: "ack", id: out[1].id, room: "counter", version: 2 });
     assert.equal((await connection.next()).seq, 66);
+  });
+
+  test("a number refused after a drop and sent again once later ones ran still runs: the server's record lets go of its lowest number, not its first recorded", async (t) => {
+    const { server, client, connection } = await connect(t, fast);
+    const sends = [];
+    for (let i = 1; i <= 66; i++) sends.push(track(client.send("counter", "increment")));
+    const first = [];
+    for (let i = 0; i < 64; i++) first.push(await connection.next());
+    assert.deepEqual(first.map((m) => m.seq), Array.from({ length: 64 }, (_, i) => i + 1));
+    assert.ok(await connection.silentFor(100), "65 and 66 wait outside the window");
+
+    // From the second connection on, a server with tetherd's record (support/action-record.mjs):
+    // on the resend, 1, 2 and 3 are refused before running; 3 is refused until 65 and 66 ran, so
+    // it is recorded after 64 others and its retry comes when the record is full.
+    const record = new ActionRecord();
+    const ran = [];
+    const log = [];
+    const refused = new Set();
+    server.handleConnections((next) => next.handle((message) => {
+      if (message.type !== "action") return;
+      const answer = (reply) => {
+        log.push(`seq ${message.seq}: ${reply.type === "ack" ? `ack v${reply.version}` : `${reply.code} (${reply.message})`}`);
+        next.send({ ...reply, id: message.id, room: message.room });
+      };
+      const found = record.lookup(message.seq);
+      if (found.kind === "repeated") return answer(found.outcome);
+      if (found.kind === "forgotten") {
+        return answer({ type: "error", code: "stale_action", message: `older than this room remembers (forgottenUpTo ${record.forgottenUpTo})`, applied: "unknown" });
+      }
+      if ((message.seq <= 2 && !refused.has(message.seq)) || (message.seq === 3 && !(ran.includes(65) && ran.includes(66)))) {
+        refused.add(message.seq);
+        return answer({ type: "error", code: "rate_limited", message: "too fast", applied: false });
+      }
+      ran.push(message.seq);
+      const ack = { type: "ack", version: ran.length };
+      record.record(message.seq, ack);
+      answer(ack);
+    }));
+    // Dropped with 1-64 unanswered: each may have been applied, so a refusal does not settle it.
+    connection.drop();
+
+    await waitFor(() => sends.every((s) => s.outcome !== "pending"), "every send settled", 10_000);
+    for (const [index, send] of sends.entries()) {
+      const told = log.filter((line) => !/^seq ([4-9]|[1-5]\d|6[0-4]): ack/.test(line));  // all but 4-64 running
+      assert.equal(send.outcome, "resolved", `seq ${index + 1}: ${send.value?.code}; the server: ${told.join("; ")}`);
+      assert.equal(send.settlements, 1);
+    }
+    assert.deepEqual([...ran].sort((a, b) => a - b), Array.from({ length: 66 }, (_, i) => i + 1), "each number ran once");
+    assert.deepEqual(ran.slice(0, 61), Array.from({ length: 61 }, (_, i) => i + 4), "4-64 ran on the resend, 1-3 refused");
+    assert.deepEqual(log.slice(0, 3), [1, 2, 3].map((seq) => `seq ${seq}: rate_limited (too fast)`));
+    assert.equal(ran.at(-1), 3, `3 ran last, after 1, 2, 65 and 66: ${ran.slice(61).join(", ")}`);
+    assert.equal(sends[2].value.version, 66);
+    assert.equal(record.forgottenUpTo, 2, "1 and 2, the lowest, were let go of");
+    assert.deepEqual(client.pendingActions, []);
   });
 
   test("pendingActions and the pending event follow every change", async (t) => {
