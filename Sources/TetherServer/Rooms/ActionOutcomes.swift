@@ -18,7 +18,7 @@ public struct ActionNumber: Hashable, Sendable {
 /// A numbered action applied at `version`: what a room's log and snapshots keep of it.
 typealias AppliedAction = (number: ActionNumber, version: Int)
 
-/// The outcomes of the numbered actions a room ran, per client, for the last `perClient` numbers
+/// The outcomes of the numbered actions a room ran, per client, for the highest `perClient` numbers
 /// of each: a repeat (a client sending an action again after its answer was lost) gets the
 /// first outcome, the same ack or error, instead of running again (docs/PROTOCOL.md, "Sending an
 /// action again"). Applied outcomes are stored with the step that applied them, so a restarted

@@ -2945,7 +2945,7 @@ function storedUser() {
 }
 
 /** Actions sent and unanswered span fewer than this many numbers: the server remembers each
- * client's last 64 outcomes per room, so every resend is still remembered (docs/PROTOCOL.md). */
+ * client's highest 64 numbers' outcomes per room, so every resend is still remembered (docs/PROTOCOL.md). */
 const ACTION_WINDOW = 64;
 /** The pause before sending again an action the server lost track of: doubling up to the cap. */
 const RETRY_FIRST_DELAY = 250;
