@@ -374,15 +374,57 @@ describe("prediction", { timeout: 30_000 }, () => {
     assert.deepEqual(seen, [0, 1]);
     const action = await connection.nextOfType("action");
     connection.send(patch("counter", 0, 1));
-    // Until the ack the mirror cannot tell this patch is the action's: both show.
+    // Until the ack the mirror cannot tell this patch is the action's: it waits 20 ms for it
+    // (the server's state has it at once), then both show.
     await waitFor(() => room.version === 1, "the patch");
     assert.deepEqual(room.serverState, { count: 1 });
-    assert.deepEqual(room.state, { count: 2 });
+    assert.deepEqual(room.state, { count: 1 }, "the patch waits for an answer");
+    await waitFor(() => room.state.count === 2, "the patch shown, 20 ms on");
     connection.send({ type: "ack", id: action.id, room: "counter", version: 1 });
     await sent;
     assert.deepEqual(room.state, { count: 1 }, "+1, not +2, after the ack");
     assert.equal(room.state, room.serverState, "nothing predicted any more");
     assert.deepEqual(seen, [0, 1, 2, 1]);
+  });
+
+  test("a patch and its ack in one write: the action shows once, never twice", async (t) => {
+    const { client, connection } = await connect(t);
+    const { room } = await joinWithSnapshot(client, connection, "counter", { count: 0 });
+    const seen = [];
+    room.observe("/count", (count) => seen.push(count));
+    const patches = [];
+    room.on("patch", (event) => patches.push([event.version, room.state.count]));
+    const sent = room.send("increment", { by: 1 }, { predict: increment });
+    const action = await connection.nextOfType("action");
+    // As tetherd writes them: two frames, one write.
+    connection.sendTogether(patch("counter", 0, 1), { type: "ack", id: action.id, room: "counter", version: 1 });
+    await sent;
+    await sleep(50);  // past the 20 ms wait
+    assert.deepEqual(room.state, { count: 1 });
+    assert.equal(room.state, room.serverState);
+    assert.deepEqual(seen, [0, 1], "never 2: the ack dropped the prediction before the patch showed");
+    assert.deepEqual(patches, [[1, 1]], "the patch event comes once, with the state it shows");
+  });
+
+  test("a patch waiting for an answer: a snapshot right behind it tells it all; leave() stops the wait", async (t) => {
+    const { client, connection } = await connect(t);
+    const { room } = await joinWithSnapshot(client, connection, "counter", { count: 0 });
+    const events = [];
+    room.on("patch", (event) => events.push(["patch", event.version]));
+    room.on("snapshot", (event) => events.push(["snapshot", event.version, event.state.count]));
+    const sent = track(room.send("increment", { by: 1 }, { predict: increment }));
+    await connection.nextOfType("action");
+    connection.sendTogether(patch("counter", 0, 5), { type: "snapshot", room: "counter", epoch: "e1", version: 2, state: { count: 9 } });
+    await waitFor(() => room.version === 2, "the snapshot");
+    await sleep(50);
+    assert.deepEqual(events, [["snapshot", 2, 10]], "the snapshot cancels the waiting patch");
+    connection.send(patch("counter", 2, 11));
+    await waitFor(() => room.version === 3, "another patch");
+    assert.deepEqual(room.state, { count: 10 }, "waiting");
+    room.leave();
+    await sleep(50);
+    assert.deepEqual(events, [["snapshot", 2, 10]], "left: the wait ends with nothing told");
+    assert.equal(sent.outcome, "pending");
   });
 
   test("an error rolls the prediction back: observers see the server's value", async (t) => {
@@ -412,6 +454,7 @@ describe("prediction", { timeout: 30_000 }, () => {
     connection.send({ type: "patch", room: "todo", epoch: "e1", from: 0, version: 1, ops: [{ op: "add", path: "/items/0", value: "x" }, { op: "replace", path: "/count", value: 7 }] });
     await waitFor(() => room.version === 1, "the other client's patch");
     assert.deepEqual(room.serverState, { count: 7, items: ["x"] });
+    await waitFor(() => room.state.count === 7, "the patch shown, 20 ms on");
     assert.deepEqual(room.state, { count: 7, items: ["x", "a", "b"] });
     assert.deepEqual(seen, [0, 7], "observers see the server's change under the predictions");
     connection.send({ type: "patch", room: "todo", epoch: "e1", from: 1, version: 2, ops: [{ op: "add", path: "/items/-", value: "a" }] });

@@ -176,6 +176,16 @@ export class ScriptedConnection {
     this.#writeFrame(0x1, Buffer.from(text));
   }
 
+  /** Sends each message as its own frame, all in one write (as tetherd writes a patch and its ack). */
+  sendTogether(...messages) {
+    if (!this.isOpen) return;
+    const frames = messages.map((message) => {
+      const text = typeof message === "string" ? message : JSON.stringify(message);
+      return encodeFrame(0x1, Buffer.from(text));
+    });
+    this.socket.write(Buffer.concat(frames));
+  }
+
   sendBinary(bytes) {
     this.#writeFrame(0x2, Buffer.from(bytes));
   }
@@ -197,17 +207,7 @@ export class ScriptedConnection {
 
   #writeFrame(opcode, payload) {
     if (!this.isOpen) return;
-    let header;
-    if (payload.length < 126) {
-      header = Buffer.from([0x80 | opcode, payload.length]);
-    } else if (payload.length < 65536) {
-      header = Buffer.alloc(4);
-      header[0] = 0x80 | opcode; header[1] = 126; header.writeUInt16BE(payload.length, 2);
-    } else {
-      header = Buffer.alloc(10);
-      header[0] = 0x80 | opcode; header[1] = 127; header.writeBigUInt64BE(BigInt(payload.length), 2);
-    }
-    this.socket.write(Buffer.concat([header, payload]));
+    this.socket.write(encodeFrame(opcode, payload));
   }
 
   #read(chunk) {
@@ -244,6 +244,21 @@ export class ScriptedConnection {
         return;
     }
   }
+}
+
+/** One unmasked, final frame (server to client). */
+function encodeFrame(opcode, payload) {
+  let header;
+  if (payload.length < 126) {
+    header = Buffer.from([0x80 | opcode, payload.length]);
+  } else if (payload.length < 65536) {
+    header = Buffer.alloc(4);
+    header[0] = 0x80 | opcode; header[1] = 126; header.writeUInt16BE(payload.length, 2);
+  } else {
+    header = Buffer.alloc(10);
+    header[0] = 0x80 | opcode; header[1] = 127; header.writeBigUInt64BE(BigInt(payload.length), 2);
+  }
+  return Buffer.concat([header, payload]);
 }
 
 /** One frame from the front of `buffer` ({fin, opcode, payload, length}), or null if incomplete. */
