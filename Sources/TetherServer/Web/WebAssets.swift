@@ -2595,7 +2595,10 @@ export function displayName(member) {
  * snapshot and patches, and `state`, what it shows: `serverState` with the prediction of every
  * action of this room still waiting for its answer applied on top, in the order of the actions
  * (the same object when there is none). Both are read-only: each change replaces them, never
- * edits them (so a value you hold keeps its contents).
+ * edits them (so a value you hold keeps its contents). A patch that arrives while predictions
+ * wait changes `serverState` and `version` at once, but shows (observers, the `patch` event)
+ * 20 ms later, or at once when an answer drops a prediction first: the server writes an action's
+ * patch and its ack together, in two frames, and between them the action would show twice.
  *
  * Opened with `presence` (an object, `{}` for nothing to say) the client is listed in the room's
  * presence; with `watchPresence: true` it only watches (a spectator: a dashboard, a wall screen).
@@ -2614,6 +2617,9 @@ export function displayName(member) {
  * refused join, or `room_deleted`: an administrator deleted the room, the mirror keeps its last
  * state and stops, and `client.room(name)` joins the new, empty room).
  */
+/** How long a patch that arrives while predictions wait waits for an answer before it shows (ms). */
+const REBASE_DELAY = 20;
+
 export class RemoteRoom extends Emitter {
   #client;
   #watchers = [];
@@ -2629,6 +2635,15 @@ export class RemoteRoom extends Emitter {
   #predictions = [];
   /** The shown state is a predicted copy, not the server's. */
   #showsPredictions = false;
+  /**
+   * A patch arrived while predictions wait: the shown state is recomputed `REBASE_DELAY` ms later,
+   * or at once when an answer comes first. The ack of an action comes right behind its patch (the
+   * server writes them together, in two frames), so its prediction goes before the patch shows,
+   * and the action is not shown twice. The timer, or null.
+   */
+  #rebaseTimer = null;
+  /** The `patch` events of the patches received since the last rebase, emitted with it. */
+  #patchesToTell = [];
 
   constructor(client, name, { presence, watchPresence = false } = {}) {
     super();
@@ -2718,6 +2733,7 @@ export class RemoteRoom extends Emitter {
     if (this.#left) return Promise.resolve(null);
     this.#left = true;
     this.#joining = false;
+    this.#cancelRebase();
     this.#settleReady(new TetherError("left", `room ${this.name} was left`, { room: this.name }));
     this.#forgetPresence();
     return this.#client._leave(this);
@@ -2763,6 +2779,7 @@ export class RemoteRoom extends Emitter {
     this.#serverState = state;
     this.#joining = false;
     this.lastChangedPaths = [];
+    this.#cancelRebase();  // the snapshot tells it all
     this.#show(null);
     this.emit("snapshot", { epoch, version, state: this.#shown, resynced });
     this.#settleReady(null);
@@ -2792,8 +2809,15 @@ export class RemoteRoom extends Emitter {
       changed.push(parsePointer(op.path));
     }
     this.lastChangedPaths = changed.map(formatPointer);
-    this.#show(changed);
-    this.emit("patch", { epoch, from, version, ops, paths: this.lastChangedPaths });
+    const event = { epoch, from, version, ops, paths: this.lastChangedPaths };
+    if (this.#predictions.length > 0 || this.#rebaseTimer !== null) {
+      // Shown (and told) with the rebase: 20 ms on, or at once when an answer drops a prediction.
+      this.#patchesToTell.push(event);
+      this.#rebaseTimer ??= setTimeout(() => this.#rebase(), REBASE_DELAY);
+    } else {
+      this.#show(changed);
+      this.emit("patch", event);
+    }
     this.#settleReady(null);
   }
 
@@ -2846,13 +2870,14 @@ export class RemoteRoom extends Emitter {
   }
 
   _closed(error) {
+    this.#cancelRebase();
     this.#settleReady(error);
   }
 
   /** Shows `prediction` ({predict, name}) on top of the others, from now until it is dropped. */
   _addPrediction(prediction) {
     this.#predictions.push(prediction);
-    this.#show(null);
+    this.#rebase();
   }
 
   /** Drops `prediction`: its action was answered, or will never be sent. */
@@ -2860,7 +2885,23 @@ export class RemoteRoom extends Emitter {
     const index = this.#predictions.indexOf(prediction);
     if (index < 0) return;
     this.#predictions.splice(index, 1);
+    this.#rebase();
+  }
+
+  /** Shows the server's state with the predictions over it, then emits the `patch` events that
+   * waited for it, in order. */
+  #rebase() {
+    const patches = this.#patchesToTell;
+    this.#cancelRebase();
     this.#show(null);
+    for (const event of patches) this.emit("patch", event);
+  }
+
+  /** Forgets a waiting rebase and the patches it was to tell. */
+  #cancelRebase() {
+    clearTimeout(this.#rebaseTimer);
+    this.#rebaseTimer = null;
+    this.#patchesToTell = [];
   }
 
   /**
