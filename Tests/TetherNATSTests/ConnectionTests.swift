@@ -147,7 +147,7 @@ extension NATS {
         }
 
         @Test func connectionFailureNamesTheURLs() throws {
-            let ports = [try freePort(), try freePort()]
+            let ports = try freePorts(2)
             let urls = ports.map { "nats://127.0.0.1:\($0)" }
             do {
                 _ = try connect(urls)

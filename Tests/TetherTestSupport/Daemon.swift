@@ -243,18 +243,32 @@ public enum HTTP {
 
 /// A TCP port that was free a moment ago (for restarting a daemon in place on a known port).
 public func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+    try freePorts(1)[0]
+}
+
+/// `count` distinct TCP ports that were free a moment ago. Every socket stays bound until all are
+/// picked: closed one by one, the kernel may hand the same port out twice (a NATS cluster then
+/// has a duplicate route and a server that cannot listen).
+public func freePorts(_ count: Int) throws -> [Int] {
+    var sockets: [Int32] = []
+    defer { sockets.forEach { close($0) } }
+    var ports: [Int] = []
+    for _ in 0..<count {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawSocketError.system("socket", errno) }
+        sockets.append(fd)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
         }
+        guard bound else { throw RawSocketError.system("bind", errno) }
+        ports.append(Int(UInt16(bigEndian: address.sin_port)))
     }
-    guard bound else { throw RawSocketError.system("bind", errno) }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return ports
 }

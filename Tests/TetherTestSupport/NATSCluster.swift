@@ -48,10 +48,11 @@ public final class NATSCluster: @unchecked Sendable {
         precondition(size >= 1)
         directory = NSTemporaryDirectory() + "tether-nats-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var servers: [Server] = []
-        for index in 1...size {
-            servers.append(Server(name: "n\(index)", port: try freePort(), clusterPort: try freePort(),
-                                  monitorPort: try freePort(), directory: directory))
+        let ports = try freePorts(3 * size)
+        let directory = directory
+        let servers = (0..<size).map { index in
+            Server(name: "n\(index + 1)", port: ports[3 * index], clusterPort: ports[3 * index + 1],
+                   monitorPort: ports[3 * index + 2], directory: directory)
         }
         self.servers = servers
         let routes = servers.map { "nats-route://127.0.0.1:\($0.clusterPort)" }.joined(separator: ", ")
