@@ -14,9 +14,9 @@ import TetherState
 ///   "totals": {"pizza": 1, "noodles": 0, "salad": 0}, "open": true, "ballots": null, "voters": null}`
 /// plus, in the voter's own document, `"mine": "pizza"`.
 ///
-/// The open ballots are the ViewModel's own (unpublished) state, so they live in memory: after
-/// a restart during an open vote the totals stand but who chose what is forgotten. A closed
-/// vote keeps them in the published `ballots`.
+/// The open ballots are the ViewModel's stored state (`context.stored`): never published, but
+/// stored with every vote, so a restart, a crash or a cluster's failover during an open vote
+/// forgets nobody's choice (a voter who changes their mind still moves one vote).
 public final class Vote: ViewModel {
     static let defaultOptions = ["pizza", "noodles", "salad"]
 
@@ -28,10 +28,10 @@ public final class Vote: ViewModel {
     let ballots: Observable<[String: String]?>
     /// The voters' names, published with the ballots: null while the vote is open.
     let voters: Observable<[String: String]?>
-    /// Each voter's choice while the vote is open (never published as such).
-    private(set) var choices: [String: String] = [:]
-    /// Each voter's name when they voted, from their presence.
-    private var names: [String: String] = [:]
+    /// Each voter's choice (stored, never published as such).
+    let choices: ObservableMap<String, String>
+    /// Each voter's name when they voted, from their presence (stored).
+    let names: ObservableMap<String, String>
     private let presence: Presence
 
     public init(context: ViewModelContext) {
@@ -41,13 +41,15 @@ public final class Vote: ViewModel {
         open = context.property("open", true)
         ballots = context.property("ballots", nil)
         voters = context.property("voters", nil)
+        choices = context.stored.map("choices")
+        names = context.stored.map("names")
         presence = context.presence
         context.perViewer("mine") { [unowned self] viewer in self.choice(of: viewer) }
     }
 
     /// What `viewer` chose, if anything (from the published ballots once the vote is closed).
     func choice(of viewer: Viewer) -> String? {
-        (ballots.value ?? choices)[viewer.id]
+        ballots.value?[viewer.id] ?? choices[viewer.id]
     }
 
     struct Choice: Decodable { var option: String }
@@ -71,14 +73,14 @@ public final class Vote: ViewModel {
         .on("close") { model in
             guard model.open.value else { return }
             model.open.value = false
-            model.ballots.value = model.choices
-            model.voters.value = model.names.filter { model.choices[$0.key] != nil }
+            model.ballots.value = model.choices.dictionary
+            model.voters.value = model.names.dictionary.filter { model.choices[$0.key] != nil }
         }
         .on("reopen") { model in
             guard !model.open.value else { return }
-            // After a restart the closed vote's choices are only in `ballots`.
-            model.choices = model.ballots.value ?? model.choices
-            model.names.merge(model.voters.value ?? [:]) { current, _ in current }
+            // A vote closed by a version that kept no stored state has its choices only in `ballots`.
+            for (voter, option) in model.ballots.value ?? [:] where model.choices[voter] == nil { model.choices[voter] = option }
+            for (voter, name) in model.voters.value ?? [:] where model.names[voter] == nil { model.names[voter] = name }
             model.ballots.value = nil
             model.voters.value = nil
             model.open.value = true

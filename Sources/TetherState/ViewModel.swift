@@ -255,38 +255,50 @@ public final class ViewModelHost {
     public func takeChanges() -> [PatchOperation] { context.document.takeChanges() }
 
     /// Ends the turn and returns its operations, unless the state would encode to more than
-    /// `maxEncodedSize` bytes or the turn's patch would: then the turn is taken back (the
-    /// document and every published value are as before it) and `ActionError.tooLarge` thrown.
-    /// Private observables a ViewModel keeps for itself are not rolled back.
+    /// `maxEncodedSize` bytes or the turn's patch would (the stored state is held to the same
+    /// limits on its own): then the turn is taken back (the document, every published and
+    /// stored value are as before it) and `ActionError.tooLarge` thrown. The turn's stored
+    /// changes wait for `takeStoredChanges()`. Plain properties a ViewModel keeps for itself
+    /// are not rolled back.
     public func finishTurn(maxEncodedSize: Int) throws(ActionError) -> [PatchOperation] {
-        let document = context.document
-        // A state already past the limit (restored after the limit was lowered) may still shrink.
-        let fits = document.estimatedTurnSize <= maxEncodedSize
-            && (document.turnGrowth <= 0 || document.estimatedEncodedSize <= maxEncodedSize
-                || document.measureEncodedSize() <= maxEncodedSize)
-        guard fits else {
-            let size = document.estimatedTurnSize > maxEncodedSize ? "its patch" : "the state"
-            takeBackTurn()
-            throw .tooLarge("refused: \(size) would exceed the server's limit of \(maxEncodedSize) bytes (--max-state-bytes); nothing changed")
+        let documents = [(context.document, "its patch", "the state"), (context.stored.members.document, "its change of the stored state", "the stored state")]
+        for (document, turn, whole) in documents {
+            // A state already past the limit (restored after the limit was lowered) may still shrink.
+            let fits = document.estimatedTurnSize <= maxEncodedSize
+                && (document.turnGrowth <= 0 || document.estimatedEncodedSize <= maxEncodedSize
+                    || document.measureEncodedSize() <= maxEncodedSize)
+            guard fits else {
+                let size = document.estimatedTurnSize > maxEncodedSize ? turn : whole
+                takeBackTurn()
+                throw .tooLarge("refused: \(size) would exceed the server's limit of \(maxEncodedSize) bytes (--max-state-bytes); nothing changed")
+            }
         }
-        return document.takeChanges()
+        return context.document.takeChanges()
     }
 
-    /// Takes the turn back: the document and every published value are as before it (an
-    /// action that fails changes nothing clients see). Private values the ViewModel keeps for
-    /// itself are not rolled back.
+    /// The operations of the turn on the stored state (`ViewModelContext.stored`), in order:
+    /// stored with the turn's version step, never sent to clients.
+    public func takeStoredChanges() -> [PatchOperation] { context.stored.members.document.takeChanges() }
+
+    /// Takes the turn back: the document, every published and every stored value are as before
+    /// it (an action that fails changes nothing). Plain properties the ViewModel keeps for itself
+    /// are not rolled back.
     public func takeBackTurn() {
-        let document = context.document
-        // Put the observables back; their changes bring the document back with them.
-        let before = document.stateBeforeTurn()
-        document.discardTurn()
-        try? context.restore(from: before)
+        context.published.takeBackTurn()
+        context.stored.members.takeBackTurn()
     }
 
     public var timers: [ViewModelTimer] { context.timers }
 
-    /// Restores persisted state into the observables (no operations are recorded).
-    public func restore(from state: JSON) throws { try context.restore(from: state) }
+    /// Restores persisted state into the observables (no operations are recorded): the
+    /// published document, and the stored state when there is one.
+    public func restore(from state: JSON, stored: JSON? = nil) throws {
+        try context.restore(from: state)
+        if let stored { try context.stored.members.restore(from: stored) }
+    }
+
+    /// The stored state (`ViewModelContext.stored`): never published.
+    public var storedState: JSON { context.stored.state }
 }
 
 extension DecodingError {

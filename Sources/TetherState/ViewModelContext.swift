@@ -12,19 +12,16 @@ public final class ViewModelContext {
     /// Who is in the room (empty in rooms without presence).
     public let presence = Presence()
 
-    let document = StateDocument()
-    private var slots: [Slot] = []
+    /// State the ViewModel keeps for itself: stored with the room, in the same step as the
+    /// changes it goes with, and never sent to a client (`context.stored.map("ballots")`).
+    public let stored = StoredState()
+
+    /// The published members: the room's shared document.
+    let published = StateMembers()
+    var document: StateDocument { published.document }
     private(set) var timers: [ViewModelTimer] = []
     /// Values published per viewer (`perViewer`, Viewer.swift).
     var perViewerValues: [PerViewerValue] = []
-    private let bindings = CancellableBag()
-
-    /// A published member: how to read it for a snapshot, and how to restore it.
-    private struct Slot {
-        let name: String
-        let current: () -> JSON
-        let restore: ((JSON) throws -> Void)?
-    }
 
     public init(room: String) {
         self.room = room
@@ -40,92 +37,30 @@ public final class ViewModelContext {
     /// A writable value published at `/name`. Every assignment becomes one `replace /name`
     /// (none when the encoded value is unchanged).
     public func property<Value: Codable & SendableMetatype>(_ name: String, _ initial: Value) -> Observable<Value> {
-        let observable = Observable(initial)
-        publish(name, observable, restore: { json in
-            observable.value = try JSONValueDecoder().decode(Value.self, from: json)
-        })
-        return observable
+        checkSharedName(name)
+        return published.property(name, initial)
     }
 
     /// Publishes a derived, read-only observable at `/name` (for example a `combineLatest`
     /// of private inputs). It is recomputed, not restored, after a restart.
     public func publish<Value: Encodable>(_ name: String, _ observable: ReadOnlyObservable<Value>) {
-        publish(name, observable, restore: nil)
-    }
-
-    private func publish<Value: Encodable>(
-        _ name: String, _ observable: ReadOnlyObservable<Value>, restore: ((JSON) throws -> Void)?
-    ) {
-        let path = JSONPointer(tokens: [name])
-        declare(name, Self.encode(observable.value))
-        slots.append(Slot(name: name, current: { Self.encode(observable.value) }, restore: restore))
-        observable.observe { [document] value in
-            let json = Self.encode(value)
-            guard document.state[name] != json else { return }
-            document.record(.replace(path: path, value: json))
-        }.store(in: bindings)
+        checkSharedName(name)
+        published.publish(name, observable)
     }
 
     /// An ordered list published at `/name`. Each insert, remove and replace becomes one
     /// operation at `/name/i`; a replaced object element yields operations on its changed
     /// members only (`replace /name/i/done`).
     public func list<Element: Codable & SendableMetatype>(_ name: String, _ initial: [Element] = []) -> ObservableList<Element> {
-        let list = ObservableList(initial)
-        let path = JSONPointer(tokens: [name])
-        declare(name, .array(initial.map(Self.encode)))
-        slots.append(Slot(
-            name: name,
-            current: { .array(list.elements.map(Self.encode)) },
-            restore: { json in
-                let restored = try JSONValueDecoder().decode([Element].self, from: json)
-                list.removeAll { _ in true }
-                for element in restored { list.append(element) }
-            }))
-        list.observeChanges { [document] change in
-            switch change {
-            case .insert(let index, let element):
-                document.record(.add(path: path.appending(index: index), value: Self.encode(element)))
-            case .remove(let index, _):
-                document.record(.remove(path: path.appending(index: index)))
-            case .replace(let index, let old, let new):
-                for operation in Self.elementChanges(at: path.appending(index: index), from: Self.encode(old), to: Self.encode(new)) {
-                    document.record(operation)
-                }
-            }
-        }.store(in: bindings)
-        return list
+        checkSharedName(name)
+        return published.list(name, initial)
     }
 
     /// A keyed map published as an object at `/name`. Setting a key becomes one `add` (new key)
     /// or `replace` (existing key) at `/name/key`; removing it one `remove`.
     public func map<Value: Codable & SendableMetatype>(_ name: String, _ initial: [String: Value] = [:]) -> ObservableMap<String, Value> {
-        let map = ObservableMap(initial)
-        let path = JSONPointer(tokens: [name])
-        declare(name, .object(initial.mapValues(Self.encode)))
-        slots.append(Slot(
-            name: name,
-            current: { .object(map.dictionary.mapValues(Self.encode)) },
-            restore: { json in
-                let restored = try JSONValueDecoder().decode([String: Value].self, from: json)
-                for key in Array(map.keys) where restored[key] == nil { map.removeValue(forKey: key) }
-                for (key, value) in restored { map[key] = value }
-            }))
-        map.observeChanges { [document] change in
-            switch change {
-            case .set(let key, let value, let old):
-                let json = Self.encode(value)
-                document.record(old == nil ? .add(path: path.appending(key), value: json) : .replace(path: path.appending(key), value: json))
-            case .remove(let key, _):
-                document.record(.remove(path: path.appending(key)))
-            }
-        }.store(in: bindings)
-        return map
-    }
-
-    /// Adds a shared member to the document; its name must not be a per-viewer key.
-    private func declare(_ name: String, _ value: JSON) {
         checkSharedName(name)
-        document.define(name, value)
+        return published.map(name, initial)
     }
 
     // MARK: Timers
@@ -145,20 +80,11 @@ public final class ViewModelContext {
 
     /// The document rebuilt from the observables' current values. Equal to `document.state`
     /// whenever the event-to-operation mapping is right; tests check exactly that.
-    public func freshSnapshot() -> JSON {
-        .object(Dictionary(slots.map { ($0.name, $0.current()) }, uniquingKeysWith: { _, last in last }))
-    }
+    public func freshSnapshot() -> JSON { published.freshSnapshot() }
 
     /// Sets every writable published member from a stored document, recording no operations.
     /// Members missing from `state` keep their initial values.
-    func restore(from state: JSON) throws {
-        try document.restoring {
-            for slot in slots {
-                guard let restore = slot.restore, let value = state[slot.name] else { continue }
-                try restore(value)
-            }
-        }
-    }
+    func restore(from state: JSON) throws { try published.restore(from: state) }
 
     // MARK: Encoding
 

@@ -38,6 +38,35 @@ struct ClusterProjectionTests {
         #expect(LogEntry(headers: entry.headers, data: frame + Array("{".utf8)) == nil)
     }
 
+    /// The ViewModel's stored state rides last: a step's operations on it, or an epoch start's
+    /// whole stored state, with or without projections before it.
+    @Test func aLogMessageCarriesTheStoredStateLast() throws {
+        let frame = Array(#"{"type":"patch","room":"vote","epoch":"e","from":3,"version":4,"ops":[]}"#.utf8)
+        let stored: JSON = [["op": "add", "path": "/choices/ana", "value": "pizza"]]
+        let projections: JSON = ["n2": ["ana": ["mine": "pizza"]]]
+        for carried in [nil, projections] {
+            let entry = LogEntry(kind: .patch, epoch: "e", from: 3, version: 4, node: "n1", term: "t1", frame: frame,
+                                 projections: carried, stored: stored)
+            #expect(entry.headers["Tether-Stored-Length"] == String(stored.encoded().count))
+            #expect(Array(entry.data.prefix(frame.count)) == frame, "clients' frame first, byte for byte")
+            let read = try #require(LogEntry(headers: entry.headers, data: entry.data))
+            #expect(read.frame == frame && read.projections == carried && read.stored == stored)
+        }
+        let plain = LogEntry(kind: .patch, epoch: "e", from: 3, version: 4, node: "n1", term: "t1", frame: frame)
+        #expect(plain.headers["Tether-Stored-Length"] == nil && LogEntry(headers: plain.headers, data: plain.data)?.stored == nil)
+        var headers = LogEntry(kind: .patch, epoch: "e", from: 3, version: 4, node: "n1", term: "t1", frame: frame, stored: stored).headers
+        headers["Tether-Stored-Length"] = String(frame.count + stored.encoded().count + 1)
+        #expect(LogEntry(headers: headers, data: frame + stored.encoded()) == nil, "a length past the data makes no entry")
+    }
+
+    @Test func aClusterSnapshotKeepsTheStoredState() throws {
+        let snapshot = ClusterSnapshot(epoch: "e", version: 100, sequence: 7, state: ["open": true], stored: ["choices": ["ana": "pizza"]])
+        let read = try #require(ClusterSnapshot(snapshot.encoded))
+        #expect(read.stored == ["choices": ["ana": "pizza"]] && read.state == ["open": true] && read.sequence == 7)
+        let older = try #require(ClusterSnapshot(ClusterSnapshot(epoch: "e", version: 1, sequence: 1, state: [:]).encoded))
+        #expect(older.stored == nil, "a snapshot without stored state (an older tetherd's) keeps none")
+    }
+
     @Test func theOwnerSendsAProjectionOnlyWhenItDiffersFromWhatTheNodeHolds() {
         var projections = ClusterProjections()
         var current: [String: [String: JSON]] = ["ana": ["mine": "pizza"], "bo": [:], "cy": [:]]
@@ -118,12 +147,13 @@ struct ClusterProjectionTests {
         let entries = Mutex<[Entry]>([])
         init(restored: StoredRoom) { self.restored = restored }
         func restore() -> StoredRoom? { restored }
-        func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int) { Issue.record("the room continues its epoch") }
-        func append(_ step: PatchFrame, projections: JSON?, applied: ActionNumber?, lastChange: Int, state: () -> JSON) {
+        func startEpoch(_ epoch: String, version: Int, state: RoomState, lastChange: Int) { Issue.record("the room continues its epoch") }
+        func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
+                    state: () -> RoomState) {
             entries.withLock { $0.append(.step(step, projections: projections)) }
         }
         func release(_ deliveries: [RoomDelivery]) { entries.withLock { $0 += deliveries.map(Entry.released) } }
-        func close(epoch: String, version: Int, state: JSON, lastChange: Int) {}
+        func close(epoch: String, version: Int, state: RoomState, lastChange: Int) {}
         func delete() {}
         func take() -> [Entry] { entries.withLock { taken in defer { taken.removeAll() }; return taken } }
     }

@@ -46,6 +46,9 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private var followers: RoomFollowers
     private var version: Int { followers.version }
     private var document: JSON = .null
+    /// The ViewModel's stored state at `version`, which clients never see; nil when the log
+    /// holds none (entries of a version of tetherd without stored state).
+    private var storedDocument: JSON?
     /// Stream sequence of the last log message applied.
     private var lastSequence: UInt64 = 0
     private var isCatchingUp = false
@@ -90,10 +93,10 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
 
     // Appends (owner only).
     fileprivate enum Append {
-        /// A version step, with the projections it changed on each node (per-viewer values) and
-        /// the numbered action it applied.
-        case patch(PatchFrame, projections: JSON?, applied: ActionNumber?)
-        case epochStart(epoch: String, version: Int, frame: [UInt8])
+        /// A version step, with its operations on the ViewModel's stored state, the projections it
+        /// changed on each node (per-viewer values) and the numbered action it applied.
+        case patch(PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?)
+        case epochStart(epoch: String, version: Int, frame: [UInt8], stored: JSON)
     }
     private var appendQueue: [Append] = []
     private var inFlight: (entry: LogEntry, count: Int, firstTried: ContinuousClock.Instant, sent: ContinuousClock.Instant)?
@@ -324,6 +327,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 }
                 followers.restart(epoch: snapshot.epoch, version: snapshot.version)
                 document = snapshot.state
+                storedDocument = snapshot.stored
                 lastSequence = snapshot.sequence
                 lastSnapshotVersion = snapshot.version
                 outcomes = ActionOutcomes()
@@ -397,6 +401,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
             followers.restart(epoch: newEpoch, version: newVersion, frame: entry.frame)
             outcomes = ActionOutcomes()  // a new epoch's versions: the old outcomes name none of them
             document = state
+            storedDocument = entry.stored
             lastSequence = sequence
             // A new epoch: everyone here starts over from its snapshot (with their projection).
             output.deliver(followers.subscribers.all.map { followers.snapshot(for: $0, document: { document }) })
@@ -415,6 +420,7 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 reload()
                 return
             }
+            applyStored(entry.stored, at: sequence)
             lastSequence = sequence
             guard let patch = PatchFrame(room: name, epoch: entry.epoch, from: entry.from, version: entry.version, encodedFrame: entry.frame,
                                          compressAbove: environment.configuration.compressionThreshold) else {
@@ -435,11 +441,25 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         if ownership != nil, version - lastSnapshotVersion >= ClusterNode.snapshotInterval { writeSnapshot() }
     }
 
+    /// A step's operations on the stored state. A replica that holds none (the log began before
+    /// tetherd stored any) cannot follow them, and keeps none.
+    private func applyStored(_ operations: JSON?, at sequence: UInt64) {
+        guard let operations, var stored = storedDocument else { return }
+        do {
+            try stored.apply(try JSONPatch.decode(operations))
+            storedDocument = stored
+        } catch {
+            logger.error("cluster: room \(name): log message \(sequence)'s stored state change does not apply (\(error)); its stored state is dropped")
+            storedDocument = nil
+        }
+    }
+
     /// Starts the replica over from the latest snapshot (the log disagreed with it).
     private func reload() {
         followers.restart(epoch: "", version: 0)
         outcomes = ActionOutcomes()
         document = .null
+        storedDocument = nil
         lastSequence = 0
         loadSnapshot()
     }
@@ -447,7 +467,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func writeSnapshot() {
         guard followers.hasEpoch else { return }
         lastSnapshotVersion = version
-        let snapshot = ClusterSnapshot(epoch: followers.epoch, version: version, sequence: lastSequence, state: document, actions: outcomes.applied)
+        let snapshot = ClusterSnapshot(epoch: followers.epoch, version: version, sequence: lastSequence, state: document, stored: storedDocument,
+                                       actions: outcomes.applied)
         node.snapshots.put(node.token(name), snapshot.encoded) { [logger, name] result in
             if case .failure(let error) = result { logger.warning("cluster: room \(name): snapshot not written: \(error)") }
         }
@@ -655,7 +676,9 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     private func becomeOwner(leaseRevision: UInt64) {
         // The same epoch continues when the ViewModel takes the state; else (the log holds none,
         // or the state no longer restores) the owner's `Room` starts a new one in the log.
-        let restored = followers.hasEpoch ? StoredRoom(epoch: followers.epoch, version: version, state: document, patches: [], actions: outcomes.applied) : nil
+        let restored = followers.hasEpoch
+            ? StoredRoom(epoch: followers.epoch, version: version, state: document, stored: storedDocument, patches: [], actions: outcomes.applied)
+            : nil
         let term = RandomID.make(length: 10)
         let room = Room(name: name, kind: kind, environment: environment, log: OwnerLog(room: self, term: term, restored: restored))
         room.start(after: nil)
@@ -804,8 +827,8 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     fileprivate func ownerAppended(_ append: Append, term: String) {
         guard ownership?.term == term else { return }  // a ViewModel that stopped owning: not appended
         switch append {
-        case .patch(let patch, _, _): producedVersion = patch.version
-        case .epochStart(_, let version, _): producedVersion = version
+        case .patch(let patch, _, _, _): producedVersion = patch.version
+        case .epochStart(_, let version, _, _): producedVersion = version
         }
         appendQueue.append(append)
         sendAppend()
@@ -835,33 +858,37 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         let entry: LogEntry
         var count = 1
         switch appendQueue[0] {
-        case .epochStart(let epoch, let version, let frame):
-            entry = LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node.name, term: term, frame: frame)
-        case .patch(let first, let firstProjections, let firstApplied):
+        case .epochStart(let epoch, let version, let frame, let stored):
+            entry = LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node.name, term: term, frame: frame,
+                             stored: stored)
+        case .patch(let first, let firstStored, let firstProjections, let firstApplied):
             var last = first
             var bytes = first.operations.count
-            while count < appendQueue.count, case .patch(let next, _, _) = appendQueue[count], next.epoch == first.epoch,
+            while count < appendQueue.count, case .patch(let next, _, _, _) = appendQueue[count], next.epoch == first.epoch,
                   next.from == last.version, bytes + next.operations.count <= Self.maxAppendBytes {
                 last = next
                 bytes += next.operations.count
                 count += 1
             }
             var frame = first.frame
+            var stored = firstStored
             var projections = firstProjections
             var actions: [AppliedAction] = firstApplied.map { [($0, first.version)] } ?? []
             if count > 1 {
+                stored = []
                 projections = nil
                 actions = []
                 var patches: [PatchFrame] = []
-                for case .patch(let patch, let changed, let applied) in appendQueue[0..<count] {
+                for case .patch(let patch, let storedOperations, let changed, let applied) in appendQueue[0..<count] {
                     patches.append(patch)
+                    stored += storedOperations  // each step's operations apply after the last's
                     if let changed { projections = Self.merge(projections, changed) }
                     if let applied { actions.append((applied, patch.version)) }
                 }
                 PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &frame)
             }
             entry = LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node.name, term: term,
-                             frame: frame, projections: projections, actions: actions)
+                             frame: frame, projections: projections, stored: stored.isEmpty ? nil : JSONPatch.encode(stored), actions: actions)
         }
         let now = environment.runtime.clock.now
         inFlight = (entry, count, now, now)
@@ -989,13 +1016,14 @@ private struct OwnerLog: RoomLog {
 
     func restore() -> StoredRoom? { restored }
 
-    func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int) {
-        let frame = ServerMessage.snapshot(room: room.name, epoch: epoch, version: version, state: state).encoded()
-        hand(.epochStart(epoch: epoch, version: version, frame: frame))
+    func startEpoch(_ epoch: String, version: Int, state: RoomState, lastChange: Int) {
+        let frame = ServerMessage.snapshot(room: room.name, epoch: epoch, version: version, state: state.published).encoded()
+        hand(.epochStart(epoch: epoch, version: version, frame: frame, stored: state.stored))
     }
 
-    func append(_ step: PatchFrame, projections: JSON?, applied: ActionNumber?, lastChange: Int, state: () -> JSON) {
-        hand(.patch(step, projections: projections, applied: applied))
+    func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
+                state: () -> RoomState) {
+        hand(.patch(step, stored: stored, projections: projections, applied: applied))
     }
 
     private func hand(_ append: ClusteredRoom.Append) {
@@ -1009,6 +1037,6 @@ private struct OwnerLog: RoomLog {
     }
 
     // The log keeps the room: nothing to store when the owner's `Room` stops, or to forget here.
-    func close(epoch: String, version: Int, state: JSON, lastChange: Int) {}
+    func close(epoch: String, version: Int, state: RoomState, lastChange: Int) {}
     func delete() {}
 }

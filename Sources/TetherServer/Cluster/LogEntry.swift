@@ -10,8 +10,10 @@ import TetherState
 /// In a room with per-viewer values, a version step that changed what some viewers see beyond
 /// the shared document carries their new projections after the frame: the header
 /// `Tether-Frame-Length` gives the frame's length, the rest of the data is
-/// `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift). Without it (every plain
-/// room), the data is the frame alone.
+/// `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift). A step that changed the
+/// ViewModel's stored state carries its operations last, and an epoch's start the whole stored
+/// state: the header `Tether-Stored-Length` gives their length at the end of the data. Without
+/// either (every plain room), the data is the frame alone.
 struct LogEntry: Sendable {
     enum Kind: String, Sendable { case patch, snapshot }
 
@@ -29,6 +31,9 @@ struct LogEntry: Sendable {
     /// The changed projections of viewers on each node, `{node: {viewerID: projection}}`; nil
     /// when none changed.
     var projections: JSON?
+    /// The ViewModel's stored state (`ViewModelContext.stored`), which clients never see: for a
+    /// patch, the operations its steps made on it (nil: none); for a snapshot, all of it.
+    var stored: JSON?
     /// The numbered actions its steps applied, at which version (header `Tether-Actions`,
     /// `[[client, seq, version], ...]`): every node's replica keeps them, so a new owner
     /// answers their repeats (Rooms/ActionOutcomes.swift).
@@ -38,15 +43,18 @@ struct LogEntry: Sendable {
         var headers: NATSHeaders = ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
                                     "Tether-Version": String(version), "Tether-Node": node, "Tether-Term": term]
         if projections != nil { headers["Tether-Frame-Length"] = String(frame.count) }
+        if let storedBytes { headers["Tether-Stored-Length"] = String(storedBytes.count) }
         if !actions.isEmpty { headers["Tether-Actions"] = String(decoding: ActionOutcomes.json(actions).encoded(), as: UTF8.self) }
         return headers
     }
 
-    /// The message's data: the frame, then the projections if any.
+    /// The message's data: the frame, then the projections and the stored state if any.
     var data: [UInt8] {
-        guard let projections else { return frame }
-        return frame + projections.encoded()
+        guard projections != nil || stored != nil else { return frame }
+        return frame + (projections?.encoded() ?? []) + (storedBytes ?? [])
     }
+
+    private var storedBytes: [UInt8]? { stored?.encoded() }
 
     /// Every append of one slot (room, epoch, first version) carries the same id, so of two
     /// owners continuing the same version only one append is stored (see docs/CLUSTER.md).
@@ -60,7 +68,7 @@ struct LogEntry: Sendable {
     }
 
     init(kind: Kind, epoch: String, from: Int, version: Int, node: String, term: String, frame: [UInt8], projections: JSON? = nil,
-         actions: [AppliedAction] = []) {
+         stored: JSON? = nil, actions: [AppliedAction] = []) {
         self.kind = kind
         self.epoch = epoch
         self.from = from
@@ -69,6 +77,7 @@ struct LogEntry: Sendable {
         self.term = term
         self.frame = frame
         self.projections = projections
+        self.stored = stored
         self.actions = actions
     }
 
@@ -77,15 +86,21 @@ struct LogEntry: Sendable {
               let from = headers["Tether-From"].flatMap({ Int($0) }), let version = headers["Tether-Version"].flatMap({ Int($0) })
         else { return nil }
         var frame = data
+        var stored: JSON?
+        if let length = headers["Tether-Stored-Length"].flatMap({ Int($0) }) {
+            guard length <= frame.count, let parsed = try? JSONParser().parse(Array(frame[(frame.count - length)...])) else { return nil }
+            frame.removeLast(length)
+            stored = parsed
+        }
         var projections: JSON?
         if let length = headers["Tether-Frame-Length"].flatMap({ Int($0) }) {
-            guard length <= data.count, let parsed = try? JSONParser().parse(Array(data[length...])) else { return nil }
-            frame = Array(data[..<length])
+            guard length <= frame.count, let parsed = try? JSONParser().parse(Array(frame[length...])) else { return nil }
+            frame = Array(frame[..<length])
             projections = parsed
         }
         let actions = headers["Tether-Actions"].flatMap { try? JSONParser().parse(Array($0.utf8)) }
         self.init(kind: kind, epoch: epoch, from: from, version: version, node: headers["Tether-Node"] ?? "",
-                  term: headers["Tether-Term"] ?? "", frame: frame, projections: projections, actions: ActionOutcomes.records(actions))
+                  term: headers["Tether-Term"] ?? "", frame: frame, projections: projections, stored: stored, actions: ActionOutcomes.records(actions))
     }
 }
 
@@ -96,20 +111,24 @@ struct ClusterSnapshot: Sendable {
     var version: Int
     var sequence: UInt64
     var state: JSON
+    /// The ViewModel's stored state at `version` (nil: none kept).
+    var stored: JSON?
     /// The numbered actions' outcomes the room remembers at `version` (`ActionOutcomes.applied`).
     var actions: [AppliedAction] = []
 
     var encoded: [UInt8] {
         var object: [String: JSON] = ["epoch": .string(epoch), "version": .int(version), "sequence": .int(Int(sequence)), "state": state]
+        if let stored { object["stored"] = stored }
         if !actions.isEmpty { object["actions"] = ActionOutcomes.json(actions) }
         return JSON.object(object).encoded()
     }
 
-    init(epoch: String, version: Int, sequence: UInt64, state: JSON, actions: [AppliedAction] = []) {
+    init(epoch: String, version: Int, sequence: UInt64, state: JSON, stored: JSON? = nil, actions: [AppliedAction] = []) {
         self.epoch = epoch
         self.version = version
         self.sequence = sequence
         self.state = state
+        self.stored = stored
         self.actions = actions
     }
 
@@ -117,7 +136,8 @@ struct ClusterSnapshot: Sendable {
         guard let json = try? JSONParser().parse(bytes), let epoch = json["epoch"]?.stringValue,
               let version = json["version"]?.intValue, let sequence = json["sequence"]?.intValue, let state = json["state"]
         else { return nil }
-        self.init(epoch: epoch, version: version, sequence: UInt64(sequence), state: state, actions: ActionOutcomes.records(json["actions"]))
+        self.init(epoch: epoch, version: version, sequence: UInt64(sequence), state: state, stored: json["stored"],
+                  actions: ActionOutcomes.records(json["actions"]))
     }
 }
 

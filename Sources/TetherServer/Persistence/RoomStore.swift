@@ -21,6 +21,9 @@ struct StoredRoom {
     var epoch: String
     var version: Int
     var state: JSON
+    /// The ViewModel's stored state at `version` (`ViewModelContext.stored`); nil: none kept
+    /// (a database written before stored state existed), its members start as declared.
+    var stored: JSON? = nil
     var patches: [PatchFrame]
     /// The numbered actions its stored steps applied, and at which version (`ActionOutcomes`).
     var actions: [AppliedAction] = []
@@ -75,14 +78,27 @@ package final class RoomStore: Sendable {
         case delete(room: String)
     }
 
+    /// A room's state encoded for the `rooms` row.
+    struct Snapshot: Sendable {
+        let published: [UInt8]
+        let stored: [UInt8]
+
+        init(_ state: RoomState) {
+            published = state.published.encoded()
+            stored = state.stored.encoded()
+        }
+    }
+
     struct Commit: Sendable {
         let room: String
         let kind: String
         let epoch: String
         let patch: PatchFrame?
         let version: Int
-        /// The encoded state at `version`, when a snapshot is due (or the room is new or stopping).
-        let state: [UInt8]?
+        /// The state at `version`, when a snapshot is due (or the room is new or stopping).
+        let state: Snapshot?
+        /// The operations `patch` made on the ViewModel's stored state, encoded (nil: none).
+        var storedOperations: [UInt8]?
         /// A new epoch: patches of the previous one are deleted.
         var startsEpoch = false
         /// The numbered action `patch` applies: kept in the same transaction, with the last
@@ -120,16 +136,24 @@ package final class RoomStore: Sendable {
             CREATE TABLE IF NOT EXISTS rooms(
                 name TEXT PRIMARY KEY, kind TEXT NOT NULL, epoch TEXT NOT NULL,
                 version INTEGER NOT NULL, snapshot_version INTEGER NOT NULL, state BLOB NOT NULL,
-                last_change INTEGER NOT NULL DEFAULT 0);
+                last_change INTEGER NOT NULL DEFAULT 0, stored BLOB);
             CREATE TABLE IF NOT EXISTS patches(
-                room TEXT NOT NULL, version INTEGER NOT NULL, frame BLOB NOT NULL,
+                room TEXT NOT NULL, version INTEGER NOT NULL, frame BLOB NOT NULL, stored BLOB,
                 PRIMARY KEY(room, version)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS actions(
                 room TEXT NOT NULL, client TEXT NOT NULL, seq INTEGER NOT NULL, version INTEGER NOT NULL,
                 PRIMARY KEY(room, client, seq)) WITHOUT ROWID;
             """)
         try addLastChange(to: database)
+        try addStoredState(to: database)
         return database
+    }
+
+    /// Databases made before ViewModels stored state of their own get its columns (NULL: none).
+    private static func addStoredState(to database: SQLiteDatabase) throws(StorageError) {
+        for table in ["rooms", "patches"] where try !hasColumn("stored", in: table, of: database) {
+            try database.execute("ALTER TABLE \(table) ADD COLUMN stored BLOB")
+        }
     }
 
     /// Databases made before rooms recorded their last change get the column; their rooms count
@@ -275,11 +299,11 @@ package final class RoomStore: Sendable {
 
     private func write(_ writes: [Write], to database: SQLiteDatabase) throws(StorageError) {
         try database.transaction { () throws(StorageError) in
-            let insertPatch = try database.prepare("INSERT OR REPLACE INTO patches(room, version, frame) VALUES(?, ?, ?)")
+            let insertPatch = try database.prepare("INSERT OR REPLACE INTO patches(room, version, frame, stored) VALUES(?, ?, ?, ?)")
             let advance = try database.prepare("UPDATE rooms SET version = ?, epoch = ?, last_change = ? WHERE name = ?")
             let snapshot = try database.prepare("""
-                INSERT INTO rooms(name, kind, epoch, version, snapshot_version, state, last_change) VALUES(?1, ?2, ?3, ?4, ?4, ?5, ?6)
-                ON CONFLICT(name) DO UPDATE SET kind = ?2, epoch = ?3, version = ?4, snapshot_version = ?4, state = ?5, last_change = ?6
+                INSERT INTO rooms(name, kind, epoch, version, snapshot_version, state, last_change, stored) VALUES(?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7)
+                ON CONFLICT(name) DO UPDATE SET kind = ?2, epoch = ?3, version = ?4, snapshot_version = ?4, state = ?5, last_change = ?6, stored = ?7
                 """)
             let trim = try database.prepare("""
                 DELETE FROM patches WHERE room = ?1 AND version <= ?2
@@ -302,14 +326,15 @@ package final class RoomStore: Sendable {
                         try forgetActions.run(.text(commit.room))  // their versions were the old epoch's
                     }
                     if let patch = commit.patch {
-                        try insertPatch.run(.text(commit.room), .int(patch.version), .blob(patch.frame))
+                        try insertPatch.run(.text(commit.room), .int(patch.version), .blob(patch.frame), commit.storedOperations.map { .blob($0) } ?? .null)
                     }
                     if let number = commit.applied {
                         try insertAction.run(.text(commit.room), .text(number.client), .int(number.seq), .int(commit.version))
                         try trimActions.run(.text(commit.room), .text(number.client), .int(number.seq - ActionOutcomes.perClient))
                     }
                     if let state = commit.state {
-                        try snapshot.run(.text(commit.room), .text(commit.kind), .text(commit.epoch), .int(commit.version), .blob(state), .int(commit.lastChange))
+                        try snapshot.run(.text(commit.room), .text(commit.kind), .text(commit.epoch), .int(commit.version), .blob(state.published),
+                                         .int(commit.lastChange), .blob(state.stored))
                         try trim.run(.text(commit.room), .int(commit.version - historyLimit))
                     } else {
                         try advance.run(.int(commit.version), .text(commit.epoch), .int(commit.lastChange), .text(commit.room))
@@ -319,22 +344,32 @@ package final class RoomStore: Sendable {
         }
     }
 
-    /// A room as stored, its patches replayed onto its snapshot; nil when there is none.
+    /// A room as stored, its patches replayed onto its snapshot; nil when there is none. The
+    /// stored state is replayed the same way, from its snapshot in the row and the stored
+    /// operations beside the patches (none in a database older than stored state).
     static func read(_ name: String, from database: SQLiteDatabase) throws(StorageError) -> StoredRoom? {
         var stored: StoredRoom?
         var snapshotVersion = 0
-        try database.prepare("SELECT epoch, version, snapshot_version, state FROM rooms WHERE name = ?").query(.text(name)) { row throws(StorageError) in
+        let hasStoredState = try hasColumn("stored", in: "rooms", of: database)
+        let select = "SELECT epoch, version, snapshot_version, state\(hasStoredState ? ", stored" : "") FROM rooms WHERE name = ?"
+        try database.prepare(select).query(.text(name)) { row throws(StorageError) in
             let state: JSON
             do { state = try JSONParser().parse(row.blob(3)) } catch { throw .corrupt("state of \(name): \(error)") }
             snapshotVersion = row.int(2)
             stored = StoredRoom(epoch: row.text(0), version: row.int(1), state: state, patches: [])
+            let storedBytes = hasStoredState ? row.blob(4) : []
+            if !storedBytes.isEmpty {
+                do { stored?.stored = try JSONParser().parse(storedBytes) } catch { throw .corrupt("stored state of \(name): \(error)") }
+            }
         }
         guard var room = stored else { return nil }
         // Replay the patches after the snapshot; keep the newest contiguous run as history.
         var state = room.state
+        var storedState = room.stored
         var reached = snapshotVersion
         var patches: [PatchFrame] = []
-        try database.prepare("SELECT frame FROM patches WHERE room = ? ORDER BY version").query(.text(name)) { row throws(StorageError) in
+        let selectPatches = "SELECT frame\(hasStoredState ? ", stored" : "") FROM patches WHERE room = ? ORDER BY version"
+        try database.prepare(selectPatches).query(.text(name)) { row throws(StorageError) in
             guard case .patch(_, let epoch, let from, let version, let operations)? = try? ServerMessage.decode(row.blob(0)) else {
                 throw .corrupt("a stored patch of \(name) does not decode")
             }
@@ -343,11 +378,29 @@ package final class RoomStore: Sendable {
             guard version > snapshotVersion else { return }
             guard from == reached else { throw .corrupt("\(name): stored patches skip from \(reached) to \(from)") }
             do { try state.apply(operations) } catch { throw .corrupt("\(name): stored patch \(from)->\(version) does not apply: \(error)") }
+            let storedOperations = hasStoredState ? row.blob(1) : []
+            if !storedOperations.isEmpty {
+                do {
+                    var replayed = storedState ?? .object([:])
+                    try replayed.apply(try JSONPatch.decode(JSONParser().parse(storedOperations)))
+                    storedState = replayed
+                } catch {
+                    throw .corrupt("\(name): stored state's change \(from)->\(version) does not apply: \(error)")
+                }
+            }
             reached = version
         }
         guard reached == room.version else { throw .corrupt("\(name): stored at version \(room.version), patches reach \(reached)") }
         room.state = state
+        room.stored = storedState
         room.patches = patches.filter { $0.epoch == room.epoch }
         return room
+    }
+
+    /// Whether `table` has `column` (a backup of an older database may lack it).
+    private static func hasColumn(_ column: String, in table: String, of database: SQLiteDatabase) throws(StorageError) -> Bool {
+        var found = false
+        try database.prepare("PRAGMA table_info(\(table))").query { row in found = found || row.text(1) == column }
+        return found
     }
 }

@@ -90,6 +90,7 @@ final class SQLiteDatabase {
             case int(Int)
             case text(String)
             case blob([UInt8])
+            case null
         }
 
         /// Binds `values` to the parameters in order, runs to completion, and resets.
@@ -122,6 +123,7 @@ final class SQLiteDatabase {
                 case .text(let text): status = sqlite3_bind_text(statement, index, text, -1, tether_sqlite_transient())
                 case .blob(let bytes):
                     status = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), tether_sqlite_transient()) }
+                case .null: status = sqlite3_bind_null(statement, index)
                 }
                 guard status == SQLITE_OK else { throw .sql("bind", database.lastError) }
             }
@@ -136,6 +138,7 @@ final class SQLiteDatabase {
             guard let text = sqlite3_column_text(statement, column) else { return "" }
             return String(cString: text)
         }
+        /// The column's bytes; empty for NULL.
         func blob(_ column: Int32) -> [UInt8] {
             let count = Int(sqlite3_column_bytes(statement, column))
             guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return [] }

@@ -127,7 +127,7 @@ actor Room: RoomEndpoint {
     private func finish() {
         guard !isStopped else { return }
         halt()
-        log.close(epoch: epoch, version: version, state: host.state, lastChange: published.lastChange)
+        log.close(epoch: epoch, version: version, state: roomState, lastChange: published.lastChange)
         stopped.leave()
     }
 
@@ -159,7 +159,7 @@ actor Room: RoomEndpoint {
     private func restore() {
         do {
             if let stored = try log.restore() {
-                try host.restore(from: stored.state)
+                try host.restore(from: stored.state, stored: stored.stored)
                 followers.restart(epoch: stored.epoch, version: stored.version, patches: stored.patches)
                 outcomes.restore(applied: stored.actions)
                 if stored.lastChange > 0 { published.lastChange = stored.lastChange }
@@ -169,7 +169,7 @@ actor Room: RoomEndpoint {
         } catch {
             logger.error("room \(name): cannot restore its state (\(error)); starting a new epoch")
         }
-        log.startEpoch(epoch, version: version, state: host.state, lastChange: published.lastChange)
+        log.startEpoch(epoch, version: version, state: roomState, lastChange: published.lastChange)
     }
 
     private func tick(_ index: Int) {
@@ -337,32 +337,41 @@ actor Room: RoomEndpoint {
 
     /// Makes a turn one version step, if it changed the shared document or what a subscribed
     /// viewer sees, and returns what each subscriber gets of it.
-    /// `applying`: the numbered action the step applies, stored with it.
+    /// `applying`: the numbered action the step applies, stored with it. A turn that changed
+    /// only the ViewModel's stored state is a step too (an empty patch for clients): what an
+    /// ack confirms must be in the log.
     private func versionStep(_ operations: [PatchOperation], applying number: ActionNumber? = nil) -> [RoomDelivery] {
-        guard host.hasPerViewerValues else { return commitTurn(operations, applying: number) }
+        let stored = host.takeStoredChanges()
+        guard host.hasPerViewerValues else {
+            return commitTurn(operations, stored: stored, applying: number, evenIfEmpty: !stored.isEmpty)
+        }
         let changes = followers.updateViews { host.projection(for: $0) }
         let nodeChanges = clusterProjections?.update { host.projection(for: $0) }
-        guard !operations.isEmpty || !changes.isEmpty || nodeChanges != nil else { return [] }
-        return commitTurn(operations, changes: changes, projections: nodeChanges, applying: number, evenIfEmpty: true)
+        guard !operations.isEmpty || !stored.isEmpty || !changes.isEmpty || nodeChanges != nil else { return [] }
+        return commitTurn(operations, stored: stored, changes: changes, projections: nodeChanges, applying: number, evenIfEmpty: true)
     }
 
     /// Makes the turn's operations one version step (an empty one only when a viewer's own
     /// values changed: the version counts for everyone), appends it to the log and returns what
     /// each follower here gets of it.
-    private func commitTurn(_ operations: [PatchOperation], changes: [Viewer: [PatchOperation]] = [:], projections: JSON? = nil,
-                            applying number: ActionNumber? = nil, evenIfEmpty: Bool = false) -> [RoomDelivery] {
+    private func commitTurn(_ operations: [PatchOperation], stored: [PatchOperation] = [], changes: [Viewer: [PatchOperation]] = [:],
+                            projections: JSON? = nil, applying number: ActionNumber? = nil, evenIfEmpty: Bool = false) -> [RoomDelivery] {
         guard !operations.isEmpty || evenIfEmpty else { return [] }
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
                                compressAbove: environment.configuration.compressionThreshold)
         published.lastChange = now
         published.stateBytes = host.context.documentSizeEstimate
         metrics.patchProduced()
-        log.append(patch, projections: projections, applied: number, lastChange: published.lastChange, state: { host.state })
+        log.append(patch, stored: stored, projections: projections, applied: number, lastChange: published.lastChange,
+                   state: { roomState })
         return followers.follow(patch, changes: changes)
     }
 
     /// The current state, for tests and tools.
     var state: JSON { host.state }
+
+    /// The published and the stored state, for the log.
+    private var roomState: RoomState { RoomState(published: host.state, stored: host.storedState) }
 }
 
 /// What every room shares: settings, runtime, storage and observability.

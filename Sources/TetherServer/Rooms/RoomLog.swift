@@ -12,19 +12,29 @@ import TetherProtocol
 protocol RoomLog: Sendable {
     /// Where the room continues from (stored, or replicated by a cluster node); nil: a new epoch.
     func restore() throws -> StoredRoom?
-    /// A new epoch begins at `version` with `state`, before any of its steps.
-    func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int)
-    /// A version step. `state` gives the state after it, for a log that keeps snapshots;
-    /// `projections`, on a cluster's owner: what changed for viewers of other nodes' sessions,
-    /// `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift); `applied`: the numbered
-    /// action it applies, kept with it (a restarted room answers its repeats).
-    func append(_ step: PatchFrame, projections: JSON?, applied: ActionNumber?, lastChange: Int, state: () -> JSON)
+    /// A new epoch begins at `version` with `state` (and the ViewModel's `stored` state), before
+    /// any of its steps.
+    func startEpoch(_ epoch: String, version: Int, state: RoomState, lastChange: Int)
+    /// A version step. `stored`: the operations it made on the ViewModel's stored state, kept
+    /// with it and never sent to clients; `state` gives the state after it, for a log that keeps
+    /// snapshots; `projections`, on a cluster's owner: what changed for viewers of other nodes'
+    /// sessions, `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift); `applied`: the
+    /// numbered action it applies, kept with it (a restarted room answers its repeats).
+    func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
+                state: () -> RoomState)
     /// Hands `deliveries` on once every step appended before them is durable.
     func release(_ deliveries: [RoomDelivery])
     /// The room leaves memory at `version` with `state`.
-    func close(epoch: String, version: Int, state: JSON, lastChange: Int)
+    func close(epoch: String, version: Int, state: RoomState, lastChange: Int)
     /// The room is deleted: the log forgets it, after what was appended before.
     func delete()
+}
+
+/// A room's state at one version: the published document clients mirror, and the state its
+/// ViewModel keeps for itself (`ViewModelContext.stored`), which only the log keeps.
+struct RoomState: Sendable {
+    var published: JSON
+    var stored: JSON
 }
 
 /// A room's log on one node: memory, and for a stored room the SQLite store, whose group commit
@@ -40,19 +50,21 @@ struct LocalRoomLog: RoomLog {
         try store?.load(room: room)
     }
 
-    func startEpoch(_ epoch: String, version: Int, state: JSON, lastChange: Int) {
+    func startEpoch(_ epoch: String, version: Int, state: RoomState, lastChange: Int) {
         var commit = RoomStore.Commit(room: room, kind: kind, epoch: epoch, patch: nil, version: version,
-                                      state: state.encoded(), lastChange: lastChange)
+                                      state: RoomStore.Snapshot(state), lastChange: lastChange)
         commit.startsEpoch = true
         store?.commit(commit)
     }
 
-    func append(_ step: PatchFrame, projections: JSON?, applied: ActionNumber?, lastChange: Int, state: () -> JSON) {
+    func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
+                state: () -> RoomState) {
         guard let store else { return }
         let snapshotDue = step.version % RoomStore.snapshotInterval == 0
         var commit = RoomStore.Commit(room: room, kind: kind, epoch: step.epoch, patch: step, version: step.version,
-                                      state: snapshotDue ? state().encoded() : nil, lastChange: lastChange)
+                                      state: snapshotDue ? RoomStore.Snapshot(state()) : nil, lastChange: lastChange)
         commit.applied = applied
+        if !stored.isEmpty { commit.storedOperations = JSONPatch.encode(stored).encoded() }
         store.commit(commit)
     }
 
@@ -62,9 +74,9 @@ struct LocalRoomLog: RoomLog {
         store.afterCommits { output.deliver(deliveries) }
     }
 
-    func close(epoch: String, version: Int, state: JSON, lastChange: Int) {
+    func close(epoch: String, version: Int, state: RoomState, lastChange: Int) {
         store?.commit(RoomStore.Commit(room: room, kind: kind, epoch: epoch, patch: nil, version: version,
-                                       state: state.encoded(), lastChange: lastChange))
+                                       state: RoomStore.Snapshot(state), lastChange: lastChange))
     }
 
     func delete() {
