@@ -156,4 +156,8 @@ public final class StoredState {
 
     /// The stored document: every member's value by name.
     public var state: JSON { members.document.state }
+
+    /// The stored document rebuilt from the observables' current values (equal to `state`
+    /// whenever the event-to-operation mapping is right; `TestRoom` checks it after every turn).
+    public func freshSnapshot() -> JSON { members.freshSnapshot() }
 }

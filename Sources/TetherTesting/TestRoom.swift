@@ -32,6 +32,9 @@ public final class TestRoom<Model: ViewModel> {
     /// The room's current JSON document.
     public var state: JSON { host.state }
 
+    /// The ViewModel's stored state (`context.stored`): never published, restored after a restart.
+    public var stored: JSON { host.storedState }
+
     /// Viewers whose projections every turn checks (`watch(as:)`), with what they last saw.
     private var watched: [Viewer: [String: JSON]] = [:]
 
@@ -56,8 +59,8 @@ public final class TestRoom<Model: ViewModel> {
     public var timerIntervals: [Duration] { host.timers.map(\.interval) }
 
     /// A new instance of `Model` in a room named `room` (default: the type's name in lower
-    /// case), optionally restored from a stored document as after a server restart.
-    public init(_ type: Model.Type, room: String? = nil, restoring stored: JSON? = nil,
+    /// case), optionally restored from a stored document (and stored state) as after a restart.
+    public init(_ type: Model.Type, room: String? = nil, restoring document: JSON? = nil, stored: JSON? = nil,
                 maxStateBytes: Int = ServerConfiguration().maxStateBytes,
                 sourceLocation: SourceLocation = #_sourceLocation) {
         let name = room ?? String(describing: Model.self).lowercased()
@@ -65,9 +68,9 @@ public final class TestRoom<Model: ViewModel> {
         self.name = name
         self.maxStateBytes = maxStateBytes
         host = ViewModelKind(kindName, scope: .shared, Model.self).instantiate(room: name)
-        if let stored {
+        if document != nil || stored != nil {
             do {
-                try host.restore(from: stored)
+                try host.restore(from: document ?? host.state, stored: stored)
             } catch {
                 Issue.record("the stored state does not restore into \(Model.self): \(error)", sourceLocation: sourceLocation)
             }
@@ -105,8 +108,8 @@ public final class TestRoom<Model: ViewModel> {
     }
 
     /// Performs an action that must fail with `error`. A failed turn is taken back, as the
-    /// server does: the published values are as before it, and it produces nothing (unless a
-    /// viewer's projection reads private state the handler changed before it threw).
+    /// server does: the published and stored values are as before it, and it produces nothing
+    /// (unless a viewer's projection reads a plain property the handler changed before it threw).
     @discardableResult
     public func send(_ action: String, _ args: JSON? = nil, as viewer: Viewer = .unidentified, fails expectedError: ActionError,
                      produces expected: [PatchOperation] = [], sourceLocation: SourceLocation = #_sourceLocation) -> [PatchOperation] {
@@ -187,6 +190,7 @@ public final class TestRoom<Model: ViewModel> {
     private func turn(describedAs what: String, _ expectedViews: [Viewer: [PatchOperation]], _ sourceLocation: SourceLocation,
                       _ body: () throws -> Void) -> (operations: [PatchOperation], error: (any Error)?) {
         let before = host.state
+        let storedBefore = host.storedState
         var failure: (any Error)?
         do { try body() } catch {
             failure = error
@@ -198,9 +202,11 @@ public final class TestRoom<Model: ViewModel> {
         } catch {
             failure = error
         }
+        let storedOperations = host.takeStoredChanges()
         let viewChanges = checkViews(after: what, expected: expectedViews, shared: operations, sharedBefore: before, sourceLocation)
-        if !operations.isEmpty || viewChanges { version += 1 }
+        if !operations.isEmpty || !storedOperations.isEmpty || viewChanges { version += 1 }
         checkPatchReplays(operations, onto: before, after: what, sourceLocation)
+        checkStoredReplays(storedOperations, onto: storedBefore, after: what, sourceLocation)
         checkDocumentMatchesObservables(after: what, sourceLocation)
         return (operations, failure)
     }
@@ -274,6 +280,28 @@ public final class TestRoom<Model: ViewModel> {
         if replayed != host.state {
             Issue.record(Comment(rawValue: "\(what)'s patch applied to the document before it gives \(Self.describe(replayed)), "
                                  + "but the room's document is \(Self.describe(host.state))"), sourceLocation: sourceLocation)
+        }
+    }
+
+    /// The store keeps the stored state as each turn's operations: replayed onto the stored state
+    /// before the turn they must give the one after it, which must equal its observables encoded
+    /// afresh (or a restored room would continue from other values than the ViewModel had).
+    private func checkStoredReplays(_ operations: [PatchOperation], onto before: JSON, after what: String, _ sourceLocation: SourceLocation) {
+        var replayed = before
+        do {
+            try replayed.apply(operations)
+        } catch {
+            Issue.record(Comment(rawValue: "\(what)'s stored operations do not apply to the stored state before it: \(error)"), sourceLocation: sourceLocation)
+            return
+        }
+        if replayed != host.storedState {
+            Issue.record(Comment(rawValue: "\(what)'s stored operations give \(Self.describe(replayed)), but the stored state is \(Self.describe(host.storedState))"),
+                         sourceLocation: sourceLocation)
+        }
+        let fresh = host.context.stored.freshSnapshot()
+        if fresh != host.storedState {
+            Issue.record(Comment(rawValue: "after \(what) the stored state \(Self.describe(host.storedState)) differs from its observables encoded afresh, "
+                                 + "\(Self.describe(fresh))"), sourceLocation: sourceLocation)
         }
     }
 

@@ -83,6 +83,15 @@ struct TestRoomTests {
         }
     }
 
+    @Test func aStoredStateThatDriftsFromItsObservablesFailsTheTest() throws {
+        let room = TestRoom(Drifting.self)
+        try withKnownIssue {
+            try room.send("bumpStored")
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("the stored state {\"hidden\":{\"n\":0}} differs from its observables encoded afresh") }
+        }
+    }
+
     @Test func aMissingTimerFailsTheTest() {
         let room = TestRoom(Counter.self)
         withKnownIssue {
@@ -102,17 +111,20 @@ struct TestRoomTests {
     }
 }
 
-/// A ViewModel with a bug TestRoom must catch: it mutates a published reference in place, so
-/// no operation is recorded and clients never hear of it.
+/// A ViewModel with a bug TestRoom must catch: it mutates a published (or stored) reference in
+/// place, so no operation is recorded and clients (or the store) never hear of it.
 final class Drifting: ViewModel {
     final class Box: Codable, @unchecked Sendable { var n = 0 }
 
     let box: Observable<Box>
+    let hidden: Observable<Box>
 
     init(context: ViewModelContext) {
         box = context.property("box", Box())
+        hidden = context.stored.property("hidden", Box())
     }
 
     static let actions = ActionTable<Drifting>()
         .on("bump") { model in model.box.value.n += 1 }
+        .on("bumpStored") { model in model.hidden.value.n += 1 }
 }

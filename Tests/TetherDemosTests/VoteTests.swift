@@ -35,7 +35,20 @@ struct VoteTests {
         #expect(room.state(for: bystander)["mine"] == nil, "nobody sees another's choice")
         #expect(room.state["ballots"] == .null, "the shared document names no voter while open")
         #expect(room.state["totals"] == ["pizza": 0, "noodles": 1, "salad": 1])
+        #expect(room.stored == ["choices": ["ana": "noodles", "bo": "salad"], "names": [:]], "who chose what: stored, never published")
         #expect(room.version == 3)
+    }
+
+    /// After a restart during an open vote, the stored choices come back: a voter sees their own
+    /// choice, and changing it moves their vote instead of adding one.
+    @Test func anOpenVoteRestoredWithItsStoredStateKeepsEachVotersChoice() throws {
+        let before = TestRoom(Vote.self)
+        try before.send("vote", ["option": "pizza"], as: ana, produces: [.replace(path: "/totals/pizza", value: 1)])
+        let room = TestRoom(Vote.self, restoring: before.state, stored: before.stored)
+        #expect(room.watch(as: ana)["mine"] == "pizza")
+        try room.send("vote", ["option": "salad"], as: ana,
+                      produces: [.replace(path: "/totals/pizza", value: 0), .replace(path: "/totals/salad", value: 1)],
+                      views: [ana: [.replace(path: "/mine", value: "salad")]])
     }
 
     @Test func closingPublishesTheBallotsAndStopsVoting() throws {
