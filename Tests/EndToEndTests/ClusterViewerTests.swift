@@ -141,6 +141,32 @@ struct ClusterViewerTests {
         #expect(cluster.owner(of: "vote") != nil && cluster.owner(of: "vote") != owner)
     }
 
+    /// The owner dies while the vote is open: the ballots are the vote's stored state, which every
+    /// node's replica follows in the log, so the new owner knows who chose what. bo keeps his
+    /// `mine` on every node, and changing his mind there moves his vote instead of adding one.
+    @Test func anOpenVoteSurvivesTheOwnersDeath() throws {
+        let names = ["n1", "n2", "n3"]
+        let cluster = try ClusterFixture(nodes: names, arguments: ["--auth-secret", "s3cret"])
+        defer { cluster.stop() }
+        let ana = try voter("ana", on: "n1", in: cluster)
+        let owner = try owner(of: "vote", in: cluster)
+        let others = names.filter { $0 != owner }
+        let bo = try voter("bo", on: others[0], in: cluster)
+        try act(bo, "vote", ["option": "salad"])
+        try act(ana, "vote", ["option": "noodles"])
+        try bo.follow(timeout: .seconds(10)) { $0["totals"]?["noodles"] == 1 && $0["mine"] == "salad" }
+
+        cluster.node(owner).kill9()
+        let boAgain = try voter("bo", on: others[1], in: cluster)
+        try boAgain.follow(timeout: .seconds(15)) { $0["mine"] == "salad" }
+        try act(boAgain, "vote", ["option": "pizza"])
+        for voter in [bo, boAgain] {
+            try voter.follow(timeout: .seconds(15)) { $0["mine"] == "pizza" && $0["totals"]?["pizza"] == 1 }
+            #expect(voter.state["totals"] == ["pizza": 1, "noodles": 1, "salad": 0], "bo's vote moved: \(voter.state)")
+        }
+        #expect(cluster.owner(of: "vote") != nil && cluster.owner(of: "vote") != owner)
+    }
+
     /// The `roster` test kind publishes who is here from `context.presence`: on a cluster its
     /// ViewModel runs on the owner and sees members on every node, until they disconnect or
     /// their node dies.

@@ -54,6 +54,26 @@ struct PersistenceTests {
         #expect(patch["from"] == .int(version) && patch["version"] == .int(version + 1) && patch["epoch"] == .string(epoch))
     }
 
+    /// The vote's open ballots are its stored state: after `kill -9` during an open vote the
+    /// restarted daemon knows who chose what, so a voter sees their own choice and changing it
+    /// moves their vote. (Stored state replays from the steps after the snapshot, as the document.)
+    @Test func killNineDuringAnOpenVoteForgetsNoChoice() throws {
+        let first = try Daemon(arguments: ["--auth-secret", "s3cret"])
+        let ana = try PerViewerTests.Voter(port: first.port, room: "vote", token: try PerViewerTests.token("ana"))
+        let bo = try PerViewerTests.Voter(port: first.port, room: "vote", token: try PerViewerTests.token("bo"))
+        try ana.act("vote", ["option": "pizza"])
+        try bo.act("vote", ["option": "salad"])
+        first.kill9()
+
+        let second = try Daemon(arguments: ["--auth-secret", "s3cret"], dataDirectory: first.dataDirectory)
+        defer { second.stop() }
+        let anaAgain = try PerViewerTests.Voter(port: second.port, room: "vote", token: try PerViewerTests.token("ana"))
+        #expect(anaAgain.state["mine"] == "pizza", "her choice came back: \(anaAgain.state)")
+        try anaAgain.act("vote", ["option": "salad"])
+        try anaAgain.follow(timeout: .seconds(5)) { $0["mine"] == "salad" }
+        #expect(anaAgain.state["totals"] == ["pizza": 0, "noodles": 0, "salad": 2], "her vote moved, not doubled: \(anaAgain.state)")
+    }
+
     /// Two daemons on one directory would both acknowledge versions of the same rooms, and one
     /// history would silently replace the other's. The directory is locked for a daemon's life.
     @Test func aSecondDaemonOnTheSameDirectoryExitsAtOnce() async throws {
