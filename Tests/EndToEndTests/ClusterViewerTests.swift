@@ -107,17 +107,28 @@ struct ClusterViewerTests {
         }
     }
 
+    /// Three nodes checking tokens, and ana voting in `vote` through n1, whose join gives the
+    /// room an owner: the cluster, ana, the owner and the two other nodes.
+    private func threeNodesVotingWithTokens() throws -> (ClusterFixture, Voter, owner: String, others: [String]) {
+        let names = ["n1", "n2", "n3"]
+        let cluster = try ClusterFixture(nodes: names, arguments: ["--auth-secret", "s3cret"])
+        do {
+            let ana = try voter("ana", on: "n1", in: cluster)
+            let owner = try owner(of: "vote", in: cluster)
+            return (cluster, ana, owner, names.filter { $0 != owner })
+        } catch {
+            cluster.stop()
+            throw error
+        }
+    }
+
     /// The owner dies after the vote closed: the new owner learns every node's viewers again, a
     /// viewer's new connection gets their value on another node, and later changes reach only
     /// their viewer.
     @Test func perViewerValuesSurviveTheOwnersDeath() throws {
-        let names = ["n1", "n2", "n3"]
-        let cluster = try ClusterFixture(nodes: names, arguments: ["--auth-secret", "s3cret"])
+        let (cluster, ana, owner, others) = try threeNodesVotingWithTokens()
         defer { cluster.stop() }
-        // ana's join gives the room an owner; bo and cy are on the two other nodes.
-        let ana = try voter("ana", on: "n1", in: cluster)
-        let owner = try owner(of: "vote", in: cluster)
-        let others = names.filter { $0 != owner }
+        // bo and cy are on the two nodes that don't own the room.
         let bo = try voter("bo", on: others[0], in: cluster)
         let cy = try voter("cy", on: others[1], in: cluster)
         try bo.act("vote", ["option": "salad"])
@@ -145,12 +156,8 @@ struct ClusterViewerTests {
     /// node's replica follows in the log, so the new owner knows who chose what. bo keeps his
     /// `mine` on every node, and changing his mind there moves his vote instead of adding one.
     @Test func anOpenVoteSurvivesTheOwnersDeath() throws {
-        let names = ["n1", "n2", "n3"]
-        let cluster = try ClusterFixture(nodes: names, arguments: ["--auth-secret", "s3cret"])
+        let (cluster, ana, owner, others) = try threeNodesVotingWithTokens()
         defer { cluster.stop() }
-        let ana = try voter("ana", on: "n1", in: cluster)
-        let owner = try owner(of: "vote", in: cluster)
-        let others = names.filter { $0 != owner }
         let bo = try voter("bo", on: others[0], in: cluster)
         try act(bo, "vote", ["option": "salad"])
         try act(ana, "vote", ["option": "noodles"])
