@@ -8,7 +8,8 @@ meanwhile injects faults: the room's owner killed (-9) or paused (SIGSTOP past i
 NATS server killed, a non-owner node restarted gracefully. Then it heals everything, lets the
 cluster converge and checks the history: every acknowledged action applied exactly once at the
 version its ack named, the final count between acked and acked + unknown, refused actions not
-applied, all nodes and all mirrors in one state, no fork, recovery after every fault. Actions are
+applied, all nodes and all mirrors in one state, no fork, recovery after every fault, and the
+ledger's stored state (never published) equal to its published count. Actions are
 numbered (`seq`) and a client sends an action whose outcome it does not know again, under the
 same number, until it does: every action ends acked or refused, none unknown (--no-resend sends
 each once, as clients without numbers do).
@@ -193,7 +194,10 @@ class Process:
             *self.argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT, limit=1 << 20,
             start_new_session=True,  # Ctrl-C reaches the test, which stops them in order
-            preexec_fn=die_with_parent)
+            preexec_fn=die_with_parent,
+            # A crash's backtrace through C libraries (libnats, libc) needs DWARF unwinding: the
+            # default follows frame pointers, which stop at the first frame of a C library.
+            env={**os.environ, "SWIFT_BACKTRACE": "unwind=precise"})
         self._output = asyncio.create_task(self._copy_output(self.proc))
 
     async def _copy_output(self, proc):
@@ -919,6 +923,31 @@ async def final_snapshots(cluster, history, clock):
     return snapshots
 
 
+async def audit_stored_state(cluster):
+    """The ledger's stored state (`applied`, which no client sees) as its `audit` action publishes
+    it, and the count beside it: (audited, count) from a fresh snapshot after the audit's ack."""
+    node = next(n for n in cluster.nodes if n.up)
+    async with websockets.connect(node.url, subprotocols=["tether.v1"], open_timeout=REQUEST_TIMEOUT,
+                                  max_size=2 ** 21) as ws:
+        async def next_message():
+            return json.loads(await asyncio.wait_for(ws.recv(), REQUEST_TIMEOUT))
+        await next_message()  # hello
+        deadline = monotonic() + CONVERGE_TIMEOUT
+        while True:
+            await ws.send(json.dumps({"type": "action", "room": ROOM, "name": "audit", "id": 1}))
+            while True:
+                message = await next_message()
+                if message.get("id") == 1 and message.get("type") in ("ack", "error"):
+                    break
+            if message["type"] == "ack":
+                break
+            if message.get("code") not in NOT_RUN or monotonic() > deadline:
+                raise HarnessError(f"audit refused: {message}")
+            await asyncio.sleep(0.5)
+    state = (await fresh_snapshot(node))["state"]
+    return state.get("audited"), state.get("count")
+
+
 # ---------------------------------------------------------------------------------------------
 # The checks
 
@@ -1068,6 +1097,16 @@ def check_epochs(history):
                  f"{len(history.epochs)} epochs: {', '.join(history.epochs)}", figures={"epochs": list(history.epochs)})
 
 
+def check_stored_state(audit):
+    """11. The ViewModel's stored state survived the faults with the published state: the
+    ledger's `applied` (stored, never published) equals its published `count`."""
+    if isinstance(audit, Exception):
+        return Check(11, "stored state equals published state", False, f"audit failed: {audit!r}")
+    audited, count = audit
+    return Check(11, "stored state equals published state", audited is not None and audited == count,
+                 f"stored applied {audited}, published count {count}", figures={"audited": audited})
+
+
 def check_crashes(cluster):
     """9. No server process exited unless the nemesis stopped it."""
     exits = cluster.unexpected_exits()
@@ -1205,12 +1244,18 @@ async def run(options):
                   check_nodes_agree(snapshots, len(cluster.nodes)), check_forks(history),
                   check_mirrors(clients, final), check_recovery(nemesis.faults, history.actions, clock),
                   check_epochs(history), check_crashes(cluster), check_resends(history, options)]
+        # Before the audit, whose step names no id (the clients still mirror the room).
+        figures = {**outcome_figures(history, final), "clients": client_figures(clients)}
+        try:
+            audit = await audit_stored_state(cluster)
+        except (OSError, asyncio.TimeoutError, StopIteration, websockets.exceptions.WebSocketException, HarnessError) as error:
+            audit = error
+        checks.append(check_stored_state(audit))
         if problems:
             checks.append(Check(10, "the cluster healed at the end", False, "; ".join(problems)))
         passed = all(c.passed for c in checks)
         if not passed:
             cluster.print_log_tails()  # before the summary, which stays last on screen
-        figures = {**outcome_figures(history, final), "clients": client_figures(clients)}
         print_summary(options, figures, checks, nemesis.faults, clients, clock)
         if options.json:
             write_json(options.json, options, figures, checks, nemesis.faults, clock)
