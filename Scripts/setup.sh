@@ -28,6 +28,7 @@ PACKAGES=(
     lintian             # Scripts/package.sh: the package must have no lintian errors
     systemd             # Scripts/package.sh and the package test: systemd-analyze verify
     adduser             # the package's postinst (the package test installs it)
+    gdb                 # Tests/Jepsen: the stack of a tetherd that crashed, from its core file
 )
 
 missing=()

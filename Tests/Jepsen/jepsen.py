@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -118,11 +119,14 @@ LIBC = ctypes.CDLL(None)
 
 
 def die_with_parent():
-    """Runs in each child before exec: the kernel kills it if this test dies, even by SIGKILL."""
+    """Runs in each child before exec: the kernel kills it if this test dies, even by SIGKILL.
+    And a crash leaves a core file (in the process's own directory) for its stack."""
     try:
         LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except AttributeError:
         pass
+    hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
 
 
 class Signal:
@@ -169,8 +173,12 @@ class Process:
     """A server process the test owns. Its stdout and stderr go to one log file, kept across
     restarts; an exit nobody asked for is recorded (a crash is a finding)."""
 
+    env = None  # the environment, when not this test's
+
     def __init__(self, name, argv, log_path):
         self.name, self.argv, self.log_path = name, argv, log_path
+        # Its working directory, where a crash leaves its core file.
+        self.cwd = os.path.join(os.path.dirname(log_path), f"cwd-{name}")
         self.proc = None
         self.paused = False
         self.unexpected_exits = []
@@ -190,14 +198,12 @@ class Process:
         self._expect_exit = False
         self.paused = False
         self._note(f"starting: {' '.join(self.argv)}")
+        os.makedirs(self.cwd, exist_ok=True)
         self.proc = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT, limit=1 << 20,
             start_new_session=True,  # Ctrl-C reaches the test, which stops them in order
-            preexec_fn=die_with_parent,
-            # A crash's backtrace through C libraries (libnats, libc) needs DWARF unwinding: the
-            # default follows frame pointers, which stop at the first frame of a C library.
-            env={**os.environ, "SWIFT_BACKTRACE": "unwind=precise"})
+            preexec_fn=die_with_parent, cwd=self.cwd, env=self.env)
         self._output = asyncio.create_task(self._copy_output(self.proc))
 
     async def _copy_output(self, proc):
@@ -209,7 +215,27 @@ class Process:
         self._note(f"exited with status {code}")
         if not self._expect_exit:
             self.unexpected_exits.append(code)
+            if code < 0:
+                await self._note_crash_stack(proc.pid)
         self.on_exit()
+
+    async def _note_crash_stack(self, pid):
+        """The crashed thread's stack, from the core file with gdb (when both are there), into
+        the log; the core is kept as core.PID beside it."""
+        core = os.path.join(self.cwd, "core")
+        if not os.path.exists(core):
+            return
+        kept = f"{core}.{pid}"
+        os.rename(core, kept)
+        if not shutil.which("gdb"):
+            return self._note(f"left {kept} (no gdb here to read its stack)")
+        gdb = await asyncio.create_subprocess_exec(
+            "gdb", "-batch", "-ex", "bt 40", self.argv[0], kept,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        output, _ = await gdb.communicate()
+        # gdb shows the current frame once on loading the core, then again in the backtrace.
+        frames = list(dict.fromkeys(line for line in output.decode(errors="replace").splitlines() if line.startswith("#")))
+        self._note(f"crashed; its stack (gdb {kept}):\n" + "\n".join(frames))
 
     def on_output(self, line):
         pass
@@ -299,10 +325,14 @@ class NatsServer(Process):
 
 
 class TetherNode(Process):
+    # A crash dumps core (for gdb, which reads a stack through C libraries such as libnats)
+    # instead of Swift's backtracer, whose frame-pointer unwinding stops at their first frame.
+    env = {**os.environ, "SWIFT_BACKTRACE": "enable=no"}
+
     def __init__(self, name, port, nats_urls, directory, binary, lease_seconds):
         self.port = port
         data = os.path.join(directory, f"data-{name}")
-        argv = [binary, "--host", "127.0.0.1", "--port", str(port), "--nats", ",".join(nats_urls),
+        argv = [os.path.abspath(shutil.which(binary) or binary), "--host", "127.0.0.1", "--port", str(port), "--nats", ",".join(nats_urls),
                 "--node", name, "--test-kinds", "--data", data, "--lease-seconds", str(lease_seconds)]
         super().__init__(name, argv, os.path.join(directory, f"{name}.log"))
         self._listening = asyncio.Event()
