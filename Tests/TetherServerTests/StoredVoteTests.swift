@@ -81,6 +81,38 @@ struct StoredVoteTests {
         #expect(try DatabaseBackup.verify(path).rooms.count == 1)
     }
 
+    /// A vote stored by a tetherd without stored state, then upgraded: its first vote stores the
+    /// stored state whole, so a crash before the next snapshot (the rows after it replayed, as
+    /// `kill -9` leaves them) still restores every choice.
+    @Test func aRoomFromAnOlderDatabaseStoresItsStoredStateWholeFirst() throws {
+        let directory = Daemon.temporaryDirectory()
+        let path = try RoomStoreMigrationTests.oldDatabase(in: directory)
+        let published: JSON = ["question": "Where do we eat?", "options": ["pizza", "noodles", "salad"],
+                               "totals": ["pizza": 0, "noodles": 0, "salad": 0], "open": true, "ballots": nil, "voters": nil]
+        do {
+            let database = try SQLiteDatabase(path: path)
+            try database.prepare("INSERT INTO rooms VALUES('vote:lunch', 'vote', 'e1', 3, 3, ?)").run(.blob(published.encoded()))
+        }
+        do {
+            let server = try TestServer(dataDirectory: directory, kinds: Demos.kinds)
+            _ = Self.vote(Self.voter(server, "ana"), "pizza", id: 2)
+            _ = Self.vote(Self.voter(server, "bo"), "salad", id: 2)
+            server.close()
+        }
+        // As if the daemon had died before the room's closing snapshot: the row as the old
+        // database had it, the two steps after it.
+        do {
+            let database = try SQLiteDatabase(path: path)
+            try database.prepare("UPDATE rooms SET version = 5, snapshot_version = 3, state = ?, stored = NULL WHERE name = 'vote:lunch'")
+                .run(.blob(published.encoded()))
+        }
+        let store = try RoomStore(directory: directory, durability: .batch, historyLimit: 10, logger: Logger(label: "test"))
+        defer { store.close() }
+        let restored = try #require(try store.load(room: "vote:lunch"))
+        #expect(restored.version == 5 && restored.state["totals"] == ["pizza": 1, "noodles": 0, "salad": 1])
+        #expect(restored.stored?["choices"] == ["ana-0123456789abcdef": "pizza", "bo-0123456789abcdef": "salad"])
+    }
+
     @Test func anOwnersDeathOnAClusterForgetsNoChoice() {
         let cluster = TestCluster(nodes: 3, kinds: Demos.kinds)
         let ana = Self.voter(cluster.nodes[0], "ana")

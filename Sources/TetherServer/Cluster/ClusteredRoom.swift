@@ -442,11 +442,13 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     }
 
     /// A step's operations on the stored state. A replica that holds none (the log began before
-    /// tetherd stored any) cannot follow them, and keeps none.
-    private func applyStored(_ operations: JSON?, at sequence: UInt64) {
-        guard let operations, var stored = storedDocument else { return }
+    /// tetherd stored any) starts from the step that sets it whole (`RoomState.storedWhole`).
+    private func applyStored(_ json: JSON?, at sequence: UInt64) {
+        guard let json else { return }
         do {
-            try stored.apply(try JSONPatch.decode(operations))
+            guard let (base, operations) = RoomState.storedWhole(try JSONPatch.decode(json), onto: storedDocument) else { return }
+            var stored = base
+            try stored.apply(operations)
             storedDocument = stored
         } catch {
             logger.error("cluster: room \(name): log message \(sequence)'s stored state change does not apply (\(error)); its stored state is dropped")

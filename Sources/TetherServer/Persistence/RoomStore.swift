@@ -378,12 +378,16 @@ package final class RoomStore: Sendable {
             guard version > snapshotVersion else { return }
             guard from == reached else { throw .corrupt("\(name): stored patches skip from \(reached) to \(from)") }
             do { try state.apply(operations) } catch { throw .corrupt("\(name): stored patch \(from)->\(version) does not apply: \(error)") }
-            let storedOperations = hasStoredState ? row.blob(1) : []
-            if !storedOperations.isEmpty {
+            let storedBytes = hasStoredState ? row.blob(1) : []
+            if !storedBytes.isEmpty {
                 do {
-                    var replayed = storedState ?? .object([:])
-                    try replayed.apply(try JSONPatch.decode(JSONParser().parse(storedOperations)))
-                    storedState = replayed
+                    let operations = try JSONPatch.decode(JSONParser().parse(storedBytes))
+                    // None kept yet (a room from before stored state): only its whole value starts it.
+                    if let whole = RoomState.storedWhole(operations, onto: storedState) {
+                        var replayed = whole.base
+                        try replayed.apply(whole.operations)
+                        storedState = replayed
+                    }
                 } catch {
                     throw .corrupt("\(name): stored state's change \(from)->\(version) does not apply: \(error)")
                 }

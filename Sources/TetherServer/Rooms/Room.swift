@@ -34,6 +34,10 @@ actor Room: RoomEndpoint {
     private var clusterProjections: ClusterProjections?
     /// The outcomes of recent numbered actions, per client: each number runs once.
     private var outcomes = ActionOutcomes()
+    /// Restored from a log that holds no stored state (written before ViewModels stored any):
+    /// the next stored operations would have nothing to apply to there, so the first turn that
+    /// changes stored state logs all of it (`replace ""`).
+    private var storedStateUnlogged = false
     private var timers: [any ServerTimer] = []
     private var refusedTicks = 0
     /// Left once `stop()` has run: a new room of the same name waits for it before loading, so it
@@ -160,6 +164,7 @@ actor Room: RoomEndpoint {
         do {
             if let stored = try log.restore() {
                 try host.restore(from: stored.state, stored: stored.stored)
+                storedStateUnlogged = stored.stored == nil
                 followers.restart(epoch: stored.epoch, version: stored.version, patches: stored.patches)
                 outcomes.restore(applied: stored.actions)
                 if stored.lastChange > 0 { published.lastChange = stored.lastChange }
@@ -341,7 +346,11 @@ actor Room: RoomEndpoint {
     /// only the ViewModel's stored state is a step too (an empty patch for clients): what an
     /// ack confirms must be in the log.
     private func versionStep(_ operations: [PatchOperation], applying number: ActionNumber? = nil) -> [RoomDelivery] {
-        let stored = host.takeStoredChanges()
+        var stored = host.takeStoredChanges()
+        if storedStateUnlogged, !stored.isEmpty {
+            stored = [.replace(path: .root, value: host.storedState)]
+            storedStateUnlogged = false
+        }
         guard host.hasPerViewerValues else {
             return commitTurn(operations, stored: stored, applying: number, evenIfEmpty: !stored.isEmpty)
         }

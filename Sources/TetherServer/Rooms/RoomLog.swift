@@ -35,6 +35,15 @@ protocol RoomLog: Sendable {
 struct RoomState: Sendable {
     var published: JSON
     var stored: JSON
+
+    /// What replaying a step's stored `operations` starts from: the stored state held, or, when
+    /// none is (a log begun before stored state existed), nothing unless the step sets it whole
+    /// (`replace ""`, the first stored change of a room restored without it); nil: skip them.
+    static func storedWhole(_ operations: [PatchOperation], onto held: JSON?) -> (base: JSON, operations: [PatchOperation])? {
+        if let held { return (held, operations) }
+        guard case .replace(let path, _)? = operations.first, path.isRoot else { return nil }
+        return (.null, operations)
+    }
 }
 
 /// A room's log on one node: memory, and for a stored room the SQLite store, whose group commit
