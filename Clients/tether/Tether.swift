@@ -41,8 +41,8 @@ struct Tether: AsyncParsableCommand {
             Exit status: 0 success, 1 connection failure (unreachable, handshake refused, bad URL, \
             no answer; an action was not sent), 2 the server answered with an error (a refused \
             join, an action's error that says it was not applied, a refused room administration), \
-            3 an action may or may not have been applied (no answer in time, the connection \
-            dropped, or the server's error says it lost track of it), 64 usage error.
+            3 an action may or may not have been applied (sent, and --timeout ended the wait \
+            before its answer, or the server says it no longer knows: stale_action), 64 usage error.
             """,
         version: "0.1.0",
         subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self, Rooms.self],
@@ -236,10 +236,11 @@ struct Send: AsyncParsableCommand {
             Exits 0 on an ack; 1 when the server cannot be reached (within --timeout): the action \
             was not sent; 2 when the server answers with an error that says the action was not \
             applied, or refuses the join (the error frame is printed on stdout, a one-line summary \
-            on stderr); 3 when the action may or may not have been applied: no answer within \
-            --timeout after sending it, the connection dropped before the answer, or the server's \
-            error says "applied":"unknown" (the frame is printed too); 64 when JSON-ARGS is not a \
-            JSON object. With status 2 or 3 the summary on stderr ends with "not applied" or "it may \
+            on stderr); 3 when the action may or may not have been applied: it was sent and \
+            --timeout ended the wait before its answer (after a dropped connection, or an answer \
+            that settles nothing, it is sent again under its number, so it runs once), or the \
+            server's error says it no longer knows (stale_action; the frame is printed too); 64 \
+            when JSON-ARGS is not a JSON object. With status 2 or 3 the summary on stderr ends with "not applied" or "it may \
             or may not have been applied".
             """)
 
