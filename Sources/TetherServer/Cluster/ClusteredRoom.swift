@@ -442,11 +442,11 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
     }
 
     /// A step's operations on the stored state. A replica that holds none (the log began before
-    /// tetherd stored any) starts from the step that sets it whole (`RoomState.storedWhole`).
+    /// tetherd stored any) starts from the step that sets it whole (`RoomState.storedReplay`).
     private func applyStored(_ json: JSON?, at sequence: UInt64) {
         guard let json else { return }
         do {
-            guard let (base, operations) = RoomState.storedWhole(try JSONPatch.decode(json), onto: storedDocument) else { return }
+            guard let (base, operations) = RoomState.storedReplay(try JSONPatch.decode(json), onto: storedDocument) else { return }
             var stored = base
             try stored.apply(operations)
             storedDocument = stored

@@ -383,7 +383,7 @@ package final class RoomStore: Sendable {
                 do {
                     let operations = try JSONPatch.decode(JSONParser().parse(storedBytes))
                     // None kept yet (a room from before stored state): only its whole value starts it.
-                    if let whole = RoomState.storedWhole(operations, onto: storedState) {
+                    if let whole = RoomState.storedReplay(operations, onto: storedState) {
                         var replayed = whole.base
                         try replayed.apply(whole.operations)
                         storedState = replayed

@@ -361,8 +361,8 @@ actor Room: RoomEndpoint {
     }
 
     /// Makes the turn's operations one version step (an empty one only when a viewer's own
-    /// values changed: the version counts for everyone), appends it to the log and returns what
-    /// each follower here gets of it.
+    /// values or the stored state changed: the version counts for everyone), appends it to the
+    /// log and returns what each follower here gets of it.
     private func commitTurn(_ operations: [PatchOperation], stored: [PatchOperation] = [], changes: [Viewer: [PatchOperation]] = [:],
                             projections: JSON? = nil, applying number: ActionNumber? = nil, evenIfEmpty: Bool = false) -> [RoomDelivery] {
         guard !operations.isEmpty || evenIfEmpty else { return [] }

@@ -39,7 +39,7 @@ struct RoomState: Sendable {
     /// What replaying a step's stored `operations` starts from: the stored state held, or, when
     /// none is (a log begun before stored state existed), nothing unless the step sets it whole
     /// (`replace ""`, the first stored change of a room restored without it); nil: skip them.
-    static func storedWhole(_ operations: [PatchOperation], onto held: JSON?) -> (base: JSON, operations: [PatchOperation])? {
+    static func storedReplay(_ operations: [PatchOperation], onto held: JSON?) -> (base: JSON, operations: [PatchOperation])? {
         if let held { return (held, operations) }
         guard case .replace(let path, _)? = operations.first, path.isRoot else { return nil }
         return (.null, operations)
