@@ -119,6 +119,12 @@ struct StoredVoteTests {
         #expect(Self.vote(ana, "pizza", id: 2).last?.type == "ack")  // node 0 owns the room from here
         let bo = Self.voter(cluster.nodes[1], "bo")
         #expect(Self.vote(bo, "salad", id: 2).last?.type == "ack")
+        // Steps that change no stored state come between (closed and reopened): replicas keep
+        // the stored state through them.
+        for (id, action) in [(3, "close"), (4, "reopen")] {
+            bo.send(.action(room: "vote:lunch", name: action, id: id))
+            #expect(bo.receiveAll().last?.type == "ack")
+        }
 
         // The owner dies; ana comes back through node 2, whose replica followed the log.
         cluster.pause(0)

@@ -890,11 +890,17 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
                 PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &frame)
             }
             entry = LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node.name, term: term,
-                             frame: frame, projections: projections, stored: stored.isEmpty ? nil : JSONPatch.encode(stored), actions: actions)
+                             frame: frame, projections: projections, stored: Self.storedOperations(stored), actions: actions)
         }
         let now = environment.runtime.clock.now
         inFlight = (entry, count, now, now)
         publish(entry)
+    }
+
+    /// A message's stored operations, or none. (Not `isEmpty ? nil : …`: JSON takes `nil` as a
+    /// literal, so that ternary gives `.null`, which every replica then failed to apply.)
+    private static func storedOperations(_ operations: [PatchOperation]) -> JSON? {
+        operations.isEmpty ? JSON?.none : JSONPatch.encode(operations)
     }
 
     /// Projections of consecutive steps in one message: per node and viewer, the later one.
