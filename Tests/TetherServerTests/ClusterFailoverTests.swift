@@ -91,6 +91,47 @@ struct ClusterFailoverTests {
         #expect(alice.state(of: "ledger:t")?["recent"] == ["a1", "b1", "a2"])
     }
 
+    /// Found by the fault-injection test in CI: a forwarded action reached both the new owner and
+    /// a stale owner that woke up, learned from the log it no longer owns, and answered first
+    /// "changing owners; nothing was applied", while the new owner applied it. The owners' queue
+    /// group gives each forwarded action to one of them only, so whatever answers is the truth.
+    @Test func aForwardedActionGetsATruthfulAnswerWhileOwnersChange() {
+        let cluster = Self.makeCluster(nodes: 3)
+        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1]), carol = Self.client(cluster.nodes[2])
+        alice.send(.join(room: "ledger:t"))
+        Self.add(alice, "a1", number: 1)  // the first node owns the room
+        cluster.pause(0)
+        bob.send(.join(room: "ledger:t"))
+        cluster.advance(by: .seconds(8))  // past the lease: the second node takes the room over
+        Self.add(bob, "b1", number: 2)
+        cluster.advance(by: .milliseconds(100))
+        #expect(bob.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)))
+        carol.send(.join(room: "ledger:t"))
+        cluster.run()
+        _ = carol.receiveAll()
+
+        // Carol's actions are forwarded while both owners sleep; the stale one wakes first.
+        cluster.pause(1)
+        for (index, id) in ["c1", "c2", "c3", "c4"].enumerated() { Self.add(carol, id, number: 10 + index) }
+        cluster.resume(0)
+        cluster.resume(1)
+        cluster.advance(by: .seconds(5))
+        let answers = carol.receiveAll().filter { $0.type == "ack" || $0.type == "error" }
+        let recent = carol.state(of: "ledger:t")?["recent"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(answers.count == 4, "\(answers)")
+        for (index, id) in ["c1", "c2", "c3", "c4"].enumerated() {
+            let answer = answers.first { message in
+                if case .ack(10 + index, _, _) = message { return true }
+                return message.error?.id == 10 + index
+            }
+            if let error = answer?.error, error.applied == .no {
+                #expect(!recent.contains(id), "\(id) was answered \"not applied\" (\(error.message)) but is in the ledger: \(recent)")
+            } else if answer?.type == "ack" {
+                #expect(recent.filter { $0 == id }.count == 1, "\(id) was acked: applied exactly once in \(recent)")
+            }
+        }
+    }
+
     /// The log itself fences: the stale owner is also cut off while another node takes over, so
     /// it never hears of the new owner's entry, and it appends its client's action on top of the
     /// version it knows. The checked append (expected last sequence, and a message id per slot)

@@ -12,6 +12,23 @@ import TetherTesting
 struct MemoryClusterTests {
     // MARK: Messaging
 
+    /// A queue group's message reaches one member only (NATS picks one; memory takes turns);
+    /// a subscriber outside the group still gets every message.
+    @Test func aQueueGroupsMessageReachesOneMember() throws {
+        let nodes = Nodes()
+        let a = nodes.connect("a"), b = nodes.connect("b"), c = nodes.connect("c")
+        let gotA = Recorder<String>(), gotB = Recorder<String>(), gotC = Recorder<String>()
+        let subscriptions = [try a.subscribe("s", queueGroup: "owner") { gotA.add(text($0.data)) },
+                             try b.subscribe("s", queueGroup: "owner") { gotB.add(text($0.data)) },
+                             try c.subscribe("s") { gotC.add(text($0.data)) }]
+        for word in ["1", "2", "3", "4"] { try c.publish("s", bytes(word)) }
+        nodes.runAll()
+        #expect(gotA.all.count + gotB.all.count == 4 && Set(gotA.all).isDisjoint(with: gotB.all), "each message to one member")
+        #expect(!gotA.all.isEmpty && !gotB.all.isEmpty, "every member gets some")
+        #expect(gotC.all == ["1", "2", "3", "4"])
+        withExtendedLifetime(subscriptions) {}
+    }
+
     @Test func publishReachesEverySubscriberInOrderUntilUnsubscribed() throws {
         let nodes = Nodes()
         let a = nodes.connect("a"), b = nodes.connect("b")

@@ -13,13 +13,22 @@ public protocol ClusterMessaging: Sendable {
     /// Whether the node is connected now (`/ready` reports a node that is not).
     var isConnected: Bool { get }
     /// Subscribes to exactly `subject`; keep the subscription (releasing it unsubscribes).
-    /// A message with a reply subject can be answered with `NATSMessage.respond`.
-    func subscribe(_ subject: String, handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any ClusterSubscription
+    /// A message with a reply subject can be answered with `NATSMessage.respond`. With
+    /// `queueGroup`, each message goes to one subscriber of the group only (NATS queue groups).
+    func subscribe(_ subject: String, queueGroup: String?, handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError)
+        -> any ClusterSubscription
     func publish(_ subject: String, _ data: [UInt8]) throws(NATSError)
     /// Calls `completion` once: the first answer, `noResponders` (nobody subscribes), `timeout`,
     /// or a connection error.
     func request(_ subject: String, _ data: [UInt8], timeout: Duration,
                  completion: @escaping @Sendable (Result<NATSMessage, NATSError>) -> Void)
+}
+
+extension ClusterMessaging {
+    /// Subscribes to exactly `subject`: every subscriber gets every message.
+    public func subscribe(_ subject: String, handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any ClusterSubscription {
+        try subscribe(subject, queueGroup: nil, handler: handler)
+    }
 }
 
 public protocol ClusterSubscription: AnyObject, Sendable {

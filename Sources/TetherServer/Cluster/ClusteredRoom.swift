@@ -689,7 +689,11 @@ final class ClusteredRoom: RoomEndpoint, @unchecked Sendable {
         producedVersion = version
         let subscription: any ClusterSubscription
         do {
-            subscription = try node.messaging.subscribe(node.actionSubject(name)) { [self] message in
+            // One queue group: a node that still believes it owns the room (paused past its lease,
+            // not yet fenced) and the new owner must never both get one forwarded action. Both
+            // would answer it, and the first answer wins: the old owner's "not stored, nothing was
+            // applied" could beat the new owner's ack of the very same action.
+            subscription = try node.messaging.subscribe(node.actionSubject(name), queueGroup: "owner") { [self] message in
                 queue.execute { self.receiveForwarded(message) }
             }
         } catch {

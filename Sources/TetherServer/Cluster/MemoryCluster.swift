@@ -84,6 +84,7 @@ public final class MemoryCluster: Sendable {
 
     private struct Subscriber {
         let link: Int
+        let queueGroup: String?
         let handler: @Sendable (NATSMessage) -> Void
     }
 
@@ -143,11 +144,28 @@ public final class MemoryCluster: Sendable {
 
         func isConnected(_ link: Int) -> Bool { links[link]?.connected == true }
 
-        /// The subscriptions of `subject` whose connection is up.
-        func receivers(_ subject: String) -> [(id: Int, subscriber: Subscriber)] {
-            (subjects[subject] ?? []).compactMap { id in
+        /// Messages of each queue group so far, per subject: picks its members in turn.
+        var queuePicks: [String: Int] = [:]
+
+        /// The subscriptions of `subject` whose connection is up that get its next message:
+        /// every one without a queue group, and one member of each group, in turn (NATS picks one
+        /// at random; taking turns keeps runs deterministic and still reaches every member).
+        mutating func receivers(_ subject: String) -> [(id: Int, subscriber: Subscriber)] {
+            let connected = (subjects[subject] ?? []).compactMap { id in
                 subscribers[id].flatMap { isConnected($0.link) ? (id, $0) : nil }
             }
+            var chosen: [(id: Int, subscriber: Subscriber)] = []
+            var groups: [String: [(id: Int, subscriber: Subscriber)]] = [:]
+            for receiver in connected {
+                if let group = receiver.1.queueGroup { groups[group, default: []].append(receiver) } else { chosen.append(receiver) }
+            }
+            for (group, members) in groups.sorted(by: { $0.key < $1.key }) {
+                let key = subject + " " + group
+                let pick = queuePicks[key, default: 0]
+                queuePicks[key] = pick + 1
+                chosen.append(members[pick % members.count])
+            }
+            return chosen
         }
     }
 
@@ -197,10 +215,10 @@ public final class MemoryCluster: Sendable {
 
     // MARK: Messaging
 
-    fileprivate func subscribe(_ link: Int, _ subject: String, handler: @escaping @Sendable (NATSMessage) -> Void) -> Int {
+    fileprivate func subscribe(_ link: Int, _ subject: String, queueGroup: String?, handler: @escaping @Sendable (NATSMessage) -> Void) -> Int {
         state.withLock { state in
             state.nextID += 1
-            state.subscribers[state.nextID] = Subscriber(link: link, handler: handler)
+            state.subscribers[state.nextID] = Subscriber(link: link, queueGroup: queueGroup, handler: handler)
             state.subjects[subject, default: []].append(state.nextID)
             return state.nextID
         }
@@ -383,9 +401,10 @@ public final class MemoryClusterConnection: ClusterMessaging, ClusterLog, Sendab
 
     public var isConnected: Bool { cluster.isConnected(link) }
 
-    public func subscribe(_ subject: String, handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any ClusterSubscription {
+    public func subscribe(_ subject: String, queueGroup: String?, handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError)
+        -> any ClusterSubscription {
         // Allowed while disconnected, as the C client allows it: it receives once reconnected.
-        MemorySubscription(cluster: cluster, id: cluster.subscribe(link, subject, handler: handler), subject: subject)
+        MemorySubscription(cluster: cluster, id: cluster.subscribe(link, subject, queueGroup: queueGroup, handler: handler), subject: subject)
     }
 
     public func publish(_ subject: String, _ data: [UInt8]) throws(NATSError) {

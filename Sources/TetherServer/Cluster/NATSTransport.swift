@@ -7,8 +7,9 @@ struct NATSClusterMessaging: ClusterMessaging {
 
     var isConnected: Bool { connection.isConnected }
 
-    func subscribe(_ subject: String, handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any ClusterSubscription {
-        try connection.subscribe(subject, handler: handler)
+    func subscribe(_ subject: String, queueGroup: String?, handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError)
+        -> any ClusterSubscription {
+        try connection.subscribe(subject, queueGroup: queueGroup, handler: handler)
     }
 
     func publish(_ subject: String, _ data: [UInt8]) throws(NATSError) {
