@@ -159,9 +159,7 @@ package final class RoomStore: Sendable {
     /// Databases made before rooms recorded their last change get the column; their rooms count
     /// as changed now, so none expires the moment an older daemon's data is upgraded.
     private static func addLastChange(to database: SQLiteDatabase) throws(StorageError) {
-        var columns: [String] = []
-        try database.prepare("PRAGMA table_info(rooms)").query { row in columns.append(row.text(1)) }
-        guard !columns.contains("last_change") else { return }
+        guard try !hasColumn("last_change", in: "rooms", of: database) else { return }
         try database.transaction { () throws(StorageError) in
             try database.execute("ALTER TABLE rooms ADD COLUMN last_change INTEGER NOT NULL DEFAULT 0")
             try database.execute("UPDATE rooms SET last_change = CAST(strftime('%s', 'now') AS INTEGER)")
