@@ -1,0 +1,161 @@
+import Logging
+import TetherJSON
+import TetherNATS
+import TetherProtocol
+import TetherState
+
+/// The replica: following the room's log and applying its entries to this node's document,
+/// stored state, numbered-action record and subscribers.
+extension ClusteredRoom {
+    func perform(_ actions: [LogReplica.Action]) {
+        for action in actions {
+            switch action {
+            case .loadSnapshot(let delay):
+                later(delay) { $0.loadSnapshot() }
+            case .catchUp(let delay):
+                later(delay) { room in
+                    room.node.metrics.catchUps.increment()
+                    room.readLog { room, result in
+                        if case .failure(let error) = result { room.logger.warning("cluster: room \(room.name): reading its log failed (\(error)); retrying") }
+                        room.perform(room.replica.caughtUp(result))
+                    }
+                }
+            case .apply(let message, let sequence):
+                apply(message.headers, message.data, sequence: sequence)
+            case .replay(let messages):
+                for message in messages { perform(replica.live(message)) }
+                perform(replica.finishLoading())
+            case .becameReady:
+                ensureOwner()
+                serveWaiting()
+                drainWaitingActions()
+            }
+        }
+    }
+
+    /// Reads the log after the replica's last message to its end, applying each message; then
+    /// `completion`. Catching up, deciding an append and taking the room over all read this way.
+    func readLog(then completion: @escaping @Sendable (isolated ClusteredRoom, Result<UInt64?, NATSError>) -> Void) {
+        node.log.read(stream: node.stream(name), subject: node.logSubject(name), from: replica.lastSequence + 1, handler: { [self] stored in
+            execute { $0.apply(stored.headers, stored.data, sequence: stored.sequence) }
+        }, completion: { [self] result in
+            execute { completion($0, result) }
+        })
+    }
+
+    private func loadSnapshot() {
+        node.snapshots.get(node.token(name)) { [self] result in
+            execute { $0.snapshotLoaded(result) }
+        }
+    }
+
+    private func snapshotLoaded(_ result: Result<NATSKeyValue.Entry?, NATSError>) {
+        guard replica.phase != .stopped else { return }
+        guard case .success(let entry) = result else {
+            if case .failure(let error) = result { logger.warning("cluster: room \(name): cannot read its snapshot (\(error)); retrying") }
+            return perform(replica.snapshotFailed())
+        }
+        guard let entry, let snapshot = ClusterSnapshot(entry.value) else { return perform(replica.restored(at: nil)) }
+        if let undecided = appender.undecided, snapshot.sequence > undecided.after {
+            // The entry that would decide it is behind the snapshot: not read any more.
+            if appender.expireUndecided(now: now, force: true) { send(gate.undecidedExpired(unknownOutcome)) }
+        }
+        followers.restart(epoch: snapshot.epoch, version: snapshot.version)
+        document = snapshot.state
+        storedDocument = snapshot.stored
+        lastSnapshotVersion = snapshot.version
+        outcomes = ActionOutcomes()
+        outcomes.restore(applied: snapshot.actions)
+        perform(replica.restored(at: snapshot.sequence))
+    }
+
+    /// Applies one log message: a version step fans out to this node's subscribers.
+    func apply(_ headers: NATSHeaders, _ data: [UInt8], sequence: UInt64) {
+        guard replica.isNew(sequence) else { return }
+        guard let entry = LogEntry(headers: headers, data: data) else {
+            logger.error("cluster: room \(name): log message \(sequence) is not a Tether entry; skipped")
+            return replica.applied(sequence)
+        }
+        perform(appender.logHolds(entry, at: sequence, now: now))
+        switch entry.kind {
+        case .snapshot:
+            guard case .snapshot(_, let newEpoch, let newVersion, let state)? = try? ServerMessage.decode(entry.frame) else { return }
+            followers.restart(epoch: newEpoch, version: newVersion, frame: entry.frame)
+            outcomes = ActionOutcomes()  // a new epoch's versions: the old outcomes name none of them
+            document = state
+            storedDocument = entry.stored
+            replica.applied(sequence)
+            // A new epoch: everyone here starts over from its snapshot (with their projection).
+            output.deliver(followers.subscribers.all.map { followers.snapshot(for: $0, document: { document }) })
+            serveWaiting()
+        case .patch:
+            guard applyPatch(entry, at: sequence) else { return reload() }
+        }
+        send(gate.replicaMoved(position))
+        if lease.isOwning, version - lastSnapshotVersion >= ClusterNode.snapshotInterval { writeSnapshot() }
+    }
+
+    /// A version step; false when it does not continue what this replica holds.
+    private func applyPatch(_ entry: LogEntry, at sequence: UInt64) -> Bool {
+        guard entry.epoch == followers.epoch, entry.from == version,
+              case .patch(_, _, _, _, let operations)? = try? ServerMessage.decode(entry.frame) else {
+            logger.error("cluster: room \(name): log message \(sequence) (\(entry.epoch) \(entry.from)->\(entry.version)) does not continue version \(version) of \(followers.hasEpoch ? followers.epoch : "no epoch"); reloading")
+            return false
+        }
+        do {
+            try document.apply(operations)
+        } catch {
+            logger.error("cluster: room \(name): log message \(sequence) does not apply (\(error)); reloading")
+            return false
+        }
+        applyStored(entry.stored, at: sequence)
+        replica.applied(sequence)
+        guard let patch = PatchFrame(room: name, epoch: entry.epoch, from: entry.from, version: entry.version, encodedFrame: entry.frame,
+                                     compressAbove: environment.configuration.compressionThreshold) else {
+            logger.error("cluster: room \(name): log message \(sequence) has an unreadable frame; reloading")
+            return false
+        }
+        // What the owner says this node's viewers see now; the operations are this node's
+        // own, from what its sessions hold (robust against stale messages).
+        let given = entry.projections?[node.name]?.objectValue
+        let changes = given == nil ? [:] : followers.updateViews { viewer in given![viewer.id]?.objectValue }
+        outcomes.record(applied: entry.actions)
+        let deliveries = followers.follow(patch, changes: changes)
+        if !deliveries.isEmpty { output.deliver(deliveries) }
+        return true
+    }
+
+    /// A step's operations on the stored state. A replica that holds none (the log began before
+    /// tetherd stored any) starts from the step that sets it whole (`RoomState.storedReplay`).
+    private func applyStored(_ json: JSON?, at sequence: UInt64) {
+        guard let json else { return }
+        do {
+            guard let (base, operations) = RoomState.storedReplay(try JSONPatch.decode(json), onto: storedDocument) else { return }
+            var stored = base
+            try stored.apply(operations)
+            storedDocument = stored
+        } catch {
+            logger.error("cluster: room \(name): log message \(sequence)'s stored state change does not apply (\(error)); its stored state is dropped")
+            storedDocument = nil
+        }
+    }
+
+    /// Starts the replica over from the latest snapshot (the log disagreed with it).
+    private func reload() {
+        followers.restart(epoch: "", version: 0)
+        outcomes = ActionOutcomes()
+        document = .null
+        storedDocument = nil
+        perform(replica.reload())
+    }
+
+    private func writeSnapshot() {
+        guard followers.hasEpoch else { return }
+        lastSnapshotVersion = version
+        let snapshot = ClusterSnapshot(epoch: followers.epoch, version: version, sequence: replica.lastSequence, state: document,
+                                       stored: storedDocument, actions: outcomes.applied)
+        node.snapshots.put(node.token(name), snapshot.encoded) { [logger, name] result in
+            if case .failure(let error) = result { logger.warning("cluster: room \(name): snapshot not written: \(error)") }
+        }
+    }
+}

@@ -1,0 +1,305 @@
+import Logging
+import TetherJSON
+import TetherNATS
+import TetherProtocol
+import TetherState
+
+/// Ownership: the lease, the owner's `Room` and its appends, actions forwarded to the owner and
+/// served by it.
+extension ClusteredRoom {
+    // MARK: Actions
+
+    func act(_ request: ActionForwarder<ActionReplyTarget>.Request) {
+        guard replica.phase != .stopped else {
+            return send([.init(outcome: .failed(Self.notApplied("room \(name) is closing on this node")), target: request.target)])
+        }
+        if let ownership {
+            return ownership.room.perform(request.action, args: request.args, number: request.number, replyTo: request.target)
+        }
+        guard replica.phase == .ready else { return waitingActions.append(request) }
+        node.metrics.forwardedActions.increment()
+        let number = forwarder.forward(request)
+        let data = ForwardedAction.request(name: request.action, args: request.args, number: request.number, viewer: request.target.viewer)
+        node.messaging.request(node.actionSubject(name), data, timeout: forwardTimeout) { [self] result in
+            execute { $0.forwardFinished(number, result) }
+        }
+    }
+
+    func drainWaitingActions() {
+        let actions = waitingActions
+        waitingActions.removeAll()
+        for request in actions { act(request) }
+    }
+
+    private func forwardFinished(_ number: Int, _ result: Result<NATSMessage, NATSError>) {
+        switch forwarder.finished(number, result) {
+        case nil:
+            return  // answered already: the owner changed while it waited (`ownerChanged`)
+        case .answer(let outcome, let target):
+            send(gate.ownerAnswered(outcome, to: target, replica: position))
+        case .ownOrRetry(let request):
+            // Nobody owns the room (or its owner just died): take it, or wait for its lease to end.
+            acquire { [self] acquired in
+                if acquired { return act(request) }
+                later(.milliseconds(250)) { $0.act(request) }
+            }
+        }
+    }
+
+    /// Another node took the room: actions forwarded before it did went to the old owner (paused,
+    /// cut off or dead), whose answer may never come. The new owner answers those it received
+    /// itself within a moment; the rest are answered as unknown now rather than after the
+    /// forward's timeout, so their clients go on (to the new owner) about a lease after the fault.
+    func ownerChanged() {
+        let stuck = forwarder.stuck
+        guard !stuck.isEmpty else { return }
+        later(.milliseconds(250)) { room in
+            for (outcome, target) in room.forwarder.giveUp(stuck) { room.send(room.gate.ownerAnswered(outcome, to: target, replica: room.position)) }
+        }
+    }
+
+    /// A forwarded action's owner answers within its append's retries, or is paused, cut off or
+    /// dead: then the answer is unknown, and sooner is better (a new owner takes over in a lease).
+    private var forwardTimeout: Duration { max(node.lease, .seconds(1)) }
+
+    /// An action forwarded here by another node.
+    private func receiveForwarded(_ message: NATSMessage) {
+        let respond: @Sendable (ActionOutcome) -> Void = { outcome in try? message.respond(ForwardedAction.reply(outcome)) }
+        guard let ownership else {
+            // Not the owner any more: the sender's node sees this and retries on the new owner.
+            return respond(.failed(Self.notApplied("room \(name) is changing owners")))
+        }
+        guard let (action, args, number, viewer) = ForwardedAction.parseRequest(message.data) else {
+            return respond(.failed(ProtocolError(.badMessage, "unreadable forwarded action")))
+        }
+        ownership.room.perform(action, args: args, number: number, replyTo: .remote(viewer: viewer, respond: respond))
+    }
+
+    // MARK: The lease
+
+    /// Makes sure somebody owns the room (so its timers run and actions have a home).
+    func ensureOwner() {
+        guard replica.phase == .ready else { return }
+        perform(lease.ensure())
+    }
+
+    /// Every quarter lease: a room with subscribers here and no owner gets one (failover).
+    func checkOwner() {
+        guard replica.phase == .ready, !lease.isOwning, !followers.subscribers.isEmpty || !waitingJoins.isEmpty else { return }
+        ensureOwner()
+    }
+
+    private func acquire(then done: @escaping (Bool) -> Void) {
+        afterAcquiring.append(done)
+        perform(lease.acquire())
+    }
+
+    private func perform(_ actions: [OwnerLease.Action]) {
+        let token = node.token(name)
+        for action in actions {
+            switch action {
+            case .probe:
+                node.owners.get(token) { [self] result in execute { $0.perform($0.lease.probed(result)) } }
+            case .create:
+                node.owners.create(token, Array(node.name.utf8)) { [self] result in execute { $0.perform($0.lease.created(result, now: $0.now)) } }
+            case .readHolder:
+                node.owners.get(token) { [self] result in execute { $0.perform($0.lease.holderRead(result, now: $0.now)) } }
+            case .readLog:
+                // Catch up first: the previous owner's last versions may not have reached us yet.
+                guard replica.phase != .stopped else { return perform(lease.abandon()) }
+                readLog { room, result in
+                    if case .failure(let error) = result { room.logger.debug("cluster: room \(room.name): cannot read its log to take it over yet (\(error))") }
+                    room.perform(room.lease.logRead(result, now: room.now))
+                }
+            case .readLogAgain(let delay):
+                later(delay) { $0.perform([OwnerLease.Action.readLog]) }
+            case .own:
+                if !becomeOwner() { perform(lease.ownFailed()) }
+            case .renew(let revision):
+                node.owners.update(token, Array(node.name.utf8), lastRevision: revision) { [self] result in
+                    execute { $0.perform($0.lease.renewed(result)) }
+                }
+            case .release:
+                node.owners.delete(token) { _ in }
+            case .stepDown(let reason):
+                stepDown(reason, releaseLease: false, fenced: false)
+            case .acquired(let acquired):
+                let waiting = afterAcquiring
+                afterAcquiring.removeAll()
+                for done in waiting { done(acquired) }
+            case .renewalFailed(let error):
+                logger.debug("cluster: room \(name): lease not renewed (\(error)); the log still fences")
+            }
+        }
+    }
+
+    /// The lease is ours and the replica read the log to its end: run the ViewModel from its
+    /// state. The same epoch continues when the ViewModel takes the state; else (the log holds
+    /// none, or the state no longer restores) the owner's `Room` starts a new one in the log.
+    private func becomeOwner() -> Bool {
+        let restored = followers.hasEpoch
+            ? StoredRoom(epoch: followers.epoch, version: version, state: document, stored: storedDocument, patches: [], actions: outcomes.applied)
+            : nil
+        let term = RandomID.make(length: 10)
+        let room = Room(name: name, kind: kind, environment: environment, log: OwnerLog(room: self, term: term, restored: restored))
+        room.start(after: nil)
+        appender.own(term: term, after: replica.lastSequence, version: version)
+        let subscription: any ClusterSubscription
+        do {
+            // One queue group: a node that still believes it owns the room (paused past its lease,
+            // not yet fenced) and the new owner must never both get one forwarded action. Both
+            // would answer it, and the first answer wins: the old owner's "not stored, nothing was
+            // applied" could beat the new owner's ack of the very same action.
+            subscription = try node.messaging.subscribe(node.actionSubject(name), queueGroup: "owner") { [self] message in
+                execute { $0.receiveForwarded(message) }
+            }
+        } catch {
+            logger.warning("cluster: room \(name): cannot take forwarded actions (\(error)); not taking it over")
+            room.stop()
+            _ = appender.stepDown(fenced: true, now: now)
+            return false
+        }
+        let renewal = environment.runtime.clock.startTimer(every: node.lease / 3) { [self] in execute { $0.perform($0.lease.renewDue()) } }
+        ownership = Ownership(room: room, term: term, actions: subscription, renewal: renewal)
+        node.didTakeOwnership(of: name)
+        try? node.messaging.publish(node.ownerSubject(name), Array(node.name.utf8))
+        logger.info("cluster: node \(node.name) owns room \(name) from version \(version) of \(restored?.epoch ?? "a new epoch")")
+        // The room's executor runs its start (a new epoch's snapshot goes to the log first)
+        // before anything handed to it now.
+        feedOwner(room)
+        drainWaitingActions()
+        return true
+    }
+
+    /// Gives the owner's ViewModel what the cluster knows of the room, then every change as it
+    /// arrives: the members on every node (its `context.presence`) and the viewers of every
+    /// node's sessions (for per-viewer values). What nodes hold of projections is not known
+    /// after a change of owner, so each viewer's projection is sent once whatever it is.
+    private func feedOwner(_ room: Room) {
+        if let presence {
+            room.clusterPresenceChanged(listed: Array(presence.document.members.values), left: [])
+            presence.onMemberChange = { listed, left in room.clusterPresenceChanged(listed: listed, left: left) }
+        }
+        if let viewers {
+            for (node, announced) in viewers.all where !announced.isEmpty {
+                room.clusterViewersChanged(node: node, set: announced.map { AnnouncedViewer(viewer: $0.viewer, holds: true) }, removed: [])
+            }
+            viewers.onChange = { node, set, removed in room.clusterViewersChanged(node: node, set: set, removed: removed) }
+            viewers.sync()
+        }
+    }
+
+    /// Stops owning: the ViewModel stops and the replica goes on following the log. Turns not
+    /// appended are dropped: their actions were not applied. The append in flight, if any, was
+    /// refused when `fenced` (another owner's entry holds its place); else the log decides it.
+    func stepDown(_ reason: String, releaseLease: Bool, fenced: Bool) {
+        guard let ownership else { return }
+        logger.notice("cluster: node \(node.name) stops owning room \(name): \(reason)")
+        self.ownership = nil
+        presence?.onMemberChange = nil
+        viewers?.onChange = nil
+        ownership.room.stop()
+        ownership.actions.unsubscribe()
+        ownership.renewal.cancel()
+        node.didReleaseOwnership(of: name)
+        perform(lease.stepDown(release: releaseLease))
+        let inFlightVersion = appender.stepDown(fenced: fenced, now: now)
+        send(gate.ownerSteppedDown(inFlightVersion: inFlightVersion, fenced: fenced, notStored: notStored))
+        if gate.hasUndecided {
+            later(LogAppender.undecidedLimit) { $0.giveUpUndecided() }
+        } else {
+            _ = appender.expireUndecided(now: now, force: true)
+        }
+    }
+
+    /// The undecided append did not show up in the log in time: its actions' fate is unknown.
+    func giveUpUndecided() {
+        guard appender.expireUndecided(now: now, force: replica.phase == .stopped) else { return }
+        send(gate.undecidedExpired(unknownOutcome))
+    }
+
+    var unknownOutcome: ActionOutcome {
+        .failed(ProtocolError(.unavailable, "room \(name) lost its owner while this action was being stored", applied: .unknown))
+    }
+
+    // MARK: Appending (owner)
+
+    func perform(_ actions: [LogAppender.Action]) {
+        for action in actions {
+            switch action {
+            case .append(let entry, let expected):
+                node.log.append(node.logSubject(name), entry.data, headers: entry.headers, messageID: entry.messageID(room: name),
+                                expectedLastSubjectSequence: expected, timeout: .seconds(2)) { [self] result in
+                    execute { $0.perform($0.appender.appendFinished(result, entry: entry, now: $0.now)) }
+                }
+            case .retry(let entry, let delay):
+                later(delay) { $0.perform($0.appender.resend(entry)) }
+            case .readToDecide(let entry, let started, let delay):
+                later(delay) { room in
+                    room.readLog { room, _ in room.perform(room.appender.readToDecideFinished(entry, since: started, now: room.now)) }
+                }
+            case .stored(let version, let sequence, let latency):
+                node.metrics.appendLatency.record(latency)
+                send(gate.stored(upTo: version, at: sequence, replica: position))
+            case .stepDown(let reason, let releaseLease, let fenced):
+                stepDown(reason, releaseLease: releaseLease, fenced: fenced)
+            case .decided(let stored, let sequence):
+                send(gate.decided(stored: stored, at: sequence, notStored: notStored, replica: position))
+            }
+        }
+    }
+
+    /// A step the owner's ViewModel produced in `term`, for the log.
+    fileprivate func ownerProduced(_ step: LogAppender.Step, term: String) {
+        perform(appender.produced(step, term: term, now: now))
+    }
+
+    /// What the owner's `Room` sends after its steps: its replies, which wait for the log (the
+    /// owner's `Room` has no subscribers: each node's replica serves them). An ack waits for the
+    /// version it names (a repeat's, answered from the record, may be stored long since); an
+    /// error for every step produced before it.
+    fileprivate func ownerReleased(_ deliveries: [RoomDelivery], term: String) {
+        let stored = appender.term == term ? (version: appender.stored.version, sequence: appender.stored.sequence) : nil  // a ViewModel that stopped owning: none of its turns reach the log
+        for case .reply(let outcome, let target) in deliveries {
+            var version = appender.producedVersion
+            if case .applied(let applied) = outcome { version = applied }
+            send(gate.ownerReplied(outcome, to: target, isLocal: target.isLocal, version: version, stored: stored, notStored: notStored,
+                                   replica: position))
+        }
+    }
+}
+
+/// The log of the owner's `Room`: the room's fenced stream. Its steps are appended there (and
+/// a new epoch's snapshot first), its replies wait for them; a room taken over continues from
+/// the replica's state.
+private struct OwnerLog: RoomLog {
+    let room: ClusteredRoom
+    let term: String
+    let restored: StoredRoom?
+
+    func restore() -> StoredRoom? { restored }
+
+    func startEpoch(_ epoch: String, version: Int, state: RoomState, lastChange: Int) {
+        let frame = ServerMessage.snapshot(room: room.name, epoch: epoch, version: version, state: state.published).encoded()
+        hand(.epochStart(epoch: epoch, version: version, frame: frame, stored: state.stored))
+    }
+
+    func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
+                state: () -> RoomState) {
+        hand(.patch(step, stored: stored, projections: projections, applied: applied))
+    }
+
+    private func hand(_ step: LogAppender.Step) {
+        let term = self.term
+        room.execute { $0.ownerProduced(step, term: term) }
+    }
+
+    func release(_ deliveries: [RoomDelivery]) {
+        let term = self.term
+        room.execute { $0.ownerReleased(deliveries, term: term) }
+    }
+
+    // The log keeps the room: nothing to store when the owner's `Room` stops, or to forget here.
+    func close(epoch: String, version: Int, state: RoomState, lastChange: Int) {}
+    func delete() {}
+}

@@ -1,0 +1,245 @@
+import TetherJSON
+import TetherNATS
+import TetherProtocol
+import TetherState
+
+/// The owner's appends to a room's log: the steps its ViewModel produced, queued; one append in
+/// flight (consecutive patches merged into one message); where its last stored entry is; and,
+/// after a step-down with an append in flight, that append until the log decides it.
+///
+/// Every append is checked (expected last sequence plus a message id per slot): that is the
+/// fence, so two nodes that both believe they own the room never both extend its history. An
+/// entry in the log after the owner's last stored one that is not its append in flight means
+/// another owner's history continues there: the owner steps down (fenced).
+///
+/// A value type, events in and actions out; `ClusteredRoom` performs the actions.
+struct LogAppender {
+    /// A step the owner's ViewModel produced.
+    enum Step {
+        /// A version step, with its operations on the ViewModel's stored state, the projections it
+        /// changed on each node (per-viewer values) and the numbered action it applied.
+        case patch(PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?)
+        case epochStart(epoch: String, version: Int, frame: [UInt8], stored: JSON)
+
+        var version: Int {
+            switch self {
+            case .patch(let patch, _, _, _): patch.version
+            case .epochStart(_, let version, _, _): version
+            }
+        }
+    }
+
+    enum Action {
+        /// Append `entry`, checked against `expectedLastSequence`.
+        case append(LogEntry, expectedLastSequence: UInt64)
+        /// Append the same entry again after `delay` (if it is still in flight then).
+        case retry(LogEntry, after: Duration)
+        /// Something holds the place after the last stored entry: read the log after the replica's
+        /// position (each message back through `logHolds`), then `readToDecideFinished`; `since`:
+        /// when the first such read started.
+        case readToDecide(LogEntry, since: ContinuousClock.Instant, after: Duration)
+        /// The steps up to `version` are in the log at `sequence`, `latency` after they were sent.
+        case stored(version: Int, sequence: UInt64, latency: Duration)
+        case stepDown(reason: String, releaseLease: Bool, fenced: Bool)
+        /// The undecided append is in the log at `sequence` (`stored`), or another owner's entry
+        /// holds its place.
+        case decided(stored: Bool, sequence: UInt64)
+    }
+
+    struct InFlight {
+        let entry: LogEntry
+        /// How many queued steps it carries.
+        let count: Int
+        let firstTried: ContinuousClock.Instant
+        var sent: ContinuousClock.Instant
+    }
+
+    /// The append whose fate the owner lost when it stepped down, decided by the entry the log
+    /// holds after `after`, or unknown once `deadline` passes.
+    struct Undecided {
+        let entry: LogEntry
+        let after: UInt64
+        var deadline: ContinuousClock.Instant
+    }
+
+    static let giveUp: Duration = .seconds(10)
+    static let retryDelay: Duration = .milliseconds(250)
+    /// How long an append whose fate its owner lost may take to show up in the log (a retry's
+    /// timeout) before its actions are answered as unknown.
+    static let undecidedLimit: Duration = .seconds(5)
+    static let maxAppendBytes = 256 << 10
+
+    let node: String
+    /// The owner's term while it owns the room (`LogEntry.term`); nil otherwise.
+    private(set) var term: String?
+    private(set) var queue: [Step] = []
+    private(set) var inFlight: InFlight?
+    /// Where the owner's last stored entry is in the log, and the version it brought.
+    private(set) var stored: (sequence: UInt64, version: Int) = (0, 0)
+    /// The last version the owner's ViewModel produced: a reply made now waits for it.
+    private(set) var producedVersion = 0
+    private(set) var undecided: Undecided?
+
+    init(node: String) {
+        self.node = node
+    }
+
+    /// Starts owning in `term`, continuing the log's entry at `sequence` (version `version`).
+    mutating func own(term: String, after sequence: UInt64, version: Int) {
+        self.term = term
+        stored = (sequence, version)
+        producedVersion = version
+    }
+
+    /// A step the owner's ViewModel produced in `term`. A term that ended appends nothing.
+    mutating func produced(_ step: Step, term: String, now: ContinuousClock.Instant) -> [Action] {
+        guard self.term == term else { return [] }
+        producedVersion = step.version
+        queue.append(step)
+        return next(now: now)
+    }
+
+    /// The append of `entry` finished.
+    mutating func appendFinished(_ result: Result<UInt64, NATSError>, entry: LogEntry, now: ContinuousClock.Instant) -> [Action] {
+        guard let current = inFlight, current.entry.isSameAppend(as: entry), term != nil else { return [] }
+        switch result {
+        case .success(let sequence):
+            return confirm(sequence, now: now)
+        case .failure(.duplicate), .failure(.wrongLastSequence):
+            // Our own earlier try, stored after all, or another owner's entry: the log decides.
+            return [.readToDecide(entry, since: now, after: .zero)]
+        case .failure(let error):
+            guard now - current.firstTried < Self.giveUp else {
+                return [.stepDown(reason: "its log did not take a version for \(Self.giveUp) (\(error))", releaseLease: true, fenced: false)]
+            }
+            return [.retry(entry, after: Self.retryDelay)]
+        }
+    }
+
+    /// Whether `entry` is still the append in flight (a retry's timer fired).
+    func isInFlight(_ entry: LogEntry) -> Bool {
+        term != nil && inFlight?.entry.isSameAppend(as: entry) == true
+    }
+
+    /// A retry's timer fired: the same entry again, if it is still in flight.
+    func resend(_ entry: LogEntry) -> [Action] {
+        guard isInFlight(entry) else { return [] }
+        return [.append(entry, expectedLastSequence: stored.sequence)]
+    }
+
+    /// The read started by `.readToDecide` ended without deciding the append (`since`: when it
+    /// first tried): read again, or give up and step down.
+    mutating func readToDecideFinished(_ entry: LogEntry, since started: ContinuousClock.Instant, now: ContinuousClock.Instant) -> [Action] {
+        guard isInFlight(entry) else { return [] }  // decided meanwhile
+        guard now - started < Self.giveUp else {
+            return [.stepDown(reason: "its log's entry after version \(stored.version) could not be read", releaseLease: true, fenced: false)]
+        }
+        return [.readToDecide(entry, since: started, after: Self.retryDelay)]
+    }
+
+    /// The replica met `entry` at `sequence` in the log: it may decide the undecided append and
+    /// the append in flight (ours, stored; or another owner's entry, which fences this one).
+    mutating func logHolds(_ entry: LogEntry, at sequence: UInt64, now: ContinuousClock.Instant) -> [Action] {
+        var actions: [Action] = []
+        if let undecided, sequence > undecided.after {
+            self.undecided = nil
+            actions.append(.decided(stored: entry.isSameAppend(as: undecided.entry), sequence: sequence))
+        }
+        guard term != nil, sequence > stored.sequence else { return actions }
+        if let inFlight, entry.isSameAppend(as: inFlight.entry) {
+            return actions + confirm(sequence, now: now)  // its acknowledgement may still be on its way, or lost
+        }
+        return actions + [.stepDown(reason: "another node appended to its log (fenced)", releaseLease: false, fenced: true)]
+    }
+
+    /// Stops owning: the queued steps are dropped (their actions were not applied). The append in
+    /// flight was refused when `fenced`; else it becomes undecided. Returns its last version.
+    mutating func stepDown(fenced: Bool, now: ContinuousClock.Instant) -> Int? {
+        let inFlightVersion = inFlight?.entry.version
+        if let inFlight, !fenced {
+            undecided = Undecided(entry: inFlight.entry, after: stored.sequence, deadline: now + Self.undecidedLimit)
+        }
+        term = nil
+        queue.removeAll()
+        inFlight = nil
+        return inFlightVersion
+    }
+
+    /// Whether the undecided append should be given up now: its deadline passed, or `force`
+    /// (the room is stopping, or the entry that would decide it is behind a snapshot).
+    mutating func expireUndecided(now: ContinuousClock.Instant, force: Bool = false) -> Bool {
+        guard let undecided, force || now >= undecided.deadline else { return false }
+        self.undecided = nil
+        return true
+    }
+
+    // MARK: Appending
+
+    private mutating func confirm(_ sequence: UInt64, now: ContinuousClock.Instant) -> [Action] {
+        guard let current = inFlight else { return [] }
+        stored = (sequence, current.entry.version)
+        queue.removeFirst(current.count)
+        inFlight = nil
+        return [.stored(version: current.entry.version, sequence: sequence, latency: now - current.sent)] + next(now: now)
+    }
+
+    /// The next append: one epoch start, or consecutive patches merged into one message.
+    private mutating func next(now: ContinuousClock.Instant) -> [Action] {
+        guard inFlight == nil, !queue.isEmpty, let term else { return [] }
+        let (entry, count) = Self.batch(queue, node: node, term: term)
+        inFlight = InFlight(entry: entry, count: count, firstTried: now, sent: now)
+        return [.append(entry, expectedLastSequence: stored.sequence)]
+    }
+
+    static func batch(_ queue: [Step], node: String, term: String) -> (LogEntry, count: Int) {
+        switch queue[0] {
+        case .epochStart(let epoch, let version, let frame, let stored):
+            return (LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node, term: term, frame: frame,
+                             stored: stored), 1)
+        case .patch(let first, let firstStored, let firstProjections, let firstApplied):
+            var last = first
+            var bytes = first.operations.count
+            var count = 1
+            while count < queue.count, case .patch(let next, _, _, _) = queue[count], next.epoch == first.epoch,
+                  next.from == last.version, bytes + next.operations.count <= maxAppendBytes {
+                last = next
+                bytes += next.operations.count
+                count += 1
+            }
+            guard count > 1 else {
+                return (LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: first.version, node: node, term: term,
+                                 frame: first.frame, projections: firstProjections, stored: storedOperations(firstStored),
+                                 actions: firstApplied.map { [($0, first.version)] } ?? []), 1)
+            }
+            var stored: [PatchOperation] = []
+            var projections: JSON?
+            var actions: [AppliedAction] = []
+            var patches: [PatchFrame] = []
+            for case .patch(let patch, let storedOperations, let changed, let applied) in queue[0..<count] {
+                patches.append(patch)
+                stored += storedOperations  // each step's operations apply after the last's
+                if let changed { projections = merge(projections, changed) }
+                if let applied { actions.append((applied, patch.version)) }
+            }
+            var frame = first.frame
+            PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &frame)
+            return (LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node, term: term,
+                             frame: frame, projections: projections, stored: storedOperations(stored), actions: actions), count)
+        }
+    }
+
+    /// A message's stored operations, or none. (Not `isEmpty ? nil : …`: JSON takes `nil` as a
+    /// literal, so that ternary gives `.null`, which every replica then failed to apply.)
+    static func storedOperations(_ operations: [PatchOperation]) -> JSON? {
+        operations.isEmpty ? JSON?.none : JSONPatch.encode(operations)
+    }
+
+    /// Projections of consecutive steps in one message: per node and viewer, the later one.
+    private static func merge(_ earlier: JSON?, _ later: JSON) -> JSON {
+        guard var nodes = earlier?.objectValue, let laterNodes = later.objectValue else { return later }
+        for (node, viewers) in laterNodes {
+            nodes[node] = .object((nodes[node]?.objectValue ?? [:]).merging(viewers.objectValue ?? [:]) { _, new in new })
+        }
+        return .object(nodes)
+    }
+}

@@ -1,0 +1,103 @@
+import TetherNATS
+
+/// How a node follows a room's log: load the latest snapshot, read the log after it to its
+/// end, then apply the republished messages as they arrive, checked for gaps by stream sequence
+/// (`Nats-Last-Sequence` must be the last one applied). Messages that arrive while the log is
+/// read wait and are replayed after; a gap reads the log again from the last applied message.
+///
+/// A value type, events in and actions out; `ClusteredRoom` performs them (one `readLog(from:)`
+/// serves every read) and applies each message to the room's state.
+struct LogReplica {
+    enum Phase: Equatable { case loading, ready, stopped }
+
+    enum Action {
+        case loadSnapshot(after: Duration)
+        /// Read the log after the last applied message to its end (`caughtUp` after).
+        case catchUp(after: Duration)
+        /// Apply `message` (the wiring calls `applied` once it did).
+        case apply(NATSMessage, sequence: UInt64)
+        /// Feed these messages, which arrived during the read, through `live` again.
+        case replay([NATSMessage])
+        case becameReady
+    }
+
+    private(set) var phase = Phase.loading
+    /// Stream sequence of the last log message applied.
+    private(set) var lastSequence: UInt64 = 0
+    private(set) var isCatchingUp = false
+    /// Live messages that arrived while the log was being read.
+    private var buffered: [NATSMessage] = []
+
+    static let retryDelay: Duration = .milliseconds(500)
+
+    mutating func start() -> [Action] {
+        isCatchingUp = true
+        return [.loadSnapshot(after: .zero)]
+    }
+
+    mutating func snapshotFailed() -> [Action] {
+        [.loadSnapshot(after: Self.retryDelay)]
+    }
+
+    /// The snapshot (if any) is applied: read the log after `sequence` (0: from its start).
+    mutating func restored(at sequence: UInt64?) -> [Action] {
+        if let sequence { lastSequence = sequence }
+        return catchUp()
+    }
+
+    mutating func catchUp() -> [Action] {
+        isCatchingUp = true
+        return [.catchUp(after: .zero)]
+    }
+
+    mutating func caughtUp(_ result: Result<UInt64?, NATSError>) -> [Action] {
+        guard phase != .stopped else { return [] }
+        if case .failure = result { return [.catchUp(after: Self.retryDelay)] }
+        isCatchingUp = false
+        let replay = buffered
+        buffered.removeAll()
+        return replay.isEmpty ? finishLoading() : [.replay(replay)]
+    }
+
+    /// After a `.replay`: ready, unless a gap started another read.
+    mutating func finishLoading() -> [Action] {
+        guard !isCatchingUp, phase == .loading else { return [] }
+        phase = .ready
+        return [.becameReady]
+    }
+
+    /// A message republished by the log.
+    mutating func live(_ message: NATSMessage) -> [Action] {
+        guard phase != .stopped else { return [] }
+        if isCatchingUp {
+            buffered.append(message)
+            return []
+        }
+        guard let sequence = message.headers["Nats-Sequence"].flatMap({ UInt64($0) }), sequence > lastSequence else { return [] }
+        let previous = message.headers["Nats-Last-Sequence"].flatMap { UInt64($0) } ?? 0
+        guard previous == lastSequence else {
+            buffered.append(message)  // a gap: read what was missed first
+            return catchUp()
+        }
+        return [.apply(message, sequence: sequence)]
+    }
+
+    /// Whether the message at `sequence` is new here.
+    func isNew(_ sequence: UInt64) -> Bool { sequence > lastSequence }
+
+    mutating func applied(_ sequence: UInt64) {
+        lastSequence = max(lastSequence, sequence)
+    }
+
+    /// The log disagreed with what this replica holds: start over from the latest snapshot.
+    mutating func reload() -> [Action] {
+        lastSequence = 0
+        isCatchingUp = true
+        return [.loadSnapshot(after: .zero)]
+    }
+
+    mutating func stop() {
+        phase = .stopped
+        buffered.removeAll()
+    }
+}
