@@ -21,7 +21,7 @@ import TetherState
 ///
 /// An actor on its room executor: NATS callbacks, timers and the owner's `Room` hand their work
 /// to `execute`, and the compiler keeps every state machine on that one queue.
-actor ClusteredRoom: RoomEndpoint {
+actor ClusteredRoom: RoomFront {
     nonisolated let name: String
     nonisolated let kind: ViewModelKind
     nonisolated let node: ClusterNode
@@ -121,18 +121,10 @@ actor ClusteredRoom: RoomEndpoint {
         execute { $0.admit(session, since: since, id: id, presence: join) }
     }
 
-    nonisolated func updatePresence(_ session: SessionHandle, data: JSON, id: Int?) {
-        execute { $0.changePresence(session, data: data, id: id) }
-    }
-
     nonisolated func leave(_ session: SessionHandle) {
-        execute { $0.remove(session) }
-    }
-
-    nonisolated func resync(_ session: SessionHandle) {
         execute { room in
-            guard room.followers.subscribers.contains(session), room.followers.hasEpoch else { return }
-            room.output.deliver([room.followers.snapshot(for: session, document: { room.document })])
+            room.waitingJoins.removeAll { $0.0 == session }
+            room.frontLeave(session)
         }
     }
 
@@ -217,54 +209,35 @@ actor ClusteredRoom: RoomEndpoint {
 
     private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
         guard followers.hasEpoch else { return }
-        var deliveries = addFollower(session, since: since)
-        // The owner's ViewModel hears of a change of members from `presence` (`onMemberChange`).
-        deliveries += followers.joinPresence(session, join, windowEnded: presenceWindowEnds).deliveries
-        output.deliver(deliveries + followers.joinAck(id, to: session))
+        frontJoin(session, since: since, id: id, presence: join)
     }
 
-    private func remove(_ session: SessionHandle) {
-        removeFollower(session)
-        waitingJoins.removeAll { $0.0 == session }
-        let deliveries = followers.leavePresence(session, windowEnded: presenceWindowEnds).deliveries
-        if !deliveries.isEmpty { output.deliver(deliveries) }
-    }
+    // MARK: The room front (Rooms/RoomFront.swift)
 
-    /// Subscribes `session` (a viewer new to this node sees the shared document alone until the
-    /// owner's next step brings theirs), announcing a viewer new to this node, and one it no
-    /// longer has, to the owner.
-    private func addFollower(_ session: SessionHandle, since: ResumePoint?) -> [RoomDelivery] {
-        let previous = followers.viewerViews?.viewer(of: session)
-        let isNew = followers.viewerViews?.projection(of: session.viewer) == nil
-        let deliveries = followers.add(session, since: since, project: { _ in [:] }, document: { document })
-        guard let viewers, let views = followers.viewerViews else { return deliveries }
-        if isNew { viewers.add(AnnouncedViewer(viewer: session.viewer, holds: false)) }
-        if let previous, previous != session.viewer, views.projection(of: previous) == nil { viewers.remove(previous) }
-        return deliveries
-    }
+    var isServing: Bool { replica.phase != .stopped }
+    func frontDocument() -> JSON { document }
+    /// A viewer new to this node sees the shared document alone until the owner's next step
+    /// brings theirs.
+    func frontProjection(for viewer: Viewer) -> [String: JSON] { [:] }
+    /// The owner's ViewModel hears of members from `presence` (`onMemberChange`), not from here.
+    func membersChanged(_ outcome: RoomFollowers.PresenceOutcome) -> [RoomDelivery] { [] }
+    func emit(_ deliveries: [RoomDelivery]) { output.deliver(deliveries) }
 
-    private func removeFollower(_ session: SessionHandle) {
-        let viewer = followers.viewerViews?.viewer(of: session)
-        guard followers.remove(session), let viewer, followers.viewerViews?.projection(of: viewer) == nil else { return }
-        viewers?.remove(viewer)
+    /// Announces a viewer new to this node, and one it no longer has, to the owner.
+    func viewersChanged(came: Viewer?, left: Viewer?) {
+        if let came { viewers?.add(AnnouncedViewer(viewer: came, holds: false)) }
+        if let left { viewers?.remove(left) }
     }
 
     // MARK: Presence and per-viewer values
 
-    private func changePresence(_ session: SessionHandle, data: JSON, id: Int?) {
-        if let refusal = followers.presenceRefusal(session, id: id) { return output.deliver([refusal]) }
-        // The owner's ViewModel hears of the change from `presence` (`onMemberChange`).
-        let outcome = followers.updatePresence(session, data: data, windowEnded: presenceWindowEnds)
-        output.deliver(outcome.deliveries + followers.presenceAck(id, to: session))
-    }
-
     private func startPresence() {
         guard let presence else { return }
         presence.start { [self] message in
-            execute { $0.deliverPresence(ifChanged: $0.presence?.receive(message, now: $0.now) == true) }
+            execute { if $0.presence?.receive(message, now: $0.now) == true { $0.presenceChangedElsewhere() } }
         }
         timers.append(environment.runtime.clock.startTimer(every: ClusterPresence.heartbeat) { [self] in
-            execute { $0.deliverPresence(ifChanged: $0.presence?.tick(now: $0.now) == true) }
+            execute { if $0.presence?.tick(now: $0.now) == true { $0.presenceChangedElsewhere() } }
         })
     }
 
@@ -283,23 +256,6 @@ actor ClusteredRoom: RoomEndpoint {
         timers.append(environment.runtime.clock.startTimer(every: ClusterViewers.heartbeat) { [self] in
             execute { $0.viewers?.tick(now: $0.now) }
         })
-    }
-
-    /// After other nodes' members changed.
-    private func deliverPresence(ifChanged changed: Bool) {
-        guard changed, replica.phase != .stopped else { return }
-        let deliveries = followers.presenceChanged(windowEnded: presenceWindowEnds)
-        if !deliveries.isEmpty { output.deliver(deliveries) }
-    }
-
-    private nonisolated var presenceWindowEnds: @Sendable () -> Void {
-        { self.execute { $0.presenceWindowEnded() } }
-    }
-
-    private func presenceWindowEnded() {
-        guard replica.phase != .stopped else { return }
-        let deliveries = followers.presenceWindowEnded()
-        if !deliveries.isEmpty { output.deliver(deliveries) }
     }
 
     // MARK: Replies

@@ -15,7 +15,7 @@ import TetherTransport
 /// durable. A cluster's owner has no followers of its own: each node's `ClusteredRoom` follows
 /// the log. A room runs on its own serial executor, so rooms never block each other or the
 /// sockets; work for it is given to `execute`, which keeps each client's requests in order.
-actor Room: RoomEndpoint {
+actor Room: RoomFront {
     nonisolated let name: String
     nonisolated let kind: ViewModelKind
     private nonisolated let executor: any RoomExecutor
@@ -24,7 +24,7 @@ actor Room: RoomEndpoint {
     private let host: ViewModelHost
     private let log: any RoomLog
     private let environment: RoomEnvironment
-    private var followers: RoomFollowers
+    var followers: RoomFollowers
     /// `epoch` and `version` for the system room's list, readable from any thread.
     nonisolated let published: RoomVersionCell
     var epoch: String { followers.epoch }
@@ -75,19 +75,11 @@ actor Room: RoomEndpoint {
     }
 
     nonisolated func join(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence: PresenceJoin?) {
-        execute { $0.subscribe(session, since: since, id: id, presence: presence) }
-    }
-
-    nonisolated func updatePresence(_ session: SessionHandle, data: JSON, id: Int?) {
-        execute { $0.changePresence(session, data: data, id: id) }
+        execute { $0.frontJoin(session, since: since, id: id, presence: presence) }
     }
 
     nonisolated func leave(_ session: SessionHandle) {
-        execute { $0.unsubscribe(session) }
-    }
-
-    nonisolated func resync(_ session: SessionHandle) {
-        execute { $0.resend(to: session) }
+        execute { $0.frontLeave(session) }
     }
 
     nonisolated func perform(_ action: String, args: JSON?, id: Int, number: ActionNumber?, from session: SessionHandle) {
@@ -194,51 +186,21 @@ actor Room: RoomEndpoint {
         }
     }
 
-    // MARK: Subscribers
+    // MARK: Subscribers (the room front: Rooms/RoomFront.swift)
 
-    /// Subscribes `session`: first a snapshot, or, when `since` names a version of this epoch
-    /// still in the history, the patches after it (an empty patch when nothing changed). With
-    /// `presence` (in a room that keeps it), the session is listed and a presence snapshot
-    /// follows. With an `id`, an ack at the room's version comes last.
-    private func subscribe(_ session: SessionHandle, since: ResumePoint?, id: Int?, presence join: PresenceJoin?) {
-        var deliveries = followers.add(session, since: since, project: { host.projection(for: $0) }, document: { host.state })
-        deliveries += reacted(to: followers.joinPresence(session, join, windowEnded: presenceWindowEnds))
-        log.release(deliveries + followers.joinAck(id, to: session))
-    }
+    var isServing: Bool { !isStopped }
+    func frontDocument() -> JSON { host.state }
+    func frontProjection(for viewer: Viewer) -> [String: JSON] { host.projection(for: viewer) }
+    func viewersChanged(came: Viewer?, left: Viewer?) {}
+    /// Everything leaves through the log: after the steps before it are durable.
+    func emit(_ deliveries: [RoomDelivery]) { log.release(deliveries) }
 
-    private func unsubscribe(_ session: SessionHandle) {
-        guard followers.remove(session) else { return }
-        let outcome = followers.leavePresence(session, windowEnded: presenceWindowEnds)
-        if outcome.changedMembers { log.release(reacted(to: outcome)) }
-    }
-
-    // MARK: Presence
-
-    /// A presence update: every listener (the sender too) gets the change, then the sender its
-    /// ack (which, with a window, comes first: the change goes out when the window ends).
-    private func changePresence(_ session: SessionHandle, data: JSON, id: Int?) {
-        if let refusal = followers.presenceRefusal(session, id: id) { return log.release([refusal]) }
-        let outcome = followers.updatePresence(session, data: data, windowEnded: presenceWindowEnds)
-        log.release(reacted(to: outcome) + followers.presenceAck(id, to: session))
-    }
-
-    /// A presence change's frames, then the ViewModel's reaction to the members it listed or
-    /// unlisted (its `context.presence`), as a version step.
-    private func reacted(to outcome: RoomFollowers.PresenceOutcome) -> [RoomDelivery] {
-        guard outcome.changedMembers else { return outcome.deliveries }
+    /// Members listed or unlisted here: the ViewModel reacts (its `context.presence`), as a
+    /// version step.
+    func membersChanged(_ outcome: RoomFollowers.PresenceOutcome) -> [RoomDelivery] {
         if let left = outcome.left { host.presenceLeft(memberID: left) }
         if let listed = outcome.listed { host.presenceChanged(listed) }
-        return outcome.deliveries + modelReaction()
-    }
-
-    private nonisolated var presenceWindowEnds: @Sendable () -> Void {
-        { self.execute { $0.presenceWindowEnded() } }
-    }
-
-    private func presenceWindowEnded() {
-        guard !isStopped else { return }
-        let deliveries = followers.presenceWindowEnded()
-        if !deliveries.isEmpty { log.release(deliveries) }
+        return modelReaction()
     }
 
     /// What the ViewModel changed in reaction to presence: one version step like an action's.
@@ -252,11 +214,6 @@ actor Room: RoomEndpoint {
     }
 
     var subscriberCount: Int { followers.subscribers.count }
-
-    private func resend(to session: SessionHandle) {
-        guard followers.subscribers.contains(session) else { return }
-        log.release([followers.snapshot(for: session, document: { host.state })])
-    }
 
     // MARK: A cluster's owner
 
