@@ -86,7 +86,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
-            ]
+            ],
+            // FoundationNetworking (the NATS servers' /varz) is libcurl underneath: a build with
+            // --static-swift-stdlib must name it (Debian libcurl4-openssl-dev).
+            linkerSettings: [.linkedLibrary("curl", .when(platforms: [.linux]))]
         ),
         .executableTarget(
             name: "tetherd",

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 import TetherDemos
 import TetherServer
 import UnixSignals
@@ -143,8 +144,29 @@ enum Tetherd {
         let problems = ConfigurationCheck.problems(loaded.configuration)
         guard problems.isEmpty else { fail(problems.map { "check: \($0)" }, exitCode: 78) }
         for warning in loaded.warnings { FileHandle.standardError.write(Data("tetherd: check: warning: \(warning)\n".utf8)) }
+        for warning in natsDurabilityWarnings(loaded.configuration) {
+            FileHandle.standardError.write(Data("tetherd: check: warning: \(warning)\n".utf8))
+        }
         let source = loaded.configFile.map { "\($0) is" } ?? "the settings are"
         print("tetherd check: \(source) valid: \(loaded.configuration.summary(port: loaded.configuration.port))")
+    }
+
+    /// On a cluster: the NATS servers that do not fsync each write before their ack (their
+    /// `/varz`), or that `--nats-monitoring` is needed to tell.
+    static func natsDurabilityWarnings(_ configuration: ServerConfiguration) -> [String] {
+        guard !configuration.natsURLs.isEmpty else { return [] }
+        guard !configuration.natsMonitoringURLs.isEmpty else {
+            return ["whether the NATS servers fsync each write before their ack is not checked: give their monitoring endpoints with --nats-monitoring"]
+        }
+        let findings = Mutex<[NATSDurability.Finding]>([])
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let found = await NATSDurability.check(monitoringURLs: configuration.natsMonitoringURLs)
+            findings.withLock { $0 = found }
+            done.signal()
+        }
+        done.wait()
+        return findings.withLock { $0 }.filter { !$0.isDurable }.map(\.description)
     }
 
     /// `tetherd sample-config [--KEY VALUE ...]`: the commented config file.

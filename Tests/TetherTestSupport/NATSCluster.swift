@@ -6,6 +6,10 @@ import TetherJSON
 /// is healthy and (clustered) agrees on a JetStream meta leader. `stop()` (or `deinit`) kills
 /// them all and removes their directories. Single servers can be killed (-9), paused
 /// (SIGSTOP/SIGCONT) and restarted in place (same ports and store) for failover tests.
+///
+/// The binary is `TETHER_NATS_SERVER` when set (Scripts/setup.sh installs a current one at
+/// .tools/nats-current/bin/nats-server), else the `nats-server` on PATH (Debian's). JetStream
+/// fsyncs every write (`sync_interval: always`) where the version has the setting (2.10 on).
 public final class NATSCluster: @unchecked Sendable {
     // @unchecked: servers' processes are only replaced by the test driving the cluster.
 
@@ -41,11 +45,17 @@ public final class NATSCluster: @unchecked Sendable {
 
     /// Every server's client URL.
     public var urls: [String] { servers.map(\.url) }
+    /// Every server's monitoring endpoint (`http://127.0.0.1:port`).
+    public var monitoringURLs: [String] { servers.map { "http://127.0.0.1:\($0.monitorPort)" } }
+    /// Whether JetStream fsyncs every write (the binary has `sync_interval` and `syncAlways` asked for it).
+    public let syncsEveryWrite: Bool
 
     /// Starts `size` servers (1: standalone JetStream; more: one cluster named `tether`) and waits
     /// until they are ready.
-    public init(size: Int = 3, timeout: Duration = .seconds(30)) throws {
+    /// `syncAlways`: `sync_interval: always` where the binary has it (false: JetStream's default).
+    public init(size: Int = 3, syncAlways: Bool = true, timeout: Duration = .seconds(30)) throws {
         precondition(size >= 1)
+        syncsEveryWrite = syncAlways && Self.syncIntervalSupported
         directory = NSTemporaryDirectory() + "tether-nats-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let ports = try freePorts(3 * size)
@@ -61,7 +71,7 @@ public final class NATSCluster: @unchecked Sendable {
             server_name: \(server.name)
             listen: 127.0.0.1:\(server.port)
             http: 127.0.0.1:\(server.monitorPort)
-            jetstream { store_dir: "\(directory)/\(server.name)" }
+            jetstream { store_dir: "\(directory)/\(server.name)"\(syncsEveryWrite ? ", sync_interval: always" : "") }
 
             """
             if size > 1 {
@@ -101,9 +111,32 @@ public final class NATSCluster: @unchecked Sendable {
     }
 
     static func executablePath() -> String {
+        if let chosen = ProcessInfo.processInfo.environment["TETHER_NATS_SERVER"], !chosen.isEmpty { return chosen }
         let candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/usr/sbin")
             .split(separator: ":").map { "\($0)/nats-server" } + ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "nats-server"
+    }
+
+    /// The binary's version (`nats-server --version`: "nats-server: v2.15.1").
+    public static func version() -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executablePath())
+        process.arguments = ["--version"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        guard (try? process.run()) != nil else { return "" }
+        process.waitUntilExit()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return text.split(separator: "v").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+    }
+
+    /// Whether the binary has `sync_interval` (nats-server 2.10 on).
+    public static let syncIntervalSupported = supportsSyncInterval()
+
+    static func supportsSyncInterval() -> Bool {
+        let parts = version().split(separator: ".").compactMap { Int($0) }
+        guard parts.count >= 2 else { return false }
+        return parts[0] > 2 || (parts[0] == 2 && parts[1] >= 10)
     }
 
     /// Waits until every running, unpaused server answers `/healthz` with 200 and (clustered)

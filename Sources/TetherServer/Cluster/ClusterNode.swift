@@ -110,6 +110,7 @@ final class ClusterNode: Sendable {
                                    lease: configuration.ownershipLease, metrics: metrics, logger: logger, leaving: leaving,
                                    close: { connection.close() })
             logger.info("cluster: joined as node \(name) (\(configuration.clusterStreams) log streams, \(configuration.clusterReplicas) replicas, lease \(configuration.ownershipLease))")
+            reportDurability(configuration.natsMonitoringURLs, logger: logger)
             return node
         } catch let error as NATSError {
             leaving.value.store(true, ordering: .relaxed)
@@ -119,6 +120,22 @@ final class ClusterNode: Sendable {
             leaving.value.store(true, ordering: .relaxed)
             connection.close()
             throw .clusterStorage("\(error)")
+        }
+    }
+
+    /// Says, in the background, whether the NATS servers fsync each write before their ack.
+    private static func reportDurability(_ monitoringURLs: [String], logger: Logger) {
+        guard !monitoringURLs.isEmpty else {
+            return logger.notice("cluster: whether the NATS servers fsync each write before their ack is not checked: give their monitoring endpoints with --nats-monitoring (docs/CLUSTER.md, \"What an ack promises\")")
+        }
+        Task {
+            for finding in await NATSDurability.check(monitoringURLs: monitoringURLs) {
+                if finding.isDurable {
+                    logger.info("cluster: \(finding.description)")
+                } else {
+                    logger.warning("cluster: \(finding.description)")
+                }
+            }
         }
     }
 

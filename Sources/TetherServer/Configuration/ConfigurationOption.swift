@@ -212,6 +212,9 @@ extension ServerConfiguration {
         ConfigurationOption("nats", value: "urls", "Join a cluster: comma-separated NATS server URLs (JetStream on). Rooms then live in the cluster, not in --data.", apply: { config, text in
             config.natsURLs = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }, current: { $0.natsURLs.isEmpty ? nil : $0.natsURLs.joined(separator: ",") }),
+        ConfigurationOption("nats-monitoring", value: "urls", "The NATS servers' monitoring endpoints (http://host:8222,...): tetherd reads each /varz at start (and tetherd check does) and warns when JetStream does not fsync every write before its ack (sync_interval: always).", apply: { config, text in
+            config.natsMonitoringURLs = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }, current: { $0.natsMonitoringURLs.isEmpty ? nil : $0.natsMonitoringURLs.joined(separator: ",") }),
         .optionalString("node", \.nodeName, "This node's name in the cluster (unique; default: host name and a random suffix).", value: "name"),
         .integer("nats-replicas", \.clusterReplicas, "Replicas of the cluster's streams and buckets (at most the number of NATS servers).", range: 1...5),
         .integer("nats-streams", \.clusterStreams, "JetStream streams the rooms' logs are spread over.", range: 1...64),

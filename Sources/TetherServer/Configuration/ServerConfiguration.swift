@@ -86,6 +86,9 @@ public struct ServerConfiguration: Sendable {
     public var compressionMinBytes = 1_024
     /// NATS servers of a cluster (`nats://host:port`); empty runs a single node on `dataDirectory`.
     public var natsURLs: [String] = []
+    /// The NATS servers' monitoring endpoints (`http://host:8222`): tetherd reads their `/varz`
+    /// to tell whether JetStream fsyncs each write before its ack (Cluster/NATSDurability.swift).
+    public var natsMonitoringURLs: [String] = []
     /// This node's name in the cluster; nil makes one from the host name and a random suffix.
     public var nodeName: String?
     /// Replicas of every cluster stream and bucket (3 for a three-server NATS cluster).
