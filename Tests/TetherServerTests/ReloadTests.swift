@@ -34,7 +34,7 @@ struct ReloadTests {
             "handshake-timeout-seconds": ["--handshake-timeout-seconds", "3"], "ping-seconds": ["--ping-seconds", "7"],
             "peer-timeout-seconds": ["--peer-timeout-seconds", "70"], "io-threads": ["--io-threads", "3"],
             "compression": ["--compression", "on"], "compression-min-bytes": ["--compression-min-bytes", "99"],
-            "nats": ["--nats", "nats://127.0.0.9:4222"], "node": ["--node", "other"], "nats-replicas": ["--nats-replicas", "1"],
+            "nats": ["--nats", "nats://127.0.0.9:4222"], "nats-monitoring": ["--nats-monitoring", "http://127.0.0.9:8222"], "node": ["--node", "other"], "nats-replicas": ["--nats-replicas", "1"],
             "nats-streams": ["--nats-streams", "2"], "lease-seconds": ["--lease-seconds", "9"],
         ]
     }

@@ -15,6 +15,8 @@ struct ActionForwarder<Target: Sendable> {
         let args: JSON?
         let number: ActionNumber?
         let target: Target
+        /// When the action was sent on this node: it is answered within the answer limit.
+        let sent: ContinuousClock.Instant
         var attempt = 0
     }
 

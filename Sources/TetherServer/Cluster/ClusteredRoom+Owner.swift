@@ -16,7 +16,10 @@ extension ClusteredRoom {
         if let ownership {
             return ownership.room.perform(request.action, args: request.args, number: request.number, replyTo: request.target)
         }
-        guard replica.phase == .ready else { return waitingActions.append(request) }
+        guard replica.phase == .ready else {
+            waitingActions.append(request)
+            return scheduleAnswerCheck()
+        }
         node.metrics.forwardedActions.increment()
         let number = forwarder.forward(request)
         let data = ForwardedAction.request(name: request.action, args: request.args, number: request.number, viewer: request.target.viewer)
@@ -36,9 +39,14 @@ extension ClusteredRoom {
         case nil:
             return  // answered already: the owner changed while it waited (`ownerChanged`)
         case .answer(let outcome, let target):
-            send(gate.ownerAnswered(outcome, to: target, replica: position))
+            send(gate.ownerAnswered(outcome, to: target, replica: position, now: now))
         case .ownOrRetry(let request):
-            // Nobody owns the room (or its owner just died): take it, or wait for its lease to end.
+            // Nobody owns the room (or its owner just died): take it, or wait for its lease to end;
+            // not past the answer limit (every try so far found nobody: nothing was applied).
+            guard now - request.sent < answerLimit else {
+                return send([.init(outcome: .failed(Self.notApplied("room \(name) had no owner that could take this action in time")),
+                                   target: request.target)])
+            }
             acquire { [self] acquired in
                 if acquired { return act(request) }
                 later(.milliseconds(250)) { $0.act(request) }
@@ -54,7 +62,7 @@ extension ClusteredRoom {
         let stuck = forwarder.stuck
         guard !stuck.isEmpty else { return }
         later(.milliseconds(250)) { room in
-            for (outcome, target) in room.forwarder.giveUp(stuck) { room.send(room.gate.ownerAnswered(outcome, to: target, replica: room.position)) }
+            for (outcome, target) in room.forwarder.giveUp(stuck) { room.send(room.gate.ownerAnswered(outcome, to: target, replica: room.position, now: room.now)) }
         }
     }
 
@@ -264,7 +272,7 @@ extension ClusteredRoom {
             var version = appender.producedVersion
             if case .applied(let applied) = outcome { version = applied }
             send(gate.ownerReplied(outcome, to: target, isLocal: target.isLocal, version: version, stored: stored, notStored: notStored,
-                                   replica: position))
+                                   replica: position, now: now))
         }
     }
 }

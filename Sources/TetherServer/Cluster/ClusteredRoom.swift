@@ -72,6 +72,8 @@ actor ClusteredRoom: RoomFront {
     }
     var ownership: Ownership?
     var afterAcquiring: [(Bool) -> Void] = []
+    /// Set while a check of overdue answers is due (`checkAnswers`).
+    var answerCheck: (any ServerTimer)?
 
     nonisolated let stopped = DispatchGroup()
     /// The followers' epoch and version cell, kept here too: the hub reads it from its own thread.
@@ -130,7 +132,8 @@ actor ClusteredRoom: RoomFront {
 
     nonisolated func perform(_ action: String, args: JSON?, id: Int, number: ActionNumber?, from session: SessionHandle) {
         let request = ActionForwarder<ActionReplyTarget>.Request(action: action, args: args, number: number,
-                                                                 target: .session(session, id: id, room: name))
+                                                                 target: .session(session, id: id, room: name),
+                                                                 sent: environment.runtime.clock.now)
         execute { $0.act(request) }
     }
 
@@ -181,6 +184,7 @@ actor ClusteredRoom: RoomFront {
         subscriptions.removeAll()
         for timer in timers { timer.cancel() }
         timers.removeAll()
+        answerCheck?.cancel()
         presence?.stop()
         viewers?.stop()
         let failure = ActionOutcome.failed(Self.notApplied("room \(name) is closing on this node"))
@@ -266,7 +270,8 @@ actor ClusteredRoom: RoomFront {
     }
 
     /// Sends the replies the gate released: to this node's sessions, or back to the node that
-    /// forwarded the action.
+    /// forwarded the action. Called after every event of the gate: while replies wait, a check
+    /// of overdue ones is due.
     func send(_ releases: [ReplyGate<ActionReplyTarget>.Release]) {
         var deliveries: [RoomDelivery] = []
         for release in releases {
@@ -276,6 +281,35 @@ actor ClusteredRoom: RoomFront {
             }
         }
         if !deliveries.isEmpty { output.deliver(deliveries) }
+        scheduleAnswerCheck()
+    }
+
+    // MARK: Bounded answers
+
+    /// Every action sent to this node is answered within this, whatever is paused, slow or cut
+    /// off (a NATS server, the owner, this node's link to the log): an ack, or a truthful error.
+    var answerLimit: Duration { node.lease }
+
+    /// An answer past the limit says what is known: the action may have been applied (its sender
+    /// asks again under the same number and gets the outcome once the room knows it).
+    var lateOutcome: ActionOutcome {
+        .failed(ProtocolError(.unavailable, "room \(name) did not confirm this action in time (its log or owner is slow or unreachable); ask again under the same number",
+                              applied: .unknown))
+    }
+
+    func scheduleAnswerCheck() {
+        guard answerCheck == nil, let oldest = [gate.oldest, waitingActions.map(\.sent).min()].compactMap({ $0 }).min() else { return }
+        let due = max(oldest + answerLimit - now, .milliseconds(10))
+        answerCheck = environment.runtime.clock.startTimer(every: due) { [self] in execute { $0.checkAnswers() } }
+    }
+
+    private func checkAnswers() {
+        answerCheck?.cancel()
+        answerCheck = nil
+        let overdue = waitingActions.filter { now - $0.sent >= answerLimit }
+        waitingActions.removeAll { now - $0.sent >= answerLimit }
+        let unsent = ActionOutcome.failed(Self.notApplied("room \(name) is still loading on this node"))
+        send(overdue.map { .init(outcome: unsent, target: $0.target) } + gate.overdue(now: now, limit: answerLimit, unknown: lateOutcome))
     }
 
     /// The answer to an action whose turn never reached the log (another owner's entry holds

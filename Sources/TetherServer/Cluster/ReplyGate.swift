@@ -34,6 +34,8 @@ struct ReplyGate<Target> {
         /// Whether a session of this node gets it (else another node, whose gate waits for its replica).
         let isLocal: Bool
         var wait: Wait
+        /// When the gate took it: past the answer limit it leaves as unknown (`overdue`).
+        var since: ContinuousClock.Instant
     }
 
     /// A reply that leaves now.
@@ -49,18 +51,19 @@ struct ReplyGate<Target> {
     /// ViewModel no longer owns the room, so that none of its steps reach the log.
     mutating func ownerReplied(_ outcome: ActionOutcome, to target: Target, isLocal: Bool, version: Int,
                                stored: (version: Int, sequence: UInt64)?, notStored: ActionOutcome,
-                               replica: ReplicaPosition) -> [Release] {
+                               replica: ReplicaPosition, now: ContinuousClock.Instant) -> [Release] {
         guard let stored else { return [Release(outcome: notStored, target: target)] }
         let wait: Wait = version <= stored.version ? .replica(sequence: stored.sequence) : .ownAppend(version: version)
-        return admit(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: wait), replica: replica)
+        return admit(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: wait, since: now), replica: replica)
     }
 
     /// The owner's answer to an action this node forwarded: an ack waits for the replica to
     /// reach its version; an error leaves once the replica has an epoch.
-    mutating func ownerAnswered(_ outcome: ActionOutcome, to target: Target, replica: ReplicaPosition) -> [Release] {
+    mutating func ownerAnswered(_ outcome: ActionOutcome, to target: Target, replica: ReplicaPosition,
+                                now: ContinuousClock.Instant) -> [Release] {
         var version = 0
         if case .applied(let applied) = outcome { version = applied }
-        return admit(Reply(outcome: outcome, target: target, isLocal: true, wait: .replicaVersion(version)), replica: replica)
+        return admit(Reply(outcome: outcome, target: target, isLocal: true, wait: .replicaVersion(version), since: now), replica: replica)
     }
 
     /// The owner's append of the steps up to `version` is in the log at `sequence`.
@@ -112,6 +115,19 @@ struct ReplyGate<Target> {
     }
 
     var hasUndecided: Bool { waiting.contains { $0.wait == .undecided } }
+
+    /// When the oldest waiting reply came.
+    var oldest: ContinuousClock.Instant? { waiting.map(\.since).min() }
+
+    /// Bounded answers: a reply that waited `limit` (its append stuck, this node's replica cut
+    /// off from the log) leaves now as `unknown`. The action may have been applied: its sender
+    /// asks again under the same number and gets the outcome once the room knows it.
+    mutating func overdue(now: ContinuousClock.Instant, limit: Duration, unknown: ActionOutcome) -> [Release] {
+        guard waiting.contains(where: { now - $0.since >= limit }) else { return [] }
+        let released = waiting.filter { now - $0.since >= limit }.map { Release(outcome: unknown, target: $0.target) }
+        waiting.removeAll { now - $0.since >= limit }
+        return released
+    }
 
     private mutating func resolveUndecided(as outcome: ActionOutcome) -> [Release] {
         let released = waiting.filter { $0.wait == .undecided }.map { Release(outcome: outcome, target: $0.target) }

@@ -61,7 +61,7 @@ struct ReplicaAndForwarderTests {
     typealias Forwarder = ActionForwarder<String>
 
     static func request(_ target: String) -> Forwarder.Request {
-        Forwarder.Request(action: "add", args: nil, number: nil, target: target)
+        Forwarder.Request(action: "add", args: nil, number: nil, target: target, sent: .now)
     }
 
     static func describe(_ next: Forwarder.Next?) -> String {

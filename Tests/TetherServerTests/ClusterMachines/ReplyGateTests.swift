@@ -13,6 +13,8 @@ struct ReplyGateTests {
     static let unknown = ActionOutcome.failed(ProtocolError(.unavailable, "unknown", applied: .unknown))
     static let failed = ActionOutcome.failed(ProtocolError(.invalidArgs, "bad"))
 
+    static let t0 = ContinuousClock.now
+
     static func at(_ sequence: UInt64, _ version: Int) -> ReplicaPosition {
         ReplicaPosition(sequence: sequence, version: version, hasEpoch: true)
     }
@@ -33,11 +35,11 @@ struct ReplyGateTests {
         var gate = Gate()
         let table: [(String, (inout Gate) -> [Gate.Release], [String])] = [
             ("ack of v5 (not stored yet)", { $0.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: Self.stored,
-                                                             notStored: Self.notStored, replica: Self.at(10, 4)) }, []),
+                                                             notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0) }, []),
             ("ack of v5 to another node", { $0.ownerReplied(.applied(version: 5), to: "remote", isLocal: false, version: 5, stored: Self.stored,
-                                                            notStored: Self.notStored, replica: Self.at(10, 4)) }, []),
+                                                            notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0) }, []),
             ("an error after v5", { $0.ownerReplied(Self.failed, to: "bob", isLocal: true, version: 5, stored: Self.stored,
-                                                    notStored: Self.notStored, replica: Self.at(10, 4)) }, []),
+                                                    notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0) }, []),
             ("v5 stored at 11", { $0.stored(upTo: 5, at: 11, replica: Self.at(10, 4)) }, ["remote: ack v5"]),
             ("the replica applies 11", { $0.replicaMoved(Self.at(11, 5)) }, ["alice: ack v5", "bob: bad (no)"]),
         ]
@@ -50,16 +52,16 @@ struct ReplyGateTests {
     @Test func aRepeatsAckForAStoredVersionWaitsOnlyForTheReplica() {
         var gate = Gate()
         #expect(Self.describe(gate.ownerReplied(.applied(version: 3), to: "alice", isLocal: true, version: 3, stored: Self.stored,
-                                                notStored: Self.notStored, replica: Self.at(10, 4))) == ["alice: ack v3"])
+                                                notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0)) == ["alice: ack v3"])
         #expect(gate.ownerReplied(.applied(version: 4), to: "bob", isLocal: true, version: 4, stored: Self.stored,
-                                  notStored: Self.notStored, replica: Self.at(9, 3)).isEmpty, "the replica is behind the owner's entry")
+                                  notStored: Self.notStored, replica: Self.at(9, 3), now: Self.t0).isEmpty, "the replica is behind the owner's entry")
         #expect(Self.describe(gate.replicaMoved(Self.at(10, 4))) == ["bob: ack v4"])
     }
 
     @Test func aViewModelThatStoppedOwningStoresNothing() {
         var gate = Gate()
         #expect(Self.describe(gate.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: nil,
-                                                notStored: Self.notStored, replica: Self.at(10, 4))) == ["alice: not stored (no)"])
+                                                notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0)) == ["alice: not stored (no)"])
     }
 
     /// Issue 20's history, the gate's half: the paused owner's held ack must not leave when
@@ -68,7 +70,7 @@ struct ReplyGateTests {
     @Test func thePausedOwnersHeldAckBecomesNotAppliedWhenFenced() {
         var gate = Gate()
         _ = gate.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: Self.stored,
-                              notStored: Self.notStored, replica: Self.at(10, 4))
+                              notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0)
         #expect(gate.replicaMoved(Self.at(11, 5)).isEmpty, "the log reached v5 with another owner's entry: no ack from that")
         #expect(Self.describe(gate.ownerSteppedDown(inFlightVersion: 5, fenced: true, notStored: Self.notStored)) == ["alice: not stored (no)"])
         #expect(gate.waiting.isEmpty)
@@ -85,11 +87,11 @@ struct ReplyGateTests {
         for (event, apply, expected) in table {
             var gate = Gate()
             _ = gate.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: Self.stored,
-                                  notStored: Self.notStored, replica: Self.at(10, 4))
+                                  notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0)
             _ = gate.ownerReplied(.applied(version: 6), to: "bob", isLocal: true, version: 6, stored: Self.stored,
-                                  notStored: Self.notStored, replica: Self.at(10, 4))
+                                  notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0)
             _ = gate.ownerReplied(Self.failed, to: "carol", isLocal: true, version: 6, stored: Self.stored,
-                                  notStored: Self.notStored, replica: Self.at(10, 4))
+                                  notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0)
             // v5 is in flight; v6 was only queued.
             #expect(Self.describe(gate.ownerSteppedDown(inFlightVersion: 5, fenced: false, notStored: Self.notStored))
                     == ["bob: not stored (no)", "carol: bad (no)"])
@@ -101,10 +103,23 @@ struct ReplyGateTests {
 
     @Test func aForwardedActionsAnswerWaitsForTheReplicaToReachItsVersion() {
         var gate = Gate()
-        #expect(gate.ownerAnswered(.applied(version: 7), to: "alice", replica: Self.at(10, 6)).isEmpty)
-        #expect(Self.describe(gate.ownerAnswered(Self.notStored, to: "bob", replica: Self.at(10, 6))) == ["bob: not stored (no)"])
-        #expect(gate.ownerAnswered(Self.notStored, to: "carol", replica: ReplicaPosition(sequence: 0, version: 0, hasEpoch: false)).isEmpty,
+        #expect(gate.ownerAnswered(.applied(version: 7), to: "alice", replica: Self.at(10, 6), now: Self.t0).isEmpty)
+        #expect(Self.describe(gate.ownerAnswered(Self.notStored, to: "bob", replica: Self.at(10, 6), now: Self.t0)) == ["bob: not stored (no)"])
+        #expect(gate.ownerAnswered(Self.notStored, to: "carol", replica: ReplicaPosition(sequence: 0, version: 0, hasEpoch: false), now: Self.t0).isEmpty,
                 "no epoch yet: nothing to be behind of")
         #expect(Self.describe(gate.replicaMoved(Self.at(11, 7))) == ["alice: ack v7", "carol: not stored (no)"])
+    }
+
+    /// Bounded answers: whatever a reply waits for, past the limit it leaves as unknown.
+    @Test func aReplyThatWaitedTheLimitLeavesAsUnknown() {
+        var gate = Gate()
+        _ = gate.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: Self.stored,
+                              notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0)
+        _ = gate.ownerAnswered(.applied(version: 9), to: "bob", replica: Self.at(10, 4), now: Self.t0 + .seconds(1))
+        #expect(gate.oldest == Self.t0)
+        #expect(gate.overdue(now: Self.t0 + .milliseconds(2_999), limit: .seconds(3), unknown: Self.unknown).isEmpty)
+        #expect(Self.describe(gate.overdue(now: Self.t0 + .seconds(3), limit: .seconds(3), unknown: Self.unknown)) == ["alice: unknown (unknown)"])
+        #expect(Self.describe(gate.overdue(now: Self.t0 + .seconds(4), limit: .seconds(3), unknown: Self.unknown)) == ["bob: unknown (unknown)"])
+        #expect(gate.waiting.isEmpty && gate.stored(upTo: 9, at: 20, replica: Self.at(20, 9)).isEmpty, "answered once")
     }
 }
