@@ -91,6 +91,23 @@ struct ClusterFailoverTests {
         #expect(alice.state(of: "ledger:t")?["recent"] == ["a1", "b1", "a2"])
     }
 
+    /// Bounded answers: the owner is cut off from NATS while its client acts. Its append keeps
+    /// failing (it would retry for 10 s before stepping down); its client hears within a lease
+    /// that the outcome is unknown. Bob's action on the other node finds no owner it can reach:
+    /// his node takes the room once the lease ends, and he has his ack within the same bound.
+    @Test func anOwnerCutOffFromItsLogAnswersWithinALease() {
+        let (cluster, alice, bob) = Self.twoNodesAfterA1()
+        cluster.disconnect(0)
+        Self.add(alice, "a2", number: 2)
+        Self.add(bob, "b1", number: 2)
+        cluster.advance(by: .milliseconds(2_900))
+        #expect(alice.receiveAll().compactMap(\.error).isEmpty, "not before the limit")
+        cluster.advance(by: .milliseconds(200))
+        let errors = alice.receiveAll().compactMap(\.error)
+        #expect(errors.map(\.id) == [2] && errors.first?.applied == .unknown, "\(errors)")
+        #expect(bob.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)), "the new owner applied b1")
+    }
+
     /// Found by the fault-injection test in CI: a forwarded action reached both the new owner and
     /// a stale owner that woke up, learned from the log it no longer owns, and answered first
     /// "changing owners; nothing was applied", while the new owner applied it. The owners' queue

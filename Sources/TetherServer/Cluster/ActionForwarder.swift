@@ -21,8 +21,9 @@ struct ActionForwarder<Target: Sendable> {
     }
 
     enum Next {
-        /// The owner's answer, or a truthful error: through the reply gate to `target`.
-        case answer(ActionOutcome, to: Target)
+        /// The owner's answer, or a truthful error: through the reply gate to `target` (the action
+        /// was `sent` then).
+        case answer(ActionOutcome, to: Target, sent: ContinuousClock.Instant)
         /// Nobody owns the room: take it (then perform or forward again), or try again shortly.
         case ownOrRetry(Request)
     }
@@ -50,16 +51,17 @@ struct ActionForwarder<Target: Sendable> {
         guard var request = inFlight.removeValue(forKey: number) else { return nil }
         switch result {
         case .success(let message):
-            return .answer(ForwardedAction.parseReply(message.data), to: request.target)
+            return .answer(ForwardedAction.parseReply(message.data), to: request.target, sent: request.sent)
         case .failure(.noResponders):
             guard request.attempt < attempts else {
-                return .answer(.failed(ClusteredRoom.notApplied("room \(room) has no owner the cluster can reach")), to: request.target)
+                return .answer(.failed(ClusteredRoom.notApplied("room \(room) has no owner the cluster can reach")), to: request.target,
+                               sent: request.sent)
             }
             request.attempt += 1
             return .ownOrRetry(request)
         case .failure(let error):
             return .answer(.failed(ProtocolError(.unavailable, "the room's owner did not answer (\(error))", applied: .unknown)),
-                           to: request.target)
+                           to: request.target, sent: request.sent)
         }
     }
 
@@ -69,11 +71,11 @@ struct ActionForwarder<Target: Sendable> {
     var stuck: [Int] { Array(inFlight.keys) }
 
     /// The forwards of `numbers` still unanswered: their outcome is unknown.
-    mutating func giveUp(_ numbers: [Int]) -> [(ActionOutcome, Target)] {
+    mutating func giveUp(_ numbers: [Int]) -> [Next] {
         numbers.compactMap { number in
             inFlight.removeValue(forKey: number).map { request in
-                (.failed(ProtocolError(.unavailable, "room \(room) changed owners while this action was with the old owner",
-                                       applied: .unknown)), request.target)
+                .answer(.failed(ProtocolError(.unavailable, "room \(room) changed owners while this action was with the old owner",
+                                              applied: .unknown)), to: request.target, sent: request.sent)
             }
         }
     }

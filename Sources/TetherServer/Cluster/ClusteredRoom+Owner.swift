@@ -23,7 +23,7 @@ extension ClusteredRoom {
         node.metrics.forwardedActions.increment()
         let number = forwarder.forward(request)
         let data = ForwardedAction.request(name: request.action, args: request.args, number: request.number, viewer: request.target.viewer)
-        node.messaging.request(node.actionSubject(name), data, timeout: forwardTimeout) { [self] result in
+        node.messaging.request(node.actionSubject(name), data, timeout: forwardTimeout(sent: request.sent)) { [self] result in
             execute { $0.forwardFinished(number, result) }
         }
     }
@@ -38,8 +38,8 @@ extension ClusteredRoom {
         switch forwarder.finished(number, result) {
         case nil:
             return  // answered already: the owner changed while it waited (`ownerChanged`)
-        case .answer(let outcome, let target):
-            send(gate.ownerAnswered(outcome, to: target, replica: position, now: now))
+        case .answer(let outcome, let target, let sent):
+            send(gate.ownerAnswered(outcome, to: target, replica: position, sent: sent))
         case .ownOrRetry(let request):
             // Nobody owns the room (or its owner just died): take it, or wait for its lease to end;
             // not past the answer limit (every try so far found nobody: nothing was applied).
@@ -62,13 +62,18 @@ extension ClusteredRoom {
         let stuck = forwarder.stuck
         guard !stuck.isEmpty else { return }
         later(.milliseconds(250)) { room in
-            for (outcome, target) in room.forwarder.giveUp(stuck) { room.send(room.gate.ownerAnswered(outcome, to: target, replica: room.position, now: room.now)) }
+            for case .answer(let outcome, let target, let sent) in room.forwarder.giveUp(stuck) {
+                room.send(room.gate.ownerAnswered(outcome, to: target, replica: room.position, sent: sent))
+            }
         }
     }
 
-    /// A forwarded action's owner answers within its append's retries, or is paused, cut off or
-    /// dead: then the answer is unknown, and sooner is better (a new owner takes over in a lease).
-    private var forwardTimeout: Duration { max(node.lease, .seconds(1)) }
+    /// A forwarded action's owner answers, or is paused, cut off or dead: then the answer is
+    /// unknown, and sooner is better (a new owner takes over in a lease). Within the answer limit
+    /// of the action's sending, and at least a moment.
+    private func forwardTimeout(sent: ContinuousClock.Instant) -> Duration {
+        max(answerLimit - (now - sent), .milliseconds(100))
+    }
 
     /// An action forwarded here by another node.
     private func receiveForwarded(_ message: NATSMessage) {

@@ -57,13 +57,13 @@ struct ReplyGate<Target> {
         return admit(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: wait, since: now), replica: replica)
     }
 
-    /// The owner's answer to an action this node forwarded: an ack waits for the replica to
-    /// reach its version; an error leaves once the replica has an epoch.
+    /// The owner's answer to an action this node forwarded (`sent`: when its sender sent it): an
+    /// ack waits for the replica to reach its version; an error leaves once the replica has an epoch.
     mutating func ownerAnswered(_ outcome: ActionOutcome, to target: Target, replica: ReplicaPosition,
-                                now: ContinuousClock.Instant) -> [Release] {
+                                sent: ContinuousClock.Instant) -> [Release] {
         var version = 0
         if case .applied(let applied) = outcome { version = applied }
-        return admit(Reply(outcome: outcome, target: target, isLocal: true, wait: .replicaVersion(version), since: now), replica: replica)
+        return admit(Reply(outcome: outcome, target: target, isLocal: true, wait: .replicaVersion(version), since: sent), replica: replica)
     }
 
     /// The owner's append of the steps up to `version` is in the log at `sequence`.

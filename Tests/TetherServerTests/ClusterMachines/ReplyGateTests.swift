@@ -103,9 +103,9 @@ struct ReplyGateTests {
 
     @Test func aForwardedActionsAnswerWaitsForTheReplicaToReachItsVersion() {
         var gate = Gate()
-        #expect(gate.ownerAnswered(.applied(version: 7), to: "alice", replica: Self.at(10, 6), now: Self.t0).isEmpty)
-        #expect(Self.describe(gate.ownerAnswered(Self.notStored, to: "bob", replica: Self.at(10, 6), now: Self.t0)) == ["bob: not stored (no)"])
-        #expect(gate.ownerAnswered(Self.notStored, to: "carol", replica: ReplicaPosition(sequence: 0, version: 0, hasEpoch: false), now: Self.t0).isEmpty,
+        #expect(gate.ownerAnswered(.applied(version: 7), to: "alice", replica: Self.at(10, 6), sent: Self.t0).isEmpty)
+        #expect(Self.describe(gate.ownerAnswered(Self.notStored, to: "bob", replica: Self.at(10, 6), sent: Self.t0)) == ["bob: not stored (no)"])
+        #expect(gate.ownerAnswered(Self.notStored, to: "carol", replica: ReplicaPosition(sequence: 0, version: 0, hasEpoch: false), sent: Self.t0).isEmpty,
                 "no epoch yet: nothing to be behind of")
         #expect(Self.describe(gate.replicaMoved(Self.at(11, 7))) == ["alice: ack v7", "carol: not stored (no)"])
     }
@@ -115,7 +115,7 @@ struct ReplyGateTests {
         var gate = Gate()
         _ = gate.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: Self.stored,
                               notStored: Self.notStored, replica: Self.at(10, 4), now: Self.t0)
-        _ = gate.ownerAnswered(.applied(version: 9), to: "bob", replica: Self.at(10, 4), now: Self.t0 + .seconds(1))
+        _ = gate.ownerAnswered(.applied(version: 9), to: "bob", replica: Self.at(10, 4), sent: Self.t0 + .seconds(1))
         #expect(gate.oldest == Self.t0)
         #expect(gate.overdue(now: Self.t0 + .milliseconds(2_999), limit: .seconds(3), unknown: Self.unknown).isEmpty)
         #expect(Self.describe(gate.overdue(now: Self.t0 + .seconds(3), limit: .seconds(3), unknown: Self.unknown)) == ["alice: unknown (unknown)"])
