@@ -104,25 +104,29 @@ struct ClusterProjectionTests {
         #expect(projections.update(project) == nil)
     }
 
-    @Test func aCrowdedNodesHeartbeatGoesInPartsThatMakeTheWholeListAgain() {
-        let viewers = (0..<100).map { AnnouncedViewer(viewer: Viewer(id: "viewer-\($0)", claims: ["team": "red"]), holds: $0 % 2 == 0) }
-        let chunks = ClusterViewers.split(viewers.map(ClusterViewers.encode), maxBytes: 400)
-        #expect(chunks.count > 5)
-        #expect(chunks.allSatisfy { JSON.array($0).encoded().count <= 400 })
-        #expect(ClusterViewers.split(viewers.map(ClusterViewers.encode), maxBytes: 1 << 20).count == 1)
-
-        var parts = HeartbeatParts()
-        let decoded = chunks.map { $0.compactMap(ClusterViewers.decode) }
-        // An incomplete beat gives nothing; the next beat starts over and completes.
-        #expect(parts.receive(decoded[0], from: "n2", beat: 1, parts: chunks.count) == nil)
-        var whole: [AnnouncedViewer]?
-        for (index, part) in decoded.enumerated() {
-            whole = parts.receive(part, from: "n2", beat: 2, parts: chunks.count)
-            #expect((whole == nil) == (index < decoded.count - 1))
+    @Test func aCrowdedNodesHeartbeatGoesInPartsThatMakeTheWholeListAgain() throws {
+        let name = JSON.string(String(repeating: "x", count: 100))
+        let viewers = (0..<3_000).map { AnnouncedViewer(viewer: Viewer(id: "viewer-\($0)", claims: ["team": "red", "name": name]), holds: $0 % 2 == 0) }
+        func announcements(_ node: String) -> NodeAnnouncements<AnnouncedViewer> {
+            NodeAnnouncements(node: node, listKey: "viewers", id: \.viewer.id, same: { $0.viewer == $1.viewer },
+                              encode: ClusterViewers.encode, decode: ClusterViewers.decode)
         }
-        #expect(whole?.map(\.viewer) == viewers.map(\.viewer))
-        #expect(whole?.map(\.holds) == viewers.map(\.holds))
-        #expect(parts.receive(decoded[0], from: "n3", beat: 9, parts: 1)?.count == decoded[0].count, "one part is the whole list")
+        var n2 = announcements("n2"), n1 = announcements("n1")
+        let beat1 = n2.heartbeat(viewers), beat2 = n2.heartbeat(viewers)
+        #expect(beat1.count > 1, "more than 256 KiB of viewers: several parts")
+        #expect(beat1.allSatisfy { $0.encoded().count <= NodeAnnouncements<AnnouncedViewer>.maxPartBytes + 100 })
+        // An incomplete beat gives nothing; the next beat starts over and completes.
+        let now = ContinuousClock.now
+        #expect(n1.receive(beat1[0].encoded(), now: now)?.change.isEmpty == true)
+        var whole: [AnnouncedViewer] = []
+        for (index, part) in beat2.enumerated() {
+            let change = try #require(n1.receive(part.encoded(), now: now)?.change)
+            #expect(change.isEmpty == (index < beat2.count - 1))
+            whole += change.set
+        }
+        #expect(whole.count == viewers.count)
+        #expect(whole.map(\.viewer) == viewers.map(\.viewer), "the whole list, in order")
+        #expect(whole.map(\.holds) == viewers.map(\.holds))
     }
 
     @Test func aForwardedActionCarriesItsViewer() throws {

@@ -12,34 +12,19 @@ struct AnnouncedViewer: Sendable {
 }
 
 /// Per-viewer values on a cluster (docs/CLUSTER.md, "Per-viewer values"): who the viewers of
-/// each node's sessions are, shared over core NATS (never stored) on `tether.viewers.ROOM`:
+/// each node's sessions are, announced on `tether.viewers.ROOM` (`NodeAnnouncements`, list key
+/// `viewers`: `{"id", "claims", "holds"}` each). A viewer is one entry however many sessions it has
+/// on a node. A node announces its list at once after a `sync`, which a node sends when it becomes
+/// the room's owner.
 ///
-/// - `{"node", "set": {"id", "claims", "holds"}}` and `{"node", "remove": id}` as this node's
-///   viewers come and go (a viewer is one entry however many sessions it has here);
-/// - `{"node", "viewers": [...], "beat", "part", "parts"}` every `heartbeat` while the node has
-///   viewers (the whole list, in parts of at most `maxPartBytes` so a crowded node stays under
-///   NATS's message size; once all parts of a beat arrived the list replaces what others knew of
-///   that node), and at once after a `{"node", "sync": true}`, which a node sends when it becomes
-///   the room's owner.
-///
-/// A node not heard for `silence` has its viewers dropped. Every node keeps the table, so an
-/// owner has it at once; only the owner acts on it (`onChange`, feeding its `Room`). Confined to
-/// the room's queue, like the rest of `ClusteredRoom` (hence `@unchecked Sendable`).
+/// Every node keeps the table, so an owner has it at once; only the owner acts on it (`onChange`,
+/// feeding its `Room`). Confined to its `ClusteredRoom`'s executor.
 final class ClusterViewers: @unchecked Sendable {
-    static let heartbeat: Duration = ClusterPresence.heartbeat
-    static let silence: Duration = ClusterPresence.silence
-    /// A heartbeat's list is split into messages of about this size (NATS's default limit is 1 MiB).
-    static let maxPartBytes = 256 << 10
-
     private let node: ClusterNode
     private let subject: String
     /// This node's viewers now (`holds` as of their last announcement).
     private var local: [String: AnnouncedViewer] = [:]
-    /// The other nodes' viewers, and when each node was last heard.
-    private var remote: [String: (viewers: [String: AnnouncedViewer], heard: ContinuousClock.Instant)] = [:]
-    /// Other nodes' heartbeats in parts.
-    private var parts = HeartbeatParts()
-    private var beat = 0
+    private var announcements: NodeAnnouncements<AnnouncedViewer>
     private var subscription: (any ClusterSubscription)?
     /// While this node owns the room: a node's viewers changed (`set`: added, or their claims
     /// changed; `removed`: ids gone).
@@ -51,6 +36,8 @@ final class ClusterViewers: @unchecked Sendable {
         self.node = node
         self.currentViewers = currentViewers
         subject = "tether.viewers.\(node.token(room))"
+        announcements = NodeAnnouncements(node: node.name, listKey: "viewers", id: \.viewer.id, same: { $0.viewer == $1.viewer },
+                                          encode: Self.encode, decode: Self.decode)
     }
 
     /// Follows the room's subject (`receive` runs on the caller's queue).
@@ -66,14 +53,14 @@ final class ClusterViewers: @unchecked Sendable {
 
     /// Every node's viewers (this one's included), as an owner starting out needs them.
     var all: [String: [AnnouncedViewer]] {
-        var nodes = remote.mapValues { Array($0.viewers.values) }
+        var nodes = announcements.remote.mapValues { Array($0.entries.values) }
         nodes[node.name] = Array(local.values)
         return nodes
     }
 
     /// Asks every node to announce its viewers (an owner starting).
     func sync() {
-        publish(["sync": true])
+        publish(announcements.sync)
     }
 
     // MARK: This node's sessions
@@ -81,14 +68,14 @@ final class ClusterViewers: @unchecked Sendable {
     /// A viewer whose first session here subscribed.
     func add(_ viewer: AnnouncedViewer) {
         local[viewer.viewer.id] = viewer
-        publish(["set": Self.encode(viewer)])
+        publish(announcements.set(viewer))
         onChange?(node.name, [viewer], [])
     }
 
     /// A viewer whose last session here left.
     func remove(_ viewer: Viewer) {
         guard local.removeValue(forKey: viewer.id) != nil else { return }
-        publish(["remove": .string(viewer.id)])
+        publish(announcements.remove(viewer.id))
         onChange?(node.name, [], [viewer.id])
     }
 
@@ -97,69 +84,25 @@ final class ClusterViewers: @unchecked Sendable {
     /// A message from the room's subject. A `set` or `remove` costs the same however many
     /// viewers the node has (a join storm must not cost each node n² work).
     func receive(_ message: NATSMessage, now: ContinuousClock.Instant) {
-        guard let json = try? JSONParser().parse(message.data), let from = json["node"]?.stringValue, from != node.name else { return }
-        // Taken out while changed, so the dictionary is not copied.
-        var viewers = remote.removeValue(forKey: from)?.viewers ?? [:]
-        var set: [AnnouncedViewer] = []
-        var removed: [String] = []
-        if let viewer = json["set"].flatMap(Self.decode) {
-            if viewers.updateValue(viewer, forKey: viewer.viewer.id)?.viewer != viewer.viewer { set.append(viewer) }
-        } else if let id = json["remove"]?.stringValue {
-            if viewers.removeValue(forKey: id) != nil { removed.append(id) }
-        } else if let list = json["viewers"]?.arrayValue,
-                  let complete = parts.receive(list.compactMap(Self.decode), from: from, beat: json["beat"]?.intValue ?? 0,
-                                               parts: json["parts"]?.intValue ?? 1) {
-            let listed = Dictionary(complete.map { ($0.viewer.id, $0) }, uniquingKeysWith: { _, last in last })
-            set = listed.values.filter { viewers[$0.viewer.id]?.viewer != $0.viewer }
-            removed = viewers.keys.filter { listed[$0] == nil }
-            viewers = listed
-        } else if json["sync"]?.boolValue == true {
-            heartbeat()
-        }
-        remote[from] = (viewers, now)
-        if !set.isEmpty || !removed.isEmpty { onChange?(from, set, removed) }
+        guard let (change, syncAsked) = announcements.receive(message.data, now: now) else { return }
+        if syncAsked { heartbeat() }
+        if !change.isEmpty { onChange?(change.node, change.set, change.removed) }
     }
 
-    /// Every `heartbeat`: this node's viewers for the others, and the viewers of nodes gone silent dropped.
+    /// Every heartbeat: this node's viewers for the others, and the viewers of nodes gone silent dropped.
     func tick(now: ContinuousClock.Instant) {
         heartbeat()
-        for (name, entry) in remote where now - entry.heard > Self.silence {
-            remote[name] = nil
-            if !entry.viewers.isEmpty { onChange?(name, [], Array(entry.viewers.keys)) }
-        }
+        for change in announcements.expire(now: now) { onChange?(change.node, [], change.removed) }
     }
 
     private func heartbeat() {
         let viewers = currentViewers()
         local = Dictionary(viewers.map { ($0.viewer.id, $0) }, uniquingKeysWith: { _, last in last })
-        guard !viewers.isEmpty else { return }
-        beat += 1
-        let chunks = Self.split(viewers.map(Self.encode), maxBytes: Self.maxPartBytes)
-        for (index, chunk) in chunks.enumerated() {
-            publish(["viewers": .array(chunk), "beat": .int(beat), "part": .int(index), "parts": .int(chunks.count)])
-        }
+        for message in announcements.heartbeat(viewers) { publish(message) }
     }
 
-    /// `entries` in consecutive parts of at most `maxBytes` encoded (an entry larger than that alone).
-    static func split(_ entries: [JSON], maxBytes: Int) -> [[JSON]] {
-        var chunks: [[JSON]] = [[]]
-        var bytes = 0
-        for entry in entries {
-            let size = entry.encoded().count + 1
-            if bytes + size > maxBytes, !chunks[chunks.count - 1].isEmpty {
-                chunks.append([])
-                bytes = 0
-            }
-            chunks[chunks.count - 1].append(entry)
-            bytes += size
-        }
-        return chunks
-    }
-
-    private func publish(_ fields: [String: JSON]) {
-        var message = fields
-        message["node"] = .string(node.name)
-        try? node.messaging.publish(subject, JSON.object(message).encoded())
+    private func publish(_ message: JSON) {
+        try? node.messaging.publish(subject, message.encoded())
     }
 
     static func encode(_ viewer: AnnouncedViewer) -> JSON {
@@ -171,26 +114,6 @@ final class ClusterViewers: @unchecked Sendable {
     static func decode(_ json: JSON) -> AnnouncedViewer? {
         guard let id = json["id"]?.stringValue else { return nil }
         return AnnouncedViewer(viewer: Viewer(id: id, claims: json["claims"] ?? .object([:])), holds: json["holds"]?.boolValue == true)
-    }
-}
-
-/// Other nodes' heartbeat lists arriving in parts: a node's list is whole once every part of one
-/// beat arrived (a part lost with core NATS leaves that beat incomplete; the next one replaces it).
-struct HeartbeatParts {
-    private var pending: [String: (beat: Int, viewers: [AnnouncedViewer], received: Int)] = [:]
-
-    /// One part from `node`: the node's whole list when it completes its beat, else nil.
-    mutating func receive(_ viewers: [AnnouncedViewer], from node: String, beat: Int, parts: Int) -> [AnnouncedViewer]? {
-        guard parts > 1 else { return viewers }
-        var entry = pending.removeValue(forKey: node) ?? (beat, [], 0)
-        if entry.beat != beat { entry = (beat, [], 0) }
-        entry.viewers += viewers
-        entry.received += 1
-        guard entry.received == parts else {
-            pending[node] = entry
-            return nil
-        }
-        return entry.viewers
     }
 }
 

@@ -240,7 +240,7 @@ actor ClusteredRoom: RoomFront {
         presence.start { [self] message in
             execute { if $0.presence?.receive(message, now: $0.now) == true { $0.presenceChangedElsewhere() } }
         }
-        timers.append(environment.runtime.clock.startTimer(every: ClusterPresence.heartbeat) { [self] in
+        timers.append(environment.runtime.clock.startTimer(every: NodeAnnouncements<PresenceMember>.heartbeat) { [self] in
             execute { if $0.presence?.tick(now: $0.now) == true { $0.presenceChangedElsewhere() } }
         })
     }
@@ -257,7 +257,7 @@ actor ClusteredRoom: RoomFront {
         viewers.start { [self] message in
             execute { $0.viewers?.receive(message, now: $0.now) }
         }
-        timers.append(environment.runtime.clock.startTimer(every: ClusterViewers.heartbeat) { [self] in
+        timers.append(environment.runtime.clock.startTimer(every: NodeAnnouncements<AnnouncedViewer>.heartbeat) { [self] in
             execute { $0.viewers?.tick(now: $0.now) }
         })
     }

@@ -4,25 +4,14 @@ import TetherProtocol
 import TetherState
 
 /// A clustered room's presence (docs/CLUSTER.md, Presence): this node's document lists its own
-/// sessions' members and the other nodes' ones, learnt over core NATS (no JetStream: presence is
-/// never stored) on the room's subject `tether.presence.ROOM`:
-///
-/// - `{"node", "set": member}` and `{"node", "remove": id}` as this node's members change;
-/// - `{"node", "members": [...]}` every `heartbeat` while the node has members in the room (the
-///   whole list: it replaces what others knew of that node), and at once after a `{"node",
-///   "sync": true}`, which a node sends when the room starts on it.
-///
-/// A node not heard for `silence` (killed, cut off) has its members removed. Confined to the
-/// room's queue, like the rest of `ClusteredRoom` (hence `@unchecked Sendable`).
+/// sessions' members and the other nodes' ones, announced on `tether.presence.ROOM`
+/// (`NodeAnnouncements`, list key `members`; never stored). A node asks the others for their
+/// members (`sync`) when the room starts on it. Confined to its `ClusteredRoom`'s executor.
 final class ClusterPresence: PresenceKeeping, @unchecked Sendable {
-    static let heartbeat: Duration = .seconds(1)
-    static let silence: Duration = .seconds(3)
-
     private(set) var document: RoomPresence
     private let node: ClusterNode
     private let subject: String
-    /// The other nodes' members in this room, and when each node was last heard.
-    private var remote: [String: (members: Set<String>, heard: ContinuousClock.Instant)] = [:]
+    private var announcements: NodeAnnouncements<PresenceMember>
     private var subscription: (any ClusterSubscription)?
     /// While this node owns the room: members listed or changed, and member ids unlisted, on
     /// any node (the owner's ViewModel sees them in `context.presence`).
@@ -32,12 +21,14 @@ final class ClusterPresence: PresenceKeeping, @unchecked Sendable {
         document = RoomPresence(room: room, maxMembers: maxMembers, window: window, clock: clock)
         self.node = node
         subject = "tether.presence.\(node.token(room))"
+        announcements = NodeAnnouncements(node: node.name, listKey: "members", id: \.id, same: { _, _ in false },
+                                          encode: Self.encode, decode: Self.decode)
     }
 
     /// Follows the room's subject (`receive` runs on the caller's queue) and asks the others for their members.
     func start(_ receive: @escaping @Sendable (NATSMessage) -> Void) {
         subscription = try? node.messaging.subscribe(subject, handler: receive)
-        publish(["sync": true])
+        publish(announcements.sync)
     }
 
     func stop() {
@@ -54,22 +45,22 @@ final class ClusterPresence: PresenceKeeping, @unchecked Sendable {
     /// A local join's presence (`RoomPresence.join`): only members are published, never spectators.
     func join(_ session: SessionHandle, _ join: PresenceJoin?) -> (listed: PresenceMember?, left: String?) {
         let (listed, left) = document.join(session, join)
-        if let left { publish(["remove": .string(left)]) }
-        if let listed { publish(["set": Self.encode(listed)]) }
+        if let left { publish(announcements.remove(left)) }
+        if let listed { publish(announcements.set(listed)) }
         if listed != nil || left != nil { onMemberChange?(listed.map { [$0] } ?? [], left.map { [$0] } ?? []) }
         return (listed, left)
     }
 
     func update(_ session: SessionHandle, data: JSON) -> PresenceMember? {
         guard let listed = document.update(session, data: data) else { return nil }
-        publish(["set": Self.encode(listed)])
+        publish(announcements.set(listed))
         onMemberChange?([listed], [])
         return listed
     }
 
     func remove(_ session: SessionHandle) -> String? {
         guard let left = document.remove(session) else { return nil }
-        publish(["remove": .string(left)])
+        publish(announcements.remove(left))
         onMemberChange?([], [left])
         return left
     }
@@ -88,73 +79,41 @@ final class ClusterPresence: PresenceKeeping, @unchecked Sendable {
 
     // MARK: Other nodes
 
-    /// A message from the room's subject: whether it changed the document.
+    /// A message from the room's subject: whether it changed the document. (Members are compared
+    /// by the document, which knows whether an upsert changed anything.)
     func receive(_ message: NATSMessage, now: ContinuousClock.Instant) -> Bool {
-        guard let json = try? JSONParser().parse(message.data), let from = json["node"]?.stringValue, from != node.name else { return false }
-        var changes = Changes()
-        var known = remote[from]?.members ?? []
-        if let member = json["set"].flatMap(Self.decode) {
-            known.insert(member.id)
-            changes.upsert(member, in: &document)
-        } else if let id = json["remove"]?.stringValue {
-            known.remove(id)
-            changes.remove(id, from: &document)
-        } else if let list = json["members"]?.arrayValue {
-            let members = list.compactMap(Self.decode)
-            let ids = Set(members.map(\.id))
-            for id in known.subtracting(ids) { changes.remove(id, from: &document) }
-            for member in members { changes.upsert(member, in: &document) }
-            known = ids
-        } else if json["sync"]?.boolValue == true {
-            heartbeat()
-        }
-        remote[from] = (known, now)
-        return report(changes)
+        guard let (change, syncAsked) = announcements.receive(message.data, now: now) else { return false }
+        if syncAsked { heartbeat() }
+        return apply([change])
     }
 
-    /// Every `heartbeat`: this node's members for the others, and the members of nodes gone
+    /// Every heartbeat: this node's members for the others, and the members of nodes gone
     /// silent removed (whether that changed the document).
     func tick(now: ContinuousClock.Instant) -> Bool {
         heartbeat()
-        var changes = Changes()
-        for (name, entry) in remote where now - entry.heard > Self.silence {
-            for id in entry.members { changes.remove(id, from: &document) }
-            remote[name] = nil
-        }
-        return report(changes)
+        return apply(announcements.expire(now: now))
     }
 
-    /// What other nodes' messages changed: the members for the owner's ViewModel.
-    private struct Changes {
+    /// Applies other nodes' changes to the document and tells the owner's ViewModel; whether the
+    /// document changed.
+    private func apply(_ changes: [NodeAnnouncements<PresenceMember>.Change]) -> Bool {
         var listed: [PresenceMember] = []
         var left: [String] = []
-
-        mutating func upsert(_ member: PresenceMember, in document: inout RoomPresence) {
-            if document.upsert(member) { listed.append(member) }
+        for change in changes {
+            for id in change.removed where document.remove(memberID: id) { left.append(id) }
+            for member in change.set where document.upsert(member) { listed.append(member) }
         }
-
-        mutating func remove(_ id: String, from document: inout RoomPresence) {
-            if document.remove(memberID: id) { left.append(id) }
-        }
-    }
-
-    /// Tells the owner's ViewModel; whether the document changed.
-    private func report(_ changes: Changes) -> Bool {
-        guard !changes.listed.isEmpty || !changes.left.isEmpty else { return false }
-        onMemberChange?(changes.listed, changes.left)
+        guard !listed.isEmpty || !left.isEmpty else { return false }
+        onMemberChange?(listed, left)
         return true
     }
 
     private func heartbeat() {
-        let members = document.localMembers
-        guard !members.isEmpty else { return }
-        publish(["members": .array(members.map(Self.encode))])
+        for message in announcements.heartbeat(document.localMembers) { publish(message) }
     }
 
-    private func publish(_ fields: [String: JSON]) {
-        var message = fields
-        message["node"] = .string(node.name)
-        try? node.messaging.publish(subject, JSON.object(message).encoded())
+    private func publish(_ message: JSON) {
+        try? node.messaging.publish(subject, message.encoded())
     }
 
     static func encode(_ member: PresenceMember) -> JSON {
