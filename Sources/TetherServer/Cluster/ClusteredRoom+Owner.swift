@@ -140,6 +140,10 @@ extension ClusteredRoom {
                 let waiting = afterAcquiring
                 afterAcquiring.removeAll()
                 for done in waiting { done(acquired) }
+            case .checkHolder:
+                node.owners.get(token) { [self] result in execute { $0.perform($0.lease.holderChecked(result)) } }
+            case .recreate:
+                node.owners.create(token, Array(node.name.utf8)) { [self] result in execute { $0.perform($0.lease.recreated(result)) } }
             case .renewalFailed(let error):
                 logger.debug("cluster: room \(name): lease not renewed (\(error)); the log still fences")
             }
@@ -242,7 +246,7 @@ extension ClusteredRoom {
             switch action {
             case .append(let entry, let expected):
                 node.log.append(node.logSubject(name), entry.data, headers: entry.headers, messageID: entry.messageID(room: name),
-                                expectedLastSubjectSequence: expected, timeout: .seconds(2)) { [self] result in
+                                expectedLastSubjectSequence: expected, timeout: LogAppender.tryTimeout) { [self] result in
                     execute { $0.perform($0.appender.appendFinished(result, entry: entry, now: $0.now)) }
                 }
             case .retry(let entry, let delay):

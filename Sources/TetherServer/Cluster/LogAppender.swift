@@ -63,6 +63,10 @@ struct LogAppender {
     }
 
     static let giveUp: Duration = .seconds(10)
+    /// One try of an append. Short: a try in flight when the stream's leader changes is lost, and
+    /// retries are safe (the same message id and expected sequence; a duplicate is decided by
+    /// reading the log). An R3 append takes a few milliseconds.
+    static let tryTimeout: Duration = .milliseconds(500)
     static let retryDelay: Duration = .milliseconds(250)
     /// How long an append whose fate its owner lost may take to show up in the log (a retry's
     /// timeout) before its actions are answered as unknown.

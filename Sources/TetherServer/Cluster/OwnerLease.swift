@@ -18,6 +18,9 @@ struct OwnerLease: Equatable {
         /// The key is ours: reading the log to its end before running the ViewModel.
         case catchingUp(revision: UInt64, since: ContinuousClock.Instant)
         case owning(revision: UInt64)
+        /// Owning, but a renewal found the key elsewhere than we left it: who holds it now?
+        /// (With its bucket leaderless for a while, the key may just have expired.)
+        case checking(revision: UInt64)
     }
 
     enum Action: Equatable {
@@ -35,6 +38,9 @@ struct OwnerLease: Equatable {
         /// Tell whoever waits for an owner whether this node is one now.
         case acquired(Bool)
         case renewalFailed(String)
+        /// Owning, read the key (`holderChecked`); create it again (`recreated`).
+        case checkHolder
+        case recreate
     }
 
     let node: String
@@ -46,7 +52,12 @@ struct OwnerLease: Equatable {
         self.lease = lease
     }
 
-    var isOwning: Bool { if case .owning = phase { true } else { false } }
+    var isOwning: Bool {
+        switch phase {
+        case .owning, .checking: true
+        default: false
+        }
+    }
 
     /// Somebody should own the room: ask whether anybody does.
     mutating func ensure() -> [Action] {
@@ -68,7 +79,7 @@ struct OwnerLease: Equatable {
     /// This node wants to own the room (an action has nowhere else to go).
     mutating func acquire() -> [Action] {
         switch phase {
-        case .owning: return [.acquired(true)]
+        case .owning, .checking: return [.acquired(true)]
         case .free, .probing:
             phase = .creating
             return [.create]
@@ -130,20 +141,54 @@ struct OwnerLease: Equatable {
     }
 
     mutating func renewDue() -> [Action] {
-        guard case .owning(let revision) = phase else { return [] }
+        guard case .owning(let revision) = phase else { return [] }  // not while checking
         return [.renew(revision: revision)]
     }
 
     mutating func renewed(_ result: Result<UInt64, NATSError>) -> [Action] {
-        guard case .owning = phase else { return [] }
+        guard case .owning(let revision) = phase else { return [] }
         switch result {
         case .success(let revision):
             phase = .owning(revision: revision)
             return []
         case .failure(.wrongRevision), .failure(.keyExists):
-            return [.stepDown(reason: "another node holds its lease now")]
+            // Taken by another node, or expired while its bucket elected a leader: ask.
+            phase = .checking(revision: revision)
+            return [.checkHolder]
         case .failure(let error):
             return [.renewalFailed(error.description)]  // the log still fences
+        }
+    }
+
+    /// What the key holds after a refused renewal: our own write (keep owning at its revision),
+    /// nothing (it expired: create it again), or another node's name (step down).
+    mutating func holderChecked(_ result: Result<NATSKeyValue.Entry?, NATSError>) -> [Action] {
+        guard case .checking(let revision) = phase else { return [] }
+        switch result {
+        case .success(let entry?) where entry.value == Array(node.utf8):
+            phase = .owning(revision: entry.revision)
+            return []
+        case .success(nil):
+            return [.recreate]
+        case .success:
+            return [.stepDown(reason: "another node holds its lease now")]
+        case .failure(let error):
+            phase = .owning(revision: revision)  // the next renewal asks again
+            return [.renewalFailed(error.description)]
+        }
+    }
+
+    mutating func recreated(_ result: Result<UInt64, NATSError>) -> [Action] {
+        guard case .checking(let revision) = phase else { return [] }
+        switch result {
+        case .success(let revision):
+            phase = .owning(revision: revision)
+            return []
+        case .failure(.keyExists):
+            return [.checkHolder]
+        case .failure(let error):
+            phase = .owning(revision: revision)
+            return [.renewalFailed(error.description)]
         }
     }
 

@@ -24,14 +24,39 @@ struct OwnerLeaseTests {
             ("renewed", { $0.renewed(.success(9)) }, [], .owning(revision: 9)),
             ("a renewal times out", { $0.renewed(.failure(.timeout(subject: "s"))) },
              [.renewalFailed("timed out waiting for a reply on s")], .owning(revision: 9)),
-            ("another node holds it now", { $0.renewed(.failure(.wrongRevision(key: "room", current: 12))) },
-             [.stepDown(reason: "another node holds its lease now")], .owning(revision: 9)),
+            // The bucket was leaderless for longer than the lease: the key expired meanwhile.
+            ("a renewal refused", { $0.renewed(.failure(.wrongRevision(key: "room", current: 12))) }, [.checkHolder], .checking(revision: 9)),
+            ("no renewal while asking", { $0.renewDue() }, [], .checking(revision: 9)),
+            ("the key is gone", { $0.holderChecked(.success(nil)) }, [.recreate], .checking(revision: 9)),
+            ("created again", { $0.recreated(.success(14)) }, [], .owning(revision: 14)),
+            ("refused again", { $0.renewed(.failure(.wrongRevision(key: "room", current: 15))) }, [.checkHolder], .checking(revision: 14)),
+            ("another node holds it now", { $0.holderChecked(.success(Self.entry("b", revision: 16))) },
+             [.stepDown(reason: "another node holds its lease now")], .checking(revision: 14)),
             ("step down", { $0.stepDown(release: false) }, [], .free),
         ]
         for (event, apply, actions, phase) in table {
             #expect(apply(&lease) == actions, "\(event)")
             #expect(lease.phase == phase, "\(event)")
         }
+    }
+
+    /// Issue 30's grey failure: the owners bucket lost its leader for longer than a lease (a NATS
+    /// server resumed from a pause and forced elections); the owner's key expired with nobody else
+    /// holding it. Stepping down then cost every forward in flight an unknown answer.
+    @Test func aLeaseThatExpiredWithNobodyElseHoldingItIsKept() {
+        var lease = OwnerLease(node: "a", lease: .seconds(3))
+        _ = lease.acquire()
+        _ = lease.created(.success(3), now: Self.at(0))
+        _ = lease.logRead(.success(nil), now: Self.at(0))
+        #expect(lease.renewed(.failure(.wrongRevision(key: "room", current: nil))) == [.checkHolder])
+        #expect(lease.holderChecked(.success(Self.entry("a", revision: 8))) == [], "our own write after all")
+        #expect(lease.phase == .owning(revision: 8))
+        _ = lease.renewed(.failure(.keyExists(key: "room")))
+        #expect(lease.holderChecked(.failure(.timeout(subject: "s"))) == [.renewalFailed("timed out waiting for a reply on s")])
+        #expect(lease.phase == .owning(revision: 8) && lease.renewDue() == [.renew(revision: 8)], "asks again at the next renewal")
+        _ = lease.renewed(.failure(.wrongRevision(key: "room", current: nil)))
+        _ = lease.holderChecked(.success(nil))
+        #expect(lease.recreated(.failure(.keyExists(key: "room"))) == [.checkHolder], "another node created it first: who?")
     }
 
     @Test func aKeyThatExistsIsTakenBackOnlyIfItIsOurs() {
