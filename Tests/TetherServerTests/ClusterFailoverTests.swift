@@ -108,6 +108,30 @@ struct ClusterFailoverTests {
         #expect(bob.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)), "the new owner applied b1")
     }
 
+    /// Issue 30's grey failure: the old owner is paused, still subscribed where forwards arrive.
+    /// The new owner announced itself, so carol's node forwards to it by name: none of her
+    /// actions waits on the paused node (with the owners' queue group alone, every other one
+    /// went there and was answered unknown after a lease).
+    @Test func forwardsGoToTheNewOwnerByNameNotToAPausedOne() {
+        let cluster = Self.makeCluster(nodes: 3)
+        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1]), carol = Self.client(cluster.nodes[2])
+        alice.send(.join(room: "ledger:t"))
+        Self.add(alice, "a1", number: 1)  // the first node owns the room
+        cluster.pause(0)
+        bob.send(.join(room: "ledger:t"))
+        cluster.advance(by: .seconds(8))  // past the lease: the second node takes the room over
+        Self.add(bob, "b1", number: 2)
+        cluster.advance(by: .milliseconds(100))
+        #expect(bob.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)))
+        carol.send(.join(room: "ledger:t"))
+        cluster.run()
+        _ = carol.receiveAll()
+        for (index, id) in ["c1", "c2", "c3", "c4"].enumerated() { Self.add(carol, id, number: 10 + index) }
+        cluster.advance(by: .milliseconds(500))
+        let acks = carol.receiveAll().compactMap { if case .ack(let id, _, _) = $0 { id } else { nil } }
+        #expect(acks == [10, 11, 12, 13], "every forward reached the new owner at once")
+    }
+
     /// Found by the fault-injection test in CI: a forwarded action reached both the new owner and
     /// a stale owner that woke up, learned from the log it no longer owns, and answered first
     /// "changing owners; nothing was applied", while the new owner applied it. The owners' queue

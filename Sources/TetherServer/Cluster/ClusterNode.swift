@@ -185,6 +185,9 @@ final class ClusterNode: Sendable {
         subject.hasPrefix("tether.log.") ? "tether.fan." + subject.dropFirst("tether.log.".count) : nil
     }
     func actionSubject(_ room: String) -> String { "tether.act.\(token(room))" }
+    /// Actions forwarded to the owner by name: a paused old owner, still subscribed, gets none of
+    /// them (the queue group of `actionSubject` could pick it: issue 30's grey failures).
+    func actionSubject(_ room: String, owner: String) -> String { "tether.act.\(token(room)).\(NATSSubject.escape(owner))" }
     /// A node that takes a room says so here (core NATS), so forwards stuck at the old owner end.
     func ownerSubject(_ room: String) -> String { "tether.owner.\(token(room))" }
 

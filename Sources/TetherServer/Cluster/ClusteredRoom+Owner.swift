@@ -23,7 +23,9 @@ extension ClusteredRoom {
         node.metrics.forwardedActions.increment()
         let number = forwarder.forward(request)
         let data = ForwardedAction.request(name: request.action, args: request.args, number: request.number, viewer: request.target.viewer)
-        node.messaging.request(node.actionSubject(name), data, timeout: forwardTimeout(sent: request.sent)) { [self] result in
+        // By name to the owner this node knows of; to the owners' queue group when it knows none.
+        let subject = knownOwner.map { node.actionSubject(name, owner: $0) } ?? node.actionSubject(name)
+        node.messaging.request(subject, data, timeout: forwardTimeout(sent: request.sent)) { [self] result in
             execute { $0.forwardFinished(number, result) }
         }
     }
@@ -58,7 +60,8 @@ extension ClusteredRoom {
     /// cut off or dead), whose answer may never come. The new owner answers those it received
     /// itself within a moment; the rest are answered as unknown now rather than after the
     /// forward's timeout, so their clients go on (to the new owner) about a lease after the fault.
-    func ownerChanged() {
+    func ownerChanged(to owner: String) {
+        knownOwner = owner
         let stuck = forwarder.stuck
         guard !stuck.isEmpty else { return }
         later(.milliseconds(250)) { room in
@@ -112,11 +115,21 @@ extension ClusteredRoom {
         for action in actions {
             switch action {
             case .probe:
-                node.owners.get(token) { [self] result in execute { $0.perform($0.lease.probed(result)) } }
+                node.owners.get(token) { [self] result in
+                    execute { room in
+                        room.learnOwner(from: result)
+                        room.perform(room.lease.probed(result))
+                    }
+                }
             case .create:
                 node.owners.create(token, Array(node.name.utf8)) { [self] result in execute { $0.perform($0.lease.created(result, now: $0.now)) } }
             case .readHolder:
-                node.owners.get(token) { [self] result in execute { $0.perform($0.lease.holderRead(result, now: $0.now)) } }
+                node.owners.get(token) { [self] result in
+                    execute { room in
+                        room.learnOwner(from: result)
+                        room.perform(room.lease.holderRead(result, now: room.now))
+                    }
+                }
             case .readLog:
                 // Catch up first: the previous owner's last versions may not have reached us yet.
                 guard replica.phase != .stopped else { return perform(lease.abandon()) }
@@ -150,6 +163,13 @@ extension ClusteredRoom {
         }
     }
 
+    /// Who holds the lease, when it is another node: forwards go to it.
+    private func learnOwner(from result: Result<NATSKeyValue.Entry?, NATSError>) {
+        guard case .success(let entry?) = result else { return }
+        let holder = String(decoding: entry.value, as: UTF8.self)
+        if holder != node.name { knownOwner = holder }
+    }
+
     /// The lease is ours and the replica read the log to its end: run the ViewModel from its
     /// state. The same epoch continues when the ViewModel takes the state; else (the log holds
     /// none, or the state no longer restores) the owner's `Room` starts a new one in the log.
@@ -161,15 +181,16 @@ extension ClusteredRoom {
         let room = Room(name: name, kind: kind, environment: environment, log: OwnerLog(room: self, term: term, restored: restored))
         room.start(after: nil)
         appender.own(term: term, after: replica.lastSequence, version: version)
-        let subscription: any ClusterSubscription
+        let subscriptions: [any ClusterSubscription]
         do {
-            // One queue group: a node that still believes it owns the room (paused past its lease,
-            // not yet fenced) and the new owner must never both get one forwarded action. Both
-            // would answer it, and the first answer wins: the old owner's "not stored, nothing was
-            // applied" could beat the new owner's ack of the very same action.
-            subscription = try node.messaging.subscribe(node.actionSubject(name), queueGroup: "owner") { [self] message in
-                execute { $0.receiveForwarded(message) }
-            }
+            // Forwards come by name. The owners' queue group serves senders that know no owner
+            // (and tetherd before named forwards): a node that still believes it owns the room
+            // (paused past its lease, not yet fenced) and the new owner must never both get one
+            // forwarded action. Both would answer it, and the first answer wins: the old owner's
+            // "not stored, nothing was applied" could beat the new owner's ack of the same action.
+            let receive: @Sendable (NATSMessage) -> Void = { [self] message in execute { $0.receiveForwarded(message) } }
+            subscriptions = [try node.messaging.subscribe(node.actionSubject(name, owner: node.name), handler: receive),
+                             try node.messaging.subscribe(node.actionSubject(name), queueGroup: "owner", handler: receive)]
         } catch {
             logger.warning("cluster: room \(name): cannot take forwarded actions (\(error)); not taking it over")
             room.stop()
@@ -177,7 +198,8 @@ extension ClusteredRoom {
             return false
         }
         let renewal = environment.runtime.clock.startTimer(every: node.lease / 3) { [self] in execute { $0.perform($0.lease.renewDue()) } }
-        ownership = Ownership(room: room, term: term, actions: subscription, renewal: renewal)
+        ownership = Ownership(room: room, term: term, actions: subscriptions, renewal: renewal)
+        knownOwner = node.name
         node.didTakeOwnership(of: name)
         try? node.messaging.publish(node.ownerSubject(name), Array(node.name.utf8))
         logger.info("cluster: node \(node.name) owns room \(name) from version \(version) of \(restored?.epoch ?? "a new epoch")")
@@ -216,7 +238,8 @@ extension ClusteredRoom {
         presence?.onMemberChange = nil
         viewers?.onChange = nil
         ownership.room.stop()
-        ownership.actions.unsubscribe()
+        for subscription in ownership.actions { subscription.unsubscribe() }
+        if knownOwner == node.name { knownOwner = nil }
         ownership.renewal.cancel()
         node.didReleaseOwnership(of: name)
         perform(lease.stepDown(release: releaseLease))

@@ -67,10 +67,13 @@ actor ClusteredRoom: RoomFront {
         let room: Room
         /// Names this time of owning the room in every entry it appends (LogEntry.term).
         let term: String
-        let actions: any ClusterSubscription
+        let actions: [any ClusterSubscription]
         let renewal: any ServerTimer
     }
     var ownership: Ownership?
+    /// The node that owns the room as far as this node knows (its announcement, or the lease's
+    /// value): forwards go to it by name.
+    var knownOwner: String?
     var afterAcquiring: [(Bool) -> Void] = []
     /// Set while a check of overdue answers is due (`checkAnswers`).
     var answerCheck: (any ServerTimer)?
@@ -167,8 +170,8 @@ actor ClusteredRoom: RoomFront {
             subscriptions.append(try node.messaging.subscribe(node.fanSubject(name)) { [self] message in
                 execute { $0.perform($0.replica.live(message)) }
             })
-            subscriptions.append(try node.messaging.subscribe(node.ownerSubject(name)) { [self] _ in
-                execute { $0.ownerChanged() }
+            subscriptions.append(try node.messaging.subscribe(node.ownerSubject(name)) { [self] message in
+                execute { $0.ownerChanged(to: String(decoding: message.data, as: UTF8.self)) }
             })
         } catch {
             logger.error("cluster: room \(name): cannot follow its log: \(error)")
