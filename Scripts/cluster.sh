@@ -6,7 +6,9 @@
 #   Scripts/cluster.sh stop [DIR]    stop exactly what `start` started (pids in DIR/pids)
 #   Scripts/cluster.sh status [DIR]  what runs, and each node's GET /cluster
 #
-# TETHERD=path uses that binary instead of building a release one.
+# TETHERD=path uses that binary instead of building a release one. The NATS servers are
+# TETHER_NATS_SERVER, else .tools/nats-current/bin/nats-server (Scripts/setup.sh installs it),
+# else Debian's nats-server; from 2.10 on JetStream fsyncs every write (sync_interval: always).
 # DIR defaults to .cluster/ in the repository: configs, JetStream stores, logs and pids.
 # Ports, each the first of three (one per node), all movable:
 #   TETHER_CLUSTER_NATS_PORT      NATS clients     (default 4222: 4222-4224)
@@ -27,7 +29,7 @@ nats_port="${TETHER_CLUSTER_NATS_PORT:-4222}"
 route_port="${TETHER_CLUSTER_ROUTE_PORT:-6222}"
 monitor_port="${TETHER_CLUSTER_MONITOR_PORT:-8222}"
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 wait_for() {  # wait_for DESCRIPTION PID COMMAND...: until COMMAND succeeds, while PID lives (60 s at most)
     local what="$1" pid="$2"; shift 2
@@ -59,7 +61,14 @@ abandon() {
 
 start() {
     if [ -s "$dir/pids" ]; then echo "cluster: already started (see $dir/pids); stop it first" >&2; exit 1; fi
-    command -v nats-server >/dev/null || { echo "cluster: nats-server is missing; run Scripts/setup.sh" >&2; exit 1; }
+    local nats="${TETHER_NATS_SERVER:-}"
+    [ -n "$nats" ] || { [ -x .tools/nats-current/bin/nats-server ] && nats="$PWD/.tools/nats-current/bin/nats-server"; }
+    [ -n "$nats" ] || nats="$(command -v nats-server || true)"
+    [ -x "$nats" ] || { echo "cluster: nats-server is missing; run Scripts/setup.sh" >&2; exit 1; }
+    local version sync=""
+    version="$("$nats" --version | sed 's/.*v//')"
+    # sync_interval (fsync before each ack) came in nats-server 2.10.
+    if [ "$(printf '%s\n2.10\n' "$version" | sort -V | head -1)" = "2.10" ]; then sync=", sync_interval: always"; fi
     local tetherd="${TETHERD:-}"
     if [ -z "$tetherd" ]; then
         swift build -c release --product tetherd >/dev/null
@@ -77,10 +86,10 @@ start() {
 server_name: n$i
 listen: 127.0.0.1:$((nats_port + i - 1))
 http: 127.0.0.1:$((monitor_port + i - 1))
-jetstream { store_dir: "$dir/nats-n$i" }
+jetstream { store_dir: "$dir/nats-n$i"$sync }
 cluster { name: tether, listen: 127.0.0.1:$((route_port + i - 1)), routes: [$routes] }
 EOF
-        nats-server -c "$dir/n$i.conf" > "$dir/nats-n$i.log" 2>&1 < /dev/null &
+        "$nats" -c "$dir/n$i.conf" > "$dir/nats-n$i.log" 2>&1 < /dev/null &
         pids[i]=$!
         echo "nats-server n$i $!" >> "$dir/pids"
     done
@@ -88,8 +97,10 @@ EOF
         wait_for "nats-server n$i (ports $((nats_port + i - 1)), $((route_port + i - 1)), $((monitor_port + i - 1)): another server on one of them?)" \
             "${pids[i]}" is_our_nats "$dir/nats-n$i.log" $((monitor_port + i - 1)) || abandon
     done
+    local monitors=""
+    for i in 1 2 3; do monitors="$monitors${monitors:+,}http://127.0.0.1:$((monitor_port + i - 1))"; done
     for i in 1 2 3; do
-        "$tetherd" --nats "$urls" --node "node$i" --port $((base + i)) > "$dir/tetherd-node$i.log" 2>&1 < /dev/null &
+        "$tetherd" --nats "$urls" --nats-monitoring "$monitors" --node "node$i" --port $((base + i)) > "$dir/tetherd-node$i.log" 2>&1 < /dev/null &
         pids[i]=$!
         echo "tetherd node$i $!" >> "$dir/pids"
     done
@@ -99,6 +110,11 @@ EOF
     echo "cluster: 3 nats-server (JetStream) and 3 tetherd nodes"
     for i in 1 2 3; do echo "  node$i  ws://127.0.0.1:$((base + i))   log $dir/tetherd-node$i.log"; done
     echo "  NATS   $urls   (stores and logs in $dir/)"
+    if [ -n "$sync" ]; then
+        echo "  nats-server $version: JetStream fsyncs every write before its ack (sync_interval: always)"
+    else
+        echo "  nats-server $version: JetStream fsyncs on a timer, not each write (see docs/CLUSTER.md, \"What an ack promises\")"
+    fi
     echo "Try:  tether --url ws://127.0.0.1:$((base + 1)),ws://127.0.0.1:$((base + 2)),ws://127.0.0.1:$((base + 3)) counter"
 }
 

