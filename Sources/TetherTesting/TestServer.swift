@@ -93,8 +93,9 @@ public final class TestServer {
         // Nodes that keep sending each other work (a forked log would) stop the test, not hang it.
         let (clock, scheduler, runtime) = Self.makeRuntime(clock: clock, jobLimit: 100_000)
         let deliveries = scheduler.makeHubQueue()
-        let hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, cluster: cluster, node: node,
-                             deliver: { deliveries.execute($0) }, logger: logger)
+        let connection = cluster.connect(node: node, deliver: { deliveries.execute($0) })
+        let hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, node: node, connection: connection,
+                             keyValue: { connection.keyValue(bucket: $0, ttl: $1) }, logger: logger)
         self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: nil, shards: shards, hub: hub)
     }
 

@@ -314,32 +314,31 @@ final class LeavingFlag: Sendable {
 }
 
 extension SessionHub {
-    /// A hub whose shared rooms are a cluster's, as node `node` of `cluster` in memory
-    /// (TetherTesting's `TestCluster`): the cluster code of tetherd, on virtual time. Everything
-    /// the cluster delivers to this node runs through `deliver`.
-    package convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, cluster: MemoryCluster,
-                             node: String, deliver: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void, logger: Logger) {
-        let connection = cluster.connect(node: node, deliver: deliver)
+    /// A hub whose shared rooms are a cluster's, as node `node` on a cluster transport in memory
+    /// (TetherTesting's `MemoryCluster` and `TestCluster`): the cluster code of tetherd, on
+    /// virtual time. `keyValue` gives the node its buckets (name, time to live).
+    package convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime,
+                             node: String, connection: any ClusterMessaging & ClusterLog,
+                             keyValue: (_ bucket: String, _ ttl: Duration?) -> any ClusterKeyValue, logger: Logger) {
         let metrics = ServerMetrics()
         let clusterNode = ClusterNode(
             name: node, messaging: connection, log: connection,
-            owners: connection.keyValue(bucket: "TETHER_OWNERS", ttl: configuration.ownershipLease),
-            snapshots: connection.keyValue(bucket: "TETHER_SNAPSHOTS", ttl: nil),
-            nodes: connection.keyValue(bucket: "TETHER_NODES", ttl: .seconds(6)),
+            owners: keyValue("TETHER_OWNERS", configuration.ownershipLease),
+            snapshots: keyValue("TETHER_SNAPSHOTS", nil),
+            nodes: keyValue("TETHER_NODES", .seconds(6)),
             streamCount: configuration.clusterStreams, lease: configuration.ownershipLease, metrics: metrics, logger: logger)
         self.init(configuration: configuration, kinds: kinds, runtime: runtime, store: nil, storedRooms: nil, metrics: metrics, logger: logger,
                   makeSharedRooms: { environment in ClusterRoomFactory(node: clusterNode, environment: environment) })
     }
 }
 
-extension MemoryCluster {
-    /// A cluster in memory whose logs republish as tetherd's streams do (log subject → fan subject).
-    package convenience init(clock: any ServerClock) {
-        self.init(clock: clock, republish: ClusterNode.fanSubject(ofLog:))
+/// tetherd's subjects, for a cluster transport in memory (TetherTesting's `MemoryCluster`).
+package enum ClusterSubjects {
+    /// Room `room`'s log subject over `streams` log streams.
+    package static func log(of room: String, streams: Int) -> String {
+        "tether.log.\(ClusterNode.shard(room, streams: streams)).\(NATSSubject.escape(room))"
     }
 
-    /// What room `room`'s log holds, with tetherd's subjects over `streams` log streams.
-    package func log(of room: String, streams: Int) -> [StoredMessage] {
-        storedMessages(subject: "tether.log.\(ClusterNode.shard(room, streams: streams)).\(NATSSubject.escape(room))")
-    }
+    /// Where a stored message of a log subject is republished (the streams' RePublish).
+    package static func fan(ofLog subject: String) -> String? { ClusterNode.fanSubject(ofLog: subject) }
 }

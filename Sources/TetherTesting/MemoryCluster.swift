@@ -1,5 +1,6 @@
 import Synchronization
 import TetherNATS
+import TetherServer
 
 /// The cluster's message system in memory, for tests: several nodes in one process, each with a
 /// connection of its own, on a virtual clock. It keeps the rules of NATS and JetStream that the
@@ -501,5 +502,17 @@ private struct MemoryKeyValue: ClusterKeyValue {
 
     func keys() async throws(NATSError) -> [String] {
         try cluster.keys(link, bucket: bucket)
+    }
+}
+
+extension MemoryCluster {
+    /// A cluster in memory whose logs republish as tetherd's streams do (log subject → fan subject).
+    public convenience init(clock: any ServerClock) {
+        self.init(clock: clock, republish: ClusterSubjects.fan(ofLog:))
+    }
+
+    /// What room `room`'s log holds, with tetherd's subjects over `streams` log streams.
+    public func log(of room: String, streams: Int) -> [StoredMessage] {
+        storedMessages(subject: ClusterSubjects.log(of: room, streams: streams))
     }
 }
