@@ -34,6 +34,25 @@ struct ClusterFailoverTests {
         return (cluster, alice, bob)
     }
 
+    /// Three nodes: the first owned the room (alice's a1) and is paused; the second took it over
+    /// (bob's b1, version 2); carol on the third has joined.
+    static func threeNodesWithTheFirstPausedAndReplaced() -> (TestCluster, carol: TestClient) {
+        let cluster = Self.makeCluster(nodes: 3)
+        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1]), carol = Self.client(cluster.nodes[2])
+        alice.send(.join(room: "ledger:t"))
+        Self.add(alice, "a1", number: 1)  // the first node owns the room
+        cluster.pause(0)
+        bob.send(.join(room: "ledger:t"))
+        cluster.advance(by: .seconds(8))  // past the lease: the second node takes the room over
+        Self.add(bob, "b1", number: 2)
+        cluster.advance(by: .milliseconds(100))
+        #expect(bob.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)))
+        carol.send(.join(room: "ledger:t"))
+        cluster.run()
+        _ = carol.receiveAll()
+        return (cluster, carol)
+    }
+
     static func add(_ client: TestClient, _ id: String, number: Int) {
         client.send(.action(room: "ledger:t", name: "add", args: ["id": .string(id), "by": 1], id: number))
     }
@@ -113,19 +132,7 @@ struct ClusterFailoverTests {
     /// actions waits on the paused node (with the owners' queue group alone, every other one
     /// went there and was answered unknown after a lease).
     @Test func forwardsGoToTheNewOwnerByNameNotToAPausedOne() {
-        let cluster = Self.makeCluster(nodes: 3)
-        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1]), carol = Self.client(cluster.nodes[2])
-        alice.send(.join(room: "ledger:t"))
-        Self.add(alice, "a1", number: 1)  // the first node owns the room
-        cluster.pause(0)
-        bob.send(.join(room: "ledger:t"))
-        cluster.advance(by: .seconds(8))  // past the lease: the second node takes the room over
-        Self.add(bob, "b1", number: 2)
-        cluster.advance(by: .milliseconds(100))
-        #expect(bob.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)))
-        carol.send(.join(room: "ledger:t"))
-        cluster.run()
-        _ = carol.receiveAll()
+        let (cluster, carol) = Self.threeNodesWithTheFirstPausedAndReplaced()
         for (index, id) in ["c1", "c2", "c3", "c4"].enumerated() { Self.add(carol, id, number: 10 + index) }
         cluster.advance(by: .milliseconds(500))
         let acks = carol.receiveAll().compactMap { if case .ack(let id, _, _) = $0 { id } else { nil } }
@@ -137,19 +144,7 @@ struct ClusterFailoverTests {
     /// "changing owners; nothing was applied", while the new owner applied it. The owners' queue
     /// group gives each forwarded action to one of them only, so whatever answers is the truth.
     @Test func aForwardedActionGetsATruthfulAnswerWhileOwnersChange() {
-        let cluster = Self.makeCluster(nodes: 3)
-        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1]), carol = Self.client(cluster.nodes[2])
-        alice.send(.join(room: "ledger:t"))
-        Self.add(alice, "a1", number: 1)  // the first node owns the room
-        cluster.pause(0)
-        bob.send(.join(room: "ledger:t"))
-        cluster.advance(by: .seconds(8))  // past the lease: the second node takes the room over
-        Self.add(bob, "b1", number: 2)
-        cluster.advance(by: .milliseconds(100))
-        #expect(bob.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)))
-        carol.send(.join(room: "ledger:t"))
-        cluster.run()
-        _ = carol.receiveAll()
+        let (cluster, carol) = Self.threeNodesWithTheFirstPausedAndReplaced()
 
         // Carol's actions are forwarded while both owners sleep; the stale one wakes first.
         cluster.pause(1)
