@@ -74,9 +74,12 @@ public final class JetStream: @unchecked Sendable {
         let json: JSON
         do { json = try JSONParser().parse(reply) } catch { return .failure(.badReply(String(decoding: reply, as: UTF8.self))) }
         if let error = apiError(json) {
+            // 10071 names the subject's sequence; 10164 (nats-server 2.10 on, clustered) does not.
             if case .jetStream(_, 10071, let description) = error {
                 return .failure(.wrongLastSequence(current: description.split(separator: " ").last.flatMap { UInt64($0) }))
             }
+            if case .jetStream(_, 10164, _) = error { return .failure(.wrongLastSequence(current: nil)) }
+            if case .jetStream(_, 10158, _) = error { return .failure(.duplicateInProcess) }
             return .failure(error)
         }
         guard let sequence = json["seq"]?.intValue else { return .failure(.badReply(String(decoding: reply, as: UTF8.self))) }

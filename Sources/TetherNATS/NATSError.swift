@@ -18,12 +18,18 @@ public enum NATSError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No answer within the timeout.
     case timeout(subject: String)
     /// A checked append lost: the subject's last sequence is not the expected one (JetStream
-    /// error 10071). `current` is the subject's actual last sequence when the server said it.
+    /// error 10071, or 10164 from nats-server 2.10 on). `current` is the subject's actual last
+    /// sequence when the server said it.
     case wrongLastSequence(current: UInt64?)
     /// A message with the same `Nats-Msg-Id` is already stored (within the stream's duplicate
     /// window), at `sequence`. Nothing new was stored: unless that was this caller's own earlier
     /// attempt, another writer won the slot.
     case duplicate(sequence: UInt64)
+    /// A message with the same `Nats-Msg-Id` is being stored at this moment (JetStream error
+    /// 10158, nats-server 2.10 on; 2.9 answers `duplicate` once it is stored). Nothing was stored
+    /// by this call; the log shows, once that message is stored, whether it was this caller's
+    /// own earlier attempt or another writer's.
+    case duplicateInProcess
     /// Another JetStream API error, with the server's codes and text.
     case jetStream(code: Int, errorCode: Int, description: String)
     /// A stream (or KV bucket) could not be created or updated; `setting` names the JetStream
@@ -51,6 +57,7 @@ public enum NATSError: Error, Sendable, Equatable, CustomStringConvertible {
         case .wrongLastSequence(let current):
             return "wrong last sequence" + (current.map { " (the subject is at \($0))" } ?? "")
         case .duplicate(let sequence): return "duplicate message id (already stored at sequence \(sequence))"
+        case .duplicateInProcess: return "duplicate message id (a message with it is being stored)"
         case .jetStream(let code, let errorCode, let description):
             return "JetStream error \(errorCode) (\(code)): \(description)"
         case .streamNotCreated(let stream, let setting, let detail):

@@ -29,7 +29,9 @@ extension JetStream {
             }
             return StoreHandle(pointer: store!)
         }
-        return NATSKeyValue(jetStream: self, bucket: bucket, store: store.pointer)
+        let keyValue = NATSKeyValue(jetStream: self, bucket: bucket, store: store.pointer)
+        try await keyValue.waitUntilAnswering(timeout: .seconds(10))
+        return keyValue
     }
 }
 
@@ -184,6 +186,20 @@ public final class NATSKeyValue: @unchecked Sendable {
 
     public func put(_ key: String, _ value: [UInt8]) async throws(NATSError) -> UInt64 {
         try await Self.awaiting { put(key, value, completion: $0) }
+    }
+
+    /// Returns once the bucket's stream answers: nats-server 2.10 on creates it before its
+    /// replicas have elected a leader, and until then every request gets `noResponders`.
+    func waitUntilAnswering(timeout: Duration) async throws(NATSError) {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do {
+                _ = try await get("_ready")
+                return
+            } catch .noResponders where ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
     }
 
     public func get(_ key: String) async throws(NATSError) -> Entry? {

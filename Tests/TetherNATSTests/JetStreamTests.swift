@@ -124,7 +124,7 @@ extension NATS {
                     let wins = results.compactMap { try? $0.get() }
                     for case .failure(let error) in results {
                         switch error {
-                        case .wrongLastSequence, .duplicate: break
+                        case .wrongLastSequence, .duplicate, .duplicateInProcess: break  // lost the slot
                         default: Issue.record("round \(round): \(error)")
                         }
                     }

@@ -165,7 +165,15 @@ public final class NATSCluster: @unchecked Sendable {
         guard let health = try? HTTP.get(port: server.monitorPort, path: "/healthz") else { return "monitoring port not answering" }
         guard health.status == 200 else { return "healthz \(health.status) \(health.body)" }
         guard servers.count > 1 else { return nil }
-        return metaLeader(server) == nil ? "no JetStream meta leader yet" : nil
+        guard let json = try? jsz(server), let meta = json["meta_cluster"],
+              let leader = meta["leader"]?.stringValue, !leader.isEmpty else { return "no JetStream meta leader yet" }
+        // nats-server 2.10 on refuses to place an R3 stream until the meta group knows every peer
+        // ("no suitable peers for placement"); the leader lists its followers with `current`.
+        if leader == server.name, let replicas = meta["replicas"]?.arrayValue,
+           replicas.count < servers.count - 1 || replicas.contains(where: { $0["current"]?.boolValue == false }) {
+            return "JetStream meta group not complete yet"
+        }
+        return nil
     }
 
     /// `/jsz` of a server, parsed.

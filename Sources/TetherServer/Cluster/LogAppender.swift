@@ -109,8 +109,9 @@ struct LogAppender {
         switch result {
         case .success(let sequence):
             return confirm(sequence, now: now)
-        case .failure(.duplicate), .failure(.wrongLastSequence):
-            // Our own earlier try, stored after all, or another owner's entry: the log decides.
+        case .failure(.duplicate), .failure(.duplicateInProcess), .failure(.wrongLastSequence):
+            // Our own earlier try, stored (or being stored) after all, or another owner's entry:
+            // the log decides.
             return [.readToDecide(entry, since: now, after: .zero)]
         case .failure(let error):
             guard now - current.firstTried < Self.giveUp else {

@@ -92,6 +92,18 @@ struct LogAppenderTests {
         #expect(appender.undecided == nil, "a fenced append is decided: refused")
     }
 
+    /// Whatever holds the place after the last stored entry, stored or still being stored
+    /// (nats-server 2.10 on answers a message id in process with error 10158), the log decides.
+    @Test func aRefusedAppendIsDecidedByReadingTheLog() {
+        let refusals: [NATSError] = [.duplicate(sequence: 11), .duplicateInProcess, .wrongLastSequence(current: 11)]
+        for refusal in refusals {
+            var appender = Self.owner()
+            guard case .append(let entry, _) = appender.produced(Self.step(5), term: "T1", now: Self.at(0))[0] else { return }
+            #expect(Self.describe(appender.appendFinished(.failure(refusal), entry: entry, now: Self.at(1)))
+                    == ["read to decide 4->5 in 0.0 seconds"], "\(refusal)")
+        }
+    }
+
     @Test func theOwnersOwnEntryMetInTheLogConfirmsItsAppend() {
         var appender = Self.owner()
         guard case .append(let entry, _) = appender.produced(Self.step(5), term: "T1", now: Self.at(0))[0] else { return }
