@@ -139,14 +139,24 @@ final class ScreenContext {
     func bindTwoWay(_ field: TextField, to path: JSONPointer, action: String) {
         let remote = value(path, as: String.self, default: "")
         let inFlight = Count()
+        // What this field last sent. Keys arrive before their handlers run, so the field can hold
+        // an edit not sent yet: then neither the room's value nor an answer may replace it (a
+        // "." typed while "2" was on its way was lost, and "2.5" became "25").
+        let sent = Text()
+        func unsent(_ field: TextField) -> Bool { sent.value.map { field.text != $0 } ?? false }
         bind(remote) { [weak field] text in
-            if inFlight.value == 0 { field?.text = text }
+            guard let field, inFlight.value == 0, !unsent(field) else { return }
+            field.text = text
+            sent.value = sent.value.map { _ in text }
         }
         field.onChange { [unowned self, weak field] text in
             inFlight.value += 1
+            sent.value = text
             await self.send(action, ["value": .string(text)])
             inFlight.value -= 1
-            if inFlight.value == 0 { field?.text = remote.value }
+            guard let field, inFlight.value == 0, !unsent(field) else { return }
+            field.text = remote.value
+            sent.value = remote.value
         }
     }
 
@@ -157,6 +167,10 @@ final class ScreenContext {
 
     private final class Count {
         var value = 0
+    }
+
+    private final class Text {
+        var value: String?
     }
 
     private final class Flag {
