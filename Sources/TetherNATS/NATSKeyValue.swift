@@ -189,14 +189,19 @@ public final class NATSKeyValue: @unchecked Sendable {
     }
 
     /// Returns once the bucket's stream answers: nats-server 2.10 on creates it before its
-    /// replicas have elected a leader, and until then every request gets `noResponders`.
+    /// replicas have elected a leader, and until then requests get `noResponders` or no answer.
     func waitUntilAnswering(timeout: Duration) async throws(NATSError) {
         let deadline = ContinuousClock.now + timeout
         while true {
             do {
                 _ = try await get("_ready")
                 return
-            } catch .noResponders where ContinuousClock.now < deadline {
+            } catch {
+                // No leader yet: no responders, or (asked while it elects) no answer in time.
+                switch error {
+                case .noResponders, .timeout: guard ContinuousClock.now < deadline else { throw error }
+                default: throw error
+                }
                 try? await Task.sleep(for: .milliseconds(50))
             }
         }

@@ -139,15 +139,19 @@ final class ClusterNode: Sendable {
         }
     }
 
-    /// Runs `setup`, again while JetStream has no meta leader yet (a cluster starting with its
-    /// NATS servers), for up to 30 seconds.
+    /// Runs `setup`, again while JetStream has no meta leader yet, or (nats-server 2.10 on) its
+    /// meta group does not know every peer yet, so that no replicas can be placed: a cluster
+    /// starting with its NATS servers. For up to 30 seconds; then the error stands (replicas
+    /// that can never be placed, more than there are servers, are refused after that wait).
     private static func whileElecting<T>(_ logger: Logger, _ setup: () async throws -> T) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(30)
         while true {
             do {
                 return try await setup()
             } catch let error as NATSError {
-                guard case .streamNotCreated(_, "jetstream", _) = error, ContinuousClock.now < deadline else { throw error }
+                guard case .streamNotCreated(_, let setting, let detail) = error, ContinuousClock.now < deadline,
+                      setting == "jetstream" || detail.contains("no suitable peers") || detail.contains("JetStream error 10005")
+                else { throw error }
                 logger.debug("cluster: JetStream not answering yet; waiting for its leader")
                 try await Task.sleep(for: .milliseconds(500))
             }
