@@ -12,7 +12,7 @@ import TetherServer
 /// under it and handed to the nodes' `deliver` after unlocking, one caller at a time, in the
 /// order they were produced.
 public final class MemoryCluster: Sendable {
-    fileprivate typealias Deliver = @Sendable (@escaping @Sendable () -> Void) -> Void
+    typealias Deliver = @Sendable (@escaping @Sendable () -> Void) -> Void
 
     private let clock: any ServerClock
     private let duplicateWindow: Duration
@@ -104,7 +104,7 @@ public final class MemoryCluster: Sendable {
         var ids: [String: (sequence: UInt64, at: ContinuousClock.Instant)] = [:]
     }
 
-    fileprivate struct Bucket {
+    struct Bucket {
         struct Value {
             let bytes: [UInt8]
             let revision: UInt64
@@ -216,7 +216,7 @@ public final class MemoryCluster: Sendable {
 
     // MARK: Messaging
 
-    fileprivate func subscribe(_ link: Int, _ subject: String, queueGroup: String?, handler: @escaping @Sendable (NATSMessage) -> Void) -> Int {
+    func subscribe(_ link: Int, _ subject: String, queueGroup: String?, handler: @escaping @Sendable (NATSMessage) -> Void) -> Int {
         state.withLock { state in
             state.nextID += 1
             state.subscribers[state.nextID] = Subscriber(link: link, queueGroup: queueGroup, handler: handler)
@@ -225,7 +225,7 @@ public final class MemoryCluster: Sendable {
         }
     }
 
-    fileprivate func unsubscribe(_ id: Int, _ subject: String) {
+    func unsubscribe(_ id: Int, _ subject: String) {
         state.withLock { state in
             guard state.subscribers.removeValue(forKey: id) != nil else { return }
             state.subjects[subject]?.removeAll { $0 == id }
@@ -233,7 +233,7 @@ public final class MemoryCluster: Sendable {
         }
     }
 
-    fileprivate func publish(_ link: Int, _ subject: String, _ data: [UInt8]) throws(NATSError) {
+    func publish(_ link: Int, _ subject: String, _ data: [UInt8]) throws(NATSError) {
         try state.withLock { state throws(NATSError) in
             guard state.isConnected(link) else { throw .notConnected }
             fanOut(&state, NATSMessage(subject: subject, data: data))
@@ -241,7 +241,7 @@ public final class MemoryCluster: Sendable {
         flush()
     }
 
-    fileprivate func request(_ link: Int, _ subject: String, _ data: [UInt8], timeout: Duration,
+    func request(_ link: Int, _ subject: String, _ data: [UInt8], timeout: Duration,
                              completion: @escaping @Sendable (Result<NATSMessage, NATSError>) -> Void) {
         let pending = state.withLock { state -> Int? in
             let requester = state.links[link]!
@@ -304,11 +304,11 @@ public final class MemoryCluster: Sendable {
         flush()
     }
 
-    fileprivate func isConnected(_ link: Int) -> Bool { state.withLock { $0.isConnected(link) } }
+    func isConnected(_ link: Int) -> Bool { state.withLock { $0.isConnected(link) } }
 
     // MARK: Log
 
-    fileprivate func append(_ link: Int, _ subject: String, _ data: [UInt8], headers: NATSHeaders, messageID: String,
+    func append(_ link: Int, _ subject: String, _ data: [UInt8], headers: NATSHeaders, messageID: String,
                             expectedLastSubjectSequence: UInt64, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
         let now = clock.now
         let destination = republish(subject)  // a caller's closure: never under the lock
@@ -337,7 +337,7 @@ public final class MemoryCluster: Sendable {
         }
     }
 
-    fileprivate func read(_ link: Int, _ subject: String, from sequence: UInt64, handler: @escaping @Sendable (StoredMessage) -> Void,
+    func read(_ link: Int, _ subject: String, from sequence: UInt64, handler: @escaping @Sendable (StoredMessage) -> Void,
                           completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void) {
         complete(link, completion) { state in
             var last: UInt64?
@@ -351,14 +351,14 @@ public final class MemoryCluster: Sendable {
 
     // MARK: Key-value
 
-    fileprivate func openBucket(_ name: String, ttl: Duration?) {
+    func openBucket(_ name: String, ttl: Duration?) {
         state.withLock { state in
             if state.buckets[name] == nil { state.buckets[name] = Bucket(ttl: ttl) }
         }
     }
 
     /// A KV call: `notConnected`, `invalidArgument` for a key NATS refuses, or `body`'s result.
-    fileprivate func keyValue<T: Sendable>(_ link: Int, bucket name: String, key: String,
+    func keyValue<T: Sendable>(_ link: Int, bucket name: String, key: String,
                                            _ completion: @escaping @Sendable (Result<T, NATSError>) -> Void,
                                            _ body: (inout Bucket, ContinuousClock.Instant) -> Result<T, NATSError>) {
         let now = clock.now
@@ -368,7 +368,7 @@ public final class MemoryCluster: Sendable {
         }
     }
 
-    fileprivate func keys(_ link: Int, bucket name: String) throws(NATSError) -> [String] {
+    func keys(_ link: Int, bucket name: String) throws(NATSError) -> [String] {
         let now = clock.now
         return try state.withLock { state throws(NATSError) in
             guard state.isConnected(link) else { throw .notConnected }
@@ -384,124 +384,6 @@ public final class MemoryCluster: Sendable {
             (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
                 || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || "-/_=.".utf8.contains(byte)
         }
-    }
-}
-
-/// One node's connection to a `MemoryCluster` (what `NATSConnection` and its JetStream context
-/// are to tetherd).
-public final class MemoryClusterConnection: ClusterMessaging, ClusterLog, Sendable {
-    public let node: String
-    private let cluster: MemoryCluster
-    private let link: Int
-
-    fileprivate init(cluster: MemoryCluster, node: String, link: Int) {
-        self.cluster = cluster
-        self.node = node
-        self.link = link
-    }
-
-    public var isConnected: Bool { cluster.isConnected(link) }
-
-    public func subscribe(_ subject: String, queueGroup: String?, handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError)
-        -> any ClusterSubscription {
-        // Allowed while disconnected, as the C client allows it: it receives once reconnected.
-        MemorySubscription(cluster: cluster, id: cluster.subscribe(link, subject, queueGroup: queueGroup, handler: handler), subject: subject)
-    }
-
-    public func publish(_ subject: String, _ data: [UInt8]) throws(NATSError) {
-        try cluster.publish(link, subject, data)
-    }
-
-    public func request(_ subject: String, _ data: [UInt8], timeout: Duration,
-                        completion: @escaping @Sendable (Result<NATSMessage, NATSError>) -> Void) {
-        cluster.request(link, subject, data, timeout: timeout, completion: completion)
-    }
-
-    /// Completes at once (through `deliver`): the memory log has no replicas to wait for, so
-    /// `timeout` is not used.
-    public func append(_ subject: String, _ data: [UInt8], headers: NATSHeaders, messageID: String, expectedLastSubjectSequence: UInt64,
-                       timeout: Duration, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
-        cluster.append(link, subject, data, headers: headers, messageID: messageID,
-                       expectedLastSubjectSequence: expectedLastSubjectSequence, completion: completion)
-    }
-
-    /// `stream` is not used: subjects are unique across the memory logs.
-    public func read(stream: String, subject: String, from sequence: UInt64, handler: @escaping @Sendable (StoredMessage) -> Void,
-                     completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void) {
-        cluster.read(link, subject, from: sequence, handler: handler, completion: completion)
-    }
-
-    /// A bucket shared by every node that opens the same name; `ttl` (the first opener's wins): a
-    /// key expires that long after its last write (as NATS KV's MaxAge; how an ownership lease
-    /// ends).
-    public func keyValue(bucket: String, ttl: Duration?) -> any ClusterKeyValue {
-        cluster.openBucket(bucket, ttl: ttl)
-        return MemoryKeyValue(cluster: cluster, link: link, bucket: bucket)
-    }
-}
-
-/// Releasing it unsubscribes, like `NATSSubscription`.
-private final class MemorySubscription: ClusterSubscription {
-    let cluster: MemoryCluster
-    let id: Int
-    let subject: String
-
-    init(cluster: MemoryCluster, id: Int, subject: String) {
-        self.cluster = cluster
-        self.id = id
-        self.subject = subject
-    }
-
-    func unsubscribe() { cluster.unsubscribe(id, subject) }
-
-    deinit { cluster.unsubscribe(id, subject) }
-}
-
-/// A node's handle on a shared bucket. Revisions count per bucket; a delete takes one too (NATS
-/// writes a delete marker).
-private struct MemoryKeyValue: ClusterKeyValue {
-    let cluster: MemoryCluster
-    let link: Int
-    let bucket: String
-
-    func get(_ key: String, completion: @escaping @Sendable (Result<NATSKeyValue.Entry?, NATSError>) -> Void) {
-        cluster.keyValue(link, bucket: bucket, key: key, completion) { bucket, now in
-            .success(bucket.live(key, now: now).map { NATSKeyValue.Entry(key: key, value: $0.bytes, revision: $0.revision) })
-        }
-    }
-
-    func create(_ key: String, _ value: [UInt8], completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
-        cluster.keyValue(link, bucket: bucket, key: key, completion) { bucket, now in
-            guard bucket.live(key, now: now) == nil else { return .failure(.keyExists(key: key)) }
-            return .success(bucket.write(key, value, now: now))
-        }
-    }
-
-    func update(_ key: String, _ value: [UInt8], lastRevision: UInt64, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
-        cluster.keyValue(link, bucket: bucket, key: key, completion) { bucket, now in
-            guard lastRevision > 0 else { return .failure(.invalidArgument("update needs a revision > 0; use create")) }
-            let current = bucket.live(key, now: now)?.revision
-            guard current == lastRevision else { return .failure(.wrongRevision(key: key, current: current)) }
-            return .success(bucket.write(key, value, now: now))
-        }
-    }
-
-    func put(_ key: String, _ value: [UInt8], completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
-        cluster.keyValue(link, bucket: bucket, key: key, completion) { bucket, now in
-            .success(bucket.write(key, value, now: now))
-        }
-    }
-
-    func delete(_ key: String, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
-        cluster.keyValue(link, bucket: bucket, key: key, completion) { bucket, _ in
-            bucket.revision += 1
-            bucket.values[key] = nil
-            return .success(())
-        }
-    }
-
-    func keys() async throws(NATSError) -> [String] {
-        try cluster.keys(link, bucket: bucket)
     }
 }
 
