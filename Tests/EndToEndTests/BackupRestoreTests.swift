@@ -60,7 +60,8 @@ struct BackupRestoreTests {
     }
 
     @Test func aBackupUnderLoadHoldsEveryEarlierAckAndRestoresResumably() throws {
-        let daemon = try Daemon()
+        // Local acks come back faster than the default 1,000 actions/s a connection may send.
+        let daemon = try Daemon(arguments: ["--max-actions-per-second", "100000"])
         defer { daemon.stop() }
         let incrementers = try (1...3).map { try Incrementer(port: daemon.port, room: "counter:backup-\($0)") }
         incrementers.forEach { $0.start() }
