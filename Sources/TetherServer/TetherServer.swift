@@ -20,9 +20,9 @@ public final class TetherServer: Service, Sendable {
     public var configuration: ServerConfiguration { running.withLock { $0 } }
     let running: Mutex<ServerConfiguration>
     let transport: WebSocketServer
-    /// The first socket shard's hub: rooms, status and reloads go through it.
-    var hub: SessionHub { hubs[0] }
-    /// One hub per socket shard, in shard order.
+    /// The rooms, their administration and housekeeping; every hub uses it.
+    let rooms: RoomService
+    /// One hub per socket shard, in shard order: the connections.
     let hubs: [SessionHub]
     private let bridges: [TransportBridge]
     private let store: RoomStore?
@@ -85,19 +85,18 @@ public final class TetherServer: Service, Sendable {
             store = nil
         }
         transport = WebSocketServer(configuration: configuration.transportConfiguration, logger: logger)
-        let runtime = ServerRuntime(clock: SystemClock(), hubQueue: TransportQueue(server: transport, shard: 0)) { room in
-            DispatchRoomExecutor(label: "tether.room.\(room)")
-        }
-        let first = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, storedRooms: storedRooms, metrics: metrics, logger: logger,
-                               makeSharedRooms: cluster.map { node in { environment in ClusterRoomFactory(node: node, environment: environment) } })
+        let runtime = ServerRuntime(clock: SystemClock()) { room in DispatchRoomExecutor(label: "tether.room.\(room)") }
+        let rooms = RoomService(configuration: configuration, kinds: kinds, runtime: runtime, queue: DispatchWorkQueue(label: "tether.rooms"),
+                                store: store, storedRooms: storedRooms, metrics: metrics, logger: logger,
+                                makeSharedRooms: cluster.map { node in { environment in ClusterRoomFactory(node: node, environment: environment) } })
+        self.rooms = rooms
         let transport = self.transport
-        hubs = [first] + (1..<transport.shardCount).map { SessionHub(shardOf: first, queue: TransportQueue(server: transport, shard: $0)) }
-        bridges = hubs.map { TransportBridge(hub: $0, routes: HTTPRoutes(hub: $0, metrics: metrics, cluster: cluster, transport: transport)) }
-        hub.statusBoard.servingShards { transport.shardStatistics }
+        hubs = (0..<transport.shardCount).map { SessionHub(rooms: rooms, queue: TransportQueue(server: transport, shard: $0)) }
+        bridges = hubs.map { TransportBridge(hub: $0, routes: HTTPRoutes(rooms: rooms, cluster: cluster, transport: transport)) }
+        rooms.statusBoard.servingShards { transport.shardStatistics }
         if let cluster {
-            let hub = self.hub
-            cluster.startHeartbeat { hub.openConnections }
-            hub.statusBoard.joinedCluster { (cluster.name, cluster.nodesJSON) }
+            cluster.startHeartbeat { rooms.hubs.openConnections }
+            rooms.statusBoard.joinedCluster { (cluster.name, cluster.nodesJSON) }
         }
     }
 
@@ -117,8 +116,9 @@ public final class TetherServer: Service, Sendable {
             }
         }
         boundPort.withLock { $0 = port }
-        hub.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
+        rooms.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
         for hub in hubs { hub.queue.execute { hub.startHousekeeping() } }
+        rooms.startHousekeeping()
         logger.info("serving \(configuration.summary(port: port))")
         return port
     }
@@ -146,8 +146,9 @@ public final class TetherServer: Service, Sendable {
     public func shutdown() async {
         logger.info("shutting down")
         for hub in hubs { hub.queue.execute { hub.stopHousekeeping() } }
+        rooms.stopHousekeeping()
         await transport.shutdownAsync(deadline: configuration.shutdownGracePeriod * 2)
-        await hub.stopAllRooms()
+        await rooms.stopAllRooms()
         store?.close()
         cluster?.leave()
         logger.info("stopped")

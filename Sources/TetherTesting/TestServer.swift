@@ -25,7 +25,9 @@ import TetherState
 public final class TestServer {
     public let clock: TestClock
     public let scheduler: ManualScheduler
-    /// The first shard's hub (rooms, status, administration go through it).
+    /// The server's rooms, their administration and housekeeping.
+    public let rooms: RoomService
+    /// The first shard's hub.
     public var hub: SessionHub { hubs[0] }
     /// One hub per socket shard.
     public let hubs: [SessionHub]
@@ -51,7 +53,7 @@ public final class TestServer {
                             shards: Int = TestServer.defaultShards, logger: Logger = TestServer.quietLogger) {
         let (clock, scheduler, runtime) = Self.makeRuntime()
         self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: nil, shards: shards,
-                  hub: SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, logger: logger))
+                  rooms: RoomService(configuration: configuration, kinds: kinds, runtime: runtime, queue: scheduler.makeHubQueue(), logger: logger))
     }
 
     /// Socket shards of a server made without `shards:`: `TETHER_TEST_SHARDS`, else 1.
@@ -69,21 +71,21 @@ public final class TestServer {
         configuration.dataDirectory = dataDirectory
         let store = try RoomStore(directory: dataDirectory, durability: configuration.durability,
                                   historyLimit: configuration.historyMaxPatches, logger: logger)
-        let hub: SessionHub
+        let rooms: RoomService
         do {
-            hub = try SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, store: store, logger: logger)
+            rooms = try RoomService(configuration: configuration, kinds: kinds, runtime: runtime, queue: scheduler.makeHubQueue(), store: store, logger: logger)
         } catch {
             store.close()
             throw error
         }
-        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: store, shards: shards, hub: hub)
+        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: store, shards: shards, rooms: rooms)
     }
 
     public static var quietLogger: Logger { Logger(label: "tether.test", factory: { _ in SwiftLogNoOpLogHandler() }) }
 
     private static func makeRuntime(clock: TestClock = TestClock(), jobLimit: Int? = nil) -> (TestClock, ManualScheduler, ServerRuntime) {
         let scheduler = ManualScheduler(jobLimit: jobLimit)
-        return (clock, scheduler, ServerRuntime(clock: clock, hubQueue: scheduler.makeHubQueue()) { _ in scheduler.makeRoomExecutor() })
+        return (clock, scheduler, ServerRuntime(clock: clock) { _ in scheduler.makeRoomExecutor() })
     }
 
     /// Node `node` of a cluster in memory (`TestCluster` makes these): its shared rooms are the
@@ -94,24 +96,26 @@ public final class TestServer {
         let (clock, scheduler, runtime) = Self.makeRuntime(clock: clock, jobLimit: 100_000)
         let deliveries = scheduler.makeHubQueue()
         let connection = cluster.connect(node: node, deliver: { deliveries.execute($0) })
-        let hub = SessionHub(configuration: configuration, kinds: kinds, runtime: runtime, node: node, connection: connection,
-                             keyValue: { connection.keyValue(bucket: $0, ttl: $1) }, logger: logger)
-        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: nil, shards: shards, hub: hub)
+        let rooms = RoomService(configuration: configuration, kinds: kinds, runtime: runtime, queue: scheduler.makeHubQueue(), node: node,
+                                connection: connection, keyValue: { connection.keyValue(bucket: $0, ttl: $1) }, logger: logger)
+        self.init(clock: clock, scheduler: scheduler, configuration: configuration, store: nil, shards: shards, rooms: rooms)
     }
 
     /// Set for a node of a `TestCluster`: running one node runs them all (a forwarded action
     /// needs its owner to run).
     weak var cluster: TestCluster?
 
-    private init(clock: TestClock, scheduler: ManualScheduler, configuration: ServerConfiguration, store: RoomStore?, shards: Int, hub: SessionHub) {
+    private init(clock: TestClock, scheduler: ManualScheduler, configuration: ServerConfiguration, store: RoomStore?, shards: Int, rooms: RoomService) {
         self.clock = clock
         self.scheduler = scheduler
         self.configuration = configuration
         self.store = store
-        let hubs = [hub] + (1..<max(1, shards)).map { _ in SessionHub(shardOf: hub, queue: scheduler.makeHubQueue()) }
+        self.rooms = rooms
+        let hubs = (0..<max(1, shards)).map { _ in SessionHub(rooms: rooms, queue: scheduler.makeHubQueue()) }
         self.hubs = hubs
         scheduler.afterHubBatch.withLock { $0 = { for hub in hubs { hub.didRunQueuedWork() } } }
         for hub in hubs { hub.startHousekeeping() }
+        rooms.startHousekeeping()
     }
 
     /// Opens a connection (the hub sends `hello`) and runs until idle.
@@ -207,33 +211,36 @@ public final class TestServer {
     /// open the same directory. The server is not used afterwards.
     public func close() {
         for hub in hubs { hub.queue.execute { hub.stopHousekeeping() } }
-        let hub = self.hub
-        hub.queue.execute { hub.stopSharedRooms() }
+        rooms.stopHousekeeping()
+        let rooms = self.rooms
+        rooms.queue.execute { rooms.stopSharedRooms() }
         run()
         store?.close()
     }
 
     /// Takes reloaded settings on every shard, as `tetherd`'s reload does, and runs until idle.
     public func reconfigure(_ configuration: ServerConfiguration) {
+        rooms.reconfigure(configuration)
         for hub in hubs { hub.queue.execute { hub.reconfigure(configuration) } }
         run()
     }
 
     /// Every room, live or stored, as `GET /rooms` lists it.
-    public func roomList() -> [RoomListEntry] { onHub { $0.roomList() } }
+    public func roomList() -> [RoomListEntry] { onRoomService { $0.roomList() } }
 
     /// Deletes a room as `DELETE /rooms/NAME` does, and runs until idle.
     @discardableResult
-    public func deleteRoom(_ name: String) -> RoomDeletion { onHub { $0.deleteRoom(named: name) } }
+    public func deleteRoom(_ name: String) -> RoomDeletion { onRoomService { $0.deleteRoom(named: name) } }
 
-    /// Open connections (of every shard) and live rooms, as the hubs count them.
-    public var connectionCount: Int { onHub { $0.openConnections } }
-    public var roomCount: Int { onHub { $0.roomCount } }
+    /// Open connections (of every shard) and live rooms.
+    public var connectionCount: Int { onRoomService { $0.openConnections } }
+    public var roomCount: Int { onRoomService { $0.roomCount } }
 
-    private func onHub<T: Sendable>(_ read: @escaping @Sendable (SessionHub) -> T) -> T {
+    /// Reads on the room service's queue, as the HTTP routes and housekeeping do.
+    private func onRoomService<T: Sendable>(_ read: @escaping @Sendable (RoomService) -> T) -> T {
         nonisolated(unsafe) var result: T?
-        let hub = self.hub
-        hub.queue.execute { result = read(hub) }
+        let rooms = self.rooms
+        rooms.queue.execute { result = read(rooms) }
         run()
         return result!
     }

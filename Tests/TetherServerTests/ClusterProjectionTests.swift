@@ -165,7 +165,7 @@ struct ClusterProjectionTests {
     /// A `Room` as a cluster's owner runs it: no sessions, its log captured, on a manual executor.
     static func ownersRoom(_ kind: ViewModelKind) -> (Room, Captured, ManualScheduler) {
         let scheduler = ManualScheduler()
-        let runtime = ServerRuntime(clock: TestClock(), hubQueue: scheduler.makeHubQueue()) { _ in scheduler.makeRoomExecutor() }
+        let runtime = ServerRuntime(clock: TestClock()) { _ in scheduler.makeRoomExecutor() }
         let environment = RoomEnvironment(configuration: TestServer.defaultConfiguration, runtime: runtime, store: nil, metrics: ServerMetrics(),
                                           logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         let output = Captured(restored: StoredRoom(epoch: "e", version: 0, state: kind.instantiate(room: kind.name).state, patches: []))

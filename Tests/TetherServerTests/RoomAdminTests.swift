@@ -101,9 +101,9 @@ struct RoomAdminTests {
         alice.send(.action(room: "todo:nc", name: "add", args: ["title": "milk"], id: 1))
         _ = [alice, bob].map { $0.discardReceived() }
 
-        // The delete runs on shard 0; bob's join is queued before shard 1 hears of it.
-        let first = server.hubs[0]
-        first.queue.execute { _ = first.deleteRoom(named: "todo:nc") }
+        // The delete runs on the room service's queue; bob's join is queued before shard 1 hears of it.
+        let rooms = server.rooms
+        rooms.queue.execute { _ = rooms.deleteRoom(named: "todo:nc") }
         bob.send(.join(room: "todo:nc", id: 2))
         #expect(alice.receiveAll().first?.error?.code == .roomDeleted)
         #expect(bob.receiveAll().map(\.type) == ["snapshot", "ack"], "bob is in the new room, not told it was deleted")

@@ -317,11 +317,11 @@ final class LeavingFlag: Sendable {
     let value = Atomic(false)
 }
 
-extension SessionHub {
-    /// A hub whose shared rooms are a cluster's, as node `node` on a cluster transport in memory
+extension RoomService {
+    /// Rooms whose shared ones are a cluster's, as node `node` on a cluster transport in memory
     /// (TetherTesting's `MemoryCluster` and `TestCluster`): the cluster code of tetherd, on
     /// virtual time. `keyValue` gives the node its buckets (name, time to live).
-    package convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime,
+    package convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, queue: any WorkQueue,
                              node: String, connection: any ClusterMessaging & ClusterLog,
                              keyValue: (_ bucket: String, _ ttl: Duration?) -> any ClusterKeyValue, logger: Logger) {
         let metrics = ServerMetrics()
@@ -331,8 +331,8 @@ extension SessionHub {
             snapshots: keyValue("TETHER_SNAPSHOTS", nil),
             nodes: keyValue("TETHER_NODES", .seconds(6)),
             streamCount: configuration.clusterStreams, lease: configuration.ownershipLease, metrics: metrics, logger: logger)
-        self.init(configuration: configuration, kinds: kinds, runtime: runtime, store: nil, storedRooms: nil, metrics: metrics, logger: logger,
-                  makeSharedRooms: { environment in ClusterRoomFactory(node: clusterNode, environment: environment) })
+        self.init(configuration: configuration, kinds: kinds, runtime: runtime, queue: queue, store: nil, storedRooms: nil, metrics: metrics,
+                  logger: logger, makeSharedRooms: { environment in ClusterRoomFactory(node: clusterNode, environment: environment) })
     }
 }
 

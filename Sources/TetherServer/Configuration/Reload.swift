@@ -88,6 +88,7 @@ extension TetherServer {
             }
         }
         self.running.withLock { $0 = effective }
+        rooms.reconfigure(effective)
         for hub in hubs { hub.queue.execute { hub.reconfigure(effective) } }
         logger.notice("reloaded: \(report.applied.isEmpty ? "nothing changed" : report.applied.joined(separator: ", "))")
         if !report.needRestart.isEmpty {

@@ -4,10 +4,11 @@ import TetherTransport
 
 /// Plain HTTP on the WebSocket port: health, metrics, the browser files (the dashboard,
 /// `tether.js`, the examples), room administration (`GET /rooms`, `DELETE /rooms/NAME`) and, on
-/// a cluster node, the cluster's view from here. On the hub's queue.
+/// a cluster node, the cluster's view from here. Called on a socket shard's thread; room
+/// administration runs on the room service's queue, which answers from there.
 struct HTTPRoutes {
-    let hub: SessionHub
-    let metrics: ServerMetrics
+    let rooms: RoomService
+    var metrics: ServerMetrics { rooms.metrics }
     var cluster: ClusterNode? = nil
     /// The socket server, for its shards' figures (nil in process, with no sockets).
     var transport: WebSocketServer? = nil
@@ -35,7 +36,7 @@ struct HTTPRoutes {
             }
             return HTTPResponse(status: 200, text: "ok")
         case "/metrics":
-            metrics.rooms.set(Double(hub.roomCount))
+            metrics.rooms.set(Double(rooms.roomCount))
             return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render() + shardMetrics())
         case "/cluster":
             guard let cluster else { return HTTPResponse(status: 404, text: "not a cluster node (start with --nats)\n") }
@@ -73,69 +74,69 @@ struct HTTPRoutes {
     /// token with the admin claim, as the overview does; without, whoever may connect may (a
     /// loopback daemon, or one started with --allow-anonymous). Answers are JSON.
     private func administerRooms(_ request: HTTPRequest, responder: HTTPResponder) {
-        if let refusal = adminRefusal(request) {
-            responder.respond(refusal)
+        let rooms = self.rooms
+        let token = Self.bearerToken(request.authorization)
+        let facts = Admission.Facts(now: rooms.runtime.clock.secondsSince1970)
+        if case .failure(let refusal) = Admission.decide(.administer(token: token), facts: facts, settings: rooms.configuration) {
+            responder.respond(Self.refusal(refusal))
             return
         }
         switch request.method {
         case "GET" where request.path == Self.roomsPath:
-            listRooms(responder)
+            rooms.queue.execute { listRooms(responder) }
         case "DELETE" where request.path.count > Self.roomsPath.count + 1:
             // The transport hands the path over percent-decoded: the rest is the room's name.
-            responder.respond(delete(String(request.path.dropFirst(Self.roomsPath.count + 1))))
+            let name = String(request.path.dropFirst(Self.roomsPath.count + 1))
+            rooms.queue.execute { responder.respond(Self.deletion(name, rooms.deleteRoom(named: name))) }
         default:
             responder.respond(Self.json(405, ["error": "GET /rooms lists the rooms; DELETE /rooms/NAME deletes one"],
                                         headers: ["Allow": request.path == Self.roomsPath ? "GET" : "DELETE"]))
         }
     }
 
-    private func adminRefusal(_ request: HTTPRequest) -> HTTPResponse? {
-        guard let auth = hub.configuration.auth else { return nil }
+    /// The token of an `Authorization: Bearer TOKEN` header.
+    private static func bearerToken(_ header: String?) -> String? {
+        guard let header, header.lowercased().hasPrefix("bearer ") else { return nil }
+        return String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// 401 without a valid token (with the challenge), 403 when it does not allow this.
+    private static func refusal(_ refusal: Admission.Refusal) -> HTTPResponse {
         let challenge = ["WWW-Authenticate": "Bearer realm=\"tetherd\""]
-        guard let header = request.authorization, header.lowercased().hasPrefix("bearer ") else {
-            return Self.json(401, ["error": "room administration needs a token with the admin claim (tetherd token --admin): send it as Authorization: Bearer TOKEN"],
-                             headers: challenge)
-        }
-        do {
-            let claims = try auth.verify(String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces), now: hub.runtime.clock.secondsSince1970)
-            guard claims.admin else {
-                return Self.json(403, ["error": .string("room administration needs a token with the admin claim (tetherd token --admin); the token of \"\(claims.subject)\" has none")])
-            }
-            return nil
-        } catch {
-            return Self.json(401, ["error": .string(error.description)], headers: challenge)
+        switch refusal.reason {
+        case .noToken: return json(401, ["error": .string(refusal.message + ": send it as Authorization: Bearer TOKEN")], headers: challenge)
+        case .badToken: return json(401, ["error": .string(refusal.message)], headers: challenge)
+        case .forbidden: return json(403, ["error": .string(refusal.message)])
+        case .limited: return json(429, ["error": .string(refusal.message)])
         }
     }
 
+    /// On the room service's queue.
     private func listRooms(_ responder: HTTPResponder) {
-        let rooms = hub.roomList()
+        let list = rooms.roomList()
         guard let cluster else {
-            responder.respond(Self.json(200, ["rooms": Self.encode(rooms)]))
+            responder.respond(Self.json(200, ["rooms": Self.encode(list)]))
             return
         }
-        // The rooms this node holds, and those the cluster's snapshots hold (read from JetStream,
-        // then back on the hub's queue).
-        let hub = self.hub
+        // The rooms this node holds, and those the cluster's snapshots hold (read from JetStream).
         cluster.snapshotRooms { stored in
-            hub.queue.execute {
-                let listed = Set(rooms.map(\.name))
-                let more = stored.filter { !listed.contains($0.name) }
-                let all = (rooms + more).sorted { $0.name < $1.name }
-                responder.respond(Self.json(200, ["rooms": Self.encode(all), "node": .string(cluster.name)]))
-            }
+            let listed = Set(list.map(\.name))
+            let more = stored.filter { !listed.contains($0.name) }
+            let all = (list + more).sorted { $0.name < $1.name }
+            responder.respond(Self.json(200, ["rooms": Self.encode(all), "node": .string(cluster.name)]))
         }
     }
 
-    private func delete(_ name: String) -> HTTPResponse {
-        switch hub.deleteRoom(named: name) {
+    private static func deletion(_ name: String, _ result: RoomDeletion) -> HTTPResponse {
+        switch result {
         case .deleted(let wasInMemory, let subscribers):
-            return Self.json(200, ["deleted": .string(name), "wasInMemory": .bool(wasInMemory), "subscribers": .int(subscribers)])
+            return json(200, ["deleted": .string(name), "wasInMemory": .bool(wasInMemory), "subscribers": .int(subscribers)])
         case .notFound(let reason):
-            return Self.json(404, ["error": .string(reason)])
+            return json(404, ["error": .string(reason)])
         case .refused(let reason):
-            return Self.json(409, ["error": .string(reason)])
+            return json(409, ["error": .string(reason)])
         case .unsupported(let reason):
-            return Self.json(501, ["error": .string(reason)])
+            return json(501, ["error": .string(reason)])
         }
     }
 

@@ -5,34 +5,30 @@ import TetherProtocol
 import TetherState
 import TetherTransport
 
-/// The server side of every connection: decodes what clients send, routes it to rooms, and
-/// feeds each connection's send queue from what rooms deliver. It knows connections only as
+/// The server side of every connection of one socket shard: decodes what clients send,
+/// admits it (`Admission`), routes it to the server's rooms (`RoomService`), and feeds each
+/// connection's send queue from what rooms deliver. It knows connections only as
 /// `ClientConnection`s, so it runs on libwebsockets in production and on in-memory connections
 /// in tests (TetherTesting).
 ///
-/// Threading rule: a hub serves one socket shard, and everything here runs on its `queue` (the
-/// shard's service thread in production), except `deliver`'s callers, which hand their work to
-/// `queue`. Hence `@unchecked Sendable`. The shards' hubs share the rooms (`registry`, itself
-/// locked) and `shards`; each owns its sessions and their send queues.
+/// Threading rule: everything here runs on `queue` (the shard's service thread in production),
+/// except `deliver`'s callers, which hand their work to `queue`. Hence `@unchecked Sendable`.
+/// The shards' hubs share the rooms (`rooms`); each owns its sessions and their send queues.
 public final class SessionHub: @unchecked Sendable {
     /// Changed only by `reconfigure` (a reload), on the queue like everything else.
     private(set) var configuration: ServerConfiguration
-    let runtime: ServerRuntime
-    /// Makes shared rooms: local ones, or a cluster's.
-    private let sharedRooms: any RoomFactory
-    /// Makes per-session rooms, which always stay in this process.
-    private let localRooms: LocalRoomFactory
-    private let metrics: ServerMetrics
-    let logger: Logger
-    let registry: RoomRegistry
-    /// Where shared rooms are kept on a single node (deletions go there too); nil in memory only
-    /// and on a cluster.
-    let store: RoomStore?
+    /// The queue every method runs on.
+    public let queue: any WorkQueue
+    /// The server's rooms, shared by every shard's hub.
+    let rooms: RoomService
+    private var runtime: ServerRuntime { rooms.runtime }
+    private var metrics: ServerMetrics { rooms.metrics }
+    var logger: Logger { rooms.logger }
     var sessions: [ObjectIdentifier: Session] = [:]
     /// This hub's socket shard (its place in `shards`).
     let shard: Int
     /// Every shard's hub, and what they share beyond the rooms.
-    let shards: HubShards
+    var shards: HubShards { rooms.hubs }
     /// Sessions that got messages during the current batch of queued work.
     private var flushAfterBatch: [Session] = []
     /// Where merged patches are built, and where a flush packs frames for one write; one each
@@ -40,73 +36,19 @@ public final class SessionHub: @unchecked Sendable {
     private var scratch: [UInt8] = []
     private var packedFrames = PackedFrames(capacity: SendQueue.packedWriteBytes + (64 << 10))
     private var housekeeping: (any ServerTimer)?
-    private var lastExpiryCheck: ContinuousClock.Instant?
     private let openConnectionCount = Atomic(0)
-    /// What the system room `tether.server` shows; recorded during housekeeping.
-    let statusBoard: ServerStatusBoard
 
-    /// The queue every method runs on.
-    public var queue: any WorkQueue { runtime.hubQueue }
-
-    /// A hub with rooms in memory only.
-    public convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime,
-                            logger: Logger = Logger(label: "tetherd")) {
-        self.init(configuration: configuration, kinds: kinds, runtime: runtime, store: nil, storedRooms: nil, metrics: ServerMetrics(), logger: logger)
-    }
-
-    /// A hub whose shared rooms are kept in `store` (TetherTesting's `TestServer` with a data
-    /// directory).
-    package convenience init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, store: RoomStore,
-                             logger: Logger) throws(StorageError) {
-        self.init(configuration: configuration, kinds: kinds, runtime: runtime, store: store, storedRooms: try store.summaries(),
-                  metrics: ServerMetrics(), logger: logger)
-    }
-
-    /// `storedRooms`: what `store` holds at start (nil without a store).
-    init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, store: RoomStore?,
-         storedRooms: [StoredRoomSummary]?, metrics: ServerMetrics, logger: Logger,
-         makeSharedRooms: ((RoomEnvironment) -> any RoomFactory)? = nil) {
-        self.configuration = configuration
-        self.runtime = runtime
-        self.metrics = metrics
-        self.logger = logger
-        self.store = store
-        precondition(!kinds.contains { SystemRoom.isSystemKind($0.name) }, "kind names starting with \(SystemRoom.prefix) are the server's own")
-        statusBoard = ServerStatusBoard(configuration: configuration, clock: runtime.clock, metrics: metrics)
-        self.registry = RoomRegistry(kinds: kinds + SystemRoom.kinds(board: statusBoard), stored: storedRooms)
-        let environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
-        localRooms = LocalRoomFactory(environment: environment)
-        sharedRooms = makeSharedRooms?(environment) ?? localRooms
-        shard = 0
-        shards = HubShards()
+    /// The hub of the next socket shard of `rooms`' server, served on `queue`.
+    public init(rooms: RoomService, queue: any WorkQueue) {
+        self.rooms = rooms
+        self.queue = queue
+        configuration = rooms.configuration
+        shard = rooms.hubs.count
         scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
-        shards.add(self)
-    }
-
-    /// The hub of another socket shard of `first`'s server: the same rooms, its own sessions,
-    /// served on `queue`.
-    package init(shardOf first: SessionHub, queue: any WorkQueue) {
-        configuration = first.configuration
-        var runtime = first.runtime
-        runtime.hubQueue = queue
-        self.runtime = runtime
-        metrics = first.metrics
-        logger = first.logger
-        store = first.store
-        statusBoard = first.statusBoard
-        registry = first.registry
-        localRooms = first.localRooms
-        sharedRooms = first.sharedRooms
-        shards = first.shards
-        shard = first.shards.count
-        scratch.reserveCapacity(configuration.maxMergedPatchBytes + 512)
-        shards.add(self)
+        rooms.hubs.add(self)
     }
 
     private var now: ContinuousClock.Instant { runtime.clock.now }
-
-    /// Whether shared rooms are this process's own `Room`s (not a cluster's).
-    var sharedRoomsAreLocal: Bool { sharedRooms is LocalRoomFactory }
 
     // MARK: Connections
 
@@ -146,11 +88,10 @@ public final class SessionHub: @unchecked Sendable {
         let handle = SessionHandle(session: session)
         for (name, room) in session.joined {
             room.leave(handle)
-            countLeft(name, of: room)
+            rooms.memberLeft(name, of: room)
         }
         session.joined.removeAll()
-        for room in session.privateRooms.values { room.stop() }
-        registry.releasePrivateRooms(kinds: session.privateRooms.values.map(\.kind.name))
+        rooms.releasePrivateRooms(Array(session.privateRooms.values))
         session.privateRooms.removeAll()
     }
 
@@ -213,51 +154,30 @@ public final class SessionHub: @unchecked Sendable {
             reject(error, session: session)
             return
         }
-        if let auth = configuration.auth {
-            guard let token else {
-                refuse(ProtocolError(.unauthorized, "this server needs a token to join \(name)", id: id, room: name), session: session)
-                return
-            }
-            do {
-                let claims = try auth.verify(token, now: runtime.clock.secondsSince1970)
-                // The server's own rooms show every room's name and the server's figures: only
-                // for admin tokens, whatever rooms they cover.
-                if SystemRoom.isSystemKind(kind.name), !claims.admin {
-                    refuse(ProtocolError(.unauthorized, "\(name) (the server's overview) needs a token with the admin claim (tetherd token --admin); the token of \"\(claims.subject)\" has none", id: id, room: name), session: session)
-                    return
-                }
-                guard SystemRoom.isSystemKind(kind.name) || claims.covers(room: name) else {
-                    refuse(ProtocolError(.unauthorized, "the token of \"\(claims.subject)\" does not cover room \(name)", id: id, room: name), session: session)
-                    return
-                }
-                session.authorizedUntil[name] = claims.expires
-                session.viewers[name] = Viewer(id: claims.subject, claims: claims.payload)
-            } catch {
-                refuse(ProtocolError(.unauthorized, error.description, id: id, room: name), session: session)
-                return
-            }
-        }
-        if session.joined[name] == nil, session.joined.count >= configuration.maxRoomsPerConnection {
-            limitHit(ProtocolError(.rateLimited, "a connection may join at most \(configuration.maxRoomsPerConnection) rooms; leave one first", id: id, room: name), session: session)
-            return
-        }
-        if var full = capacityError(forRoom: name, kind: kind, session: session) {
-            full.id = id
-            limitHit(full, session: session)
-            return
+        var facts = facts(of: session, in: name)
+        facts.roomsJoined = session.joined.count
+        facts.room = rooms.counts(forRoom: name, kind: kind, privateInstance: session.privateRooms[name])
+        switch Admission.decide(.join(room: name, kind: kind, token: token), facts: facts, settings: configuration) {
+        case .failure(let refusal):
+            return refuse(refusal, id: id, room: name, session: session)
+        case .success(.token(let claims)):
+            session.authorizedUntil[name] = claims.expires
+            session.viewers[name] = Viewer(id: claims.subject, claims: claims.payload)
+        case .success(.open):
+            break
         }
         session.consecutiveErrors = 0
         let previous = session.joined[name]
         let room = self.room(named: name, kind: kind, for: session, joining: previous == nil)
         if let previous, previous !== room {
-            // Deleted (on another shard's request) and made anew since this session joined it.
+            // Deleted (by the administration) and made anew since this session joined it.
             session.joined[name] = nil
             session.sendQueue.forget(room: name)
             previous.leave(SessionHandle(session: session))
-            if kind.scope == .shared { registry.addMember(name) }
+            if kind.scope == .shared { rooms.memberJoined(name, of: kind) }
         }
         if session.joined[name] == nil {
-            if kind.scope == .perSession { registry.countPrivateSubscriber(kind: kind.name, 1) }
+            if kind.scope == .perSession { rooms.memberJoined(name, of: kind) }
             session.joined[name] = room
         } else {
             session.sendQueue.forget(room: name)  // a second join restarts the room's stream
@@ -277,9 +197,10 @@ public final class SessionHub: @unchecked Sendable {
     /// Replaces the connection's presence data in a room it joined with presence. Counted
     /// against the same token bucket as actions.
     private func updatePresence(_ name: String, data: JSON, id: Int?, session: Session) {
-        guard session.actions.take(now: now) else {
-            limitHit(ProtocolError(.rateLimited, "more than \(Int(configuration.maxActionsPerSecond)) actions and presence updates per second", id: id, room: name), session: session)
-            return
+        var facts = facts(of: session, in: name)
+        facts.withinRate = session.actions.take(now: now)
+        if case .failure(let refusal) = Admission.decide(.updatePresence(room: name), facts: facts, settings: configuration) {
+            return refuse(refusal, id: id, room: name, session: session)
         }
         if let error = presenceDataError(data, id: id, room: name) {
             reject(error, session: session)
@@ -287,10 +208,6 @@ public final class SessionHub: @unchecked Sendable {
         }
         guard let room = session.joined[name] else {
             reject(ProtocolError(.invalidArgs, "join \(name) with presence before updating it", id: id, room: name), session: session)
-            return
-        }
-        if configuration.auth != nil, let until = session.authorizedUntil[name], runtime.clock.secondsSince1970 >= until {
-            refuse(ProtocolError(.unauthorized, "the token for \(name) has expired; join again with a fresh one", id: id, room: name), session: session)
             return
         }
         session.consecutiveErrors = 0
@@ -313,17 +230,9 @@ public final class SessionHub: @unchecked Sendable {
             session.sendQueue.forget(room: name)
             let handle = SessionHandle(session: session)
             room.leave(handle)
-            countLeft(name, of: room)
+            rooms.memberLeft(name, of: room)
         }
         if let id { enqueue(.control(ServerMessage.ack(id: id, room: name, version: nil).encoded()), for: session) }
-    }
-
-    /// One subscriber less in the registry's counts.
-    private func countLeft(_ name: String, of room: any RoomEndpoint) {
-        switch room.kind.scope {
-        case .shared: registry.removeMember(name, of: room, now: now)
-        case .perSession: registry.countPrivateSubscriber(kind: room.kind.name, -1)
-        }
     }
 
     private func perform(_ action: String, args: JSON?, id: Int, seq: Int?, room name: String, session: Session) {
@@ -332,28 +241,15 @@ public final class SessionHub: @unchecked Sendable {
             reject(ProtocolError(.badMessage, "a numbered action (seq) needs a hello with your client id first", id: id, room: name), session: session)
             return
         }
-        guard session.actions.take(now: now) else {
-            limitHit(ProtocolError(.rateLimited, "more than \(Int(configuration.maxActionsPerSecond)) actions per second", id: id, room: name), session: session)
-            return
-        }
-        if configuration.auth != nil {
-            guard let until = session.authorizedUntil[name], session.joined[name] != nil else {
-                refuse(ProtocolError(.unauthorized, "join \(name) with a token before acting on it", id: id, room: name), session: session)
-                return
-            }
-            guard runtime.clock.secondsSince1970 < until else {
-                refuse(ProtocolError(.unauthorized, "the token for \(name) has expired; join again with a fresh one", id: id, room: name), session: session)
-                return
-            }
+        var facts = facts(of: session, in: name)
+        facts.withinRate = session.actions.take(now: now)
+        if !facts.joined { facts.room = rooms.counts(forRoom: name, kind: kind, privateInstance: session.privateRooms[name]) }
+        if case .failure(let refusal) = Admission.decide(.act(room: name, kind: kind), facts: facts, settings: configuration) {
+            return refuse(refusal, id: id, room: name, session: session)
         }
         guard kind.actionNames.contains(action) else {
             let known = kind.actionNames.isEmpty ? "it has none" : "its actions are \(kind.actionNames.joined(separator: ", "))"
             reject(ProtocolError(.unknownAction, "\(kind.name) has no action \"\(action)\"; \(known)", id: id, room: name), session: session)
-            return
-        }
-        if session.joined[name] == nil, var full = capacityError(forRoom: name, kind: kind, session: session) {
-            full.id = id
-            limitHit(full, session: session)
             return
         }
         session.consecutiveErrors = 0
@@ -388,13 +284,13 @@ public final class SessionHub: @unchecked Sendable {
     private func describe(_ kind: String?, id: Int?, session: Session) {
         let kinds: [ViewModelKind]
         if let kind {
-            guard let found = registry.kind(named: kind) else {
-                reject(ProtocolError(.unknownRoom, "no room kind \"\(kind)\"; kinds are \(registry.kindNames.joined(separator: ", "))", id: id), session: session)
+            guard let found = rooms.registry.kind(named: kind) else {
+                reject(ProtocolError(.unknownRoom, "no room kind \"\(kind)\"; kinds are \(rooms.registry.kindNames.joined(separator: ", "))", id: id), session: session)
                 return
             }
             kinds = [found]
         } else {
-            kinds = registry.allKinds
+            kinds = rooms.registry.allKinds
         }
         session.consecutiveErrors = 0
         let description = ServerMessage.description(id: id, kinds: kinds.map(\.protocolDescription))
@@ -403,7 +299,7 @@ public final class SessionHub: @unchecked Sendable {
 
     /// The kind a room name refers to; answers `unknown_room` (with the request's id) if none.
     private func kind(forRoom name: String, id: Int?, session: Session) -> ViewModelKind? {
-        switch registry.kind(forRoom: name) {
+        switch rooms.kind(forRoom: name) {
         case .success(let kind):
             return kind
         case .failure(var error):
@@ -413,38 +309,21 @@ public final class SessionHub: @unchecked Sendable {
         }
     }
 
-    /// Nil when `name` is live already for this session, or one more room fits under the
-    /// limits: live rooms in the server, and rooms (live or stored) of one kind.
-    private func capacityError(forRoom name: String, kind: ViewModelKind, session: Session) -> ProtocolError? {
-        switch kind.scope {
-        case .shared: if registry.hasSharedRoom(named: name) { return nil }
-        case .perSession: if session.privateRooms[name] != nil { return nil }
-        }
-        guard registry.roomCount < configuration.maxRooms else {
-            return ProtocolError(.rateLimited, "the server holds its maximum of \(configuration.maxRooms) rooms; try again later", room: name)
-        }
-        // A stored room is no new room: existing rooms keep working past the limit.
-        guard kind.scope == .perSession || SystemRoom.isSystemKind(kind.name) || registry.exists(name)
-              || registry.roomCount(ofKind: kind.name) < configuration.maxRoomsPerKind else {
-            return ProtocolError(.rateLimited, "\(kind.name) has its maximum of \(configuration.maxRoomsPerKind) rooms (--max-rooms-per-kind): use an existing one, or delete some (tether rooms delete NAME)", room: name)
-        }
-        return nil
+    /// What `Admission` needs to know of this session in room `name`.
+    private func facts(of session: Session, in name: String) -> Admission.Facts {
+        Admission.Facts(now: runtime.clock.secondsSince1970, joined: session.joined[name] != nil,
+                        authorizedUntil: session.authorizedUntil[name])
     }
 
     /// `joining`: a shared room counts the session as a member in the same step.
     private func room(named name: String, kind: ViewModelKind, for session: Session, joining: Bool = false) -> any RoomEndpoint {
-        let output = HubOutput(shards: shards)
         switch kind.scope {
         case .shared:
-            // The server's own rooms describe this process: they stay local on a cluster node too.
-            let factory: any RoomFactory = SystemRoom.isSystemKind(kind.name) ? localRooms : sharedRooms
-            return registry.sharedRoom(named: name, now: now, wallClock: runtime.clock.secondsSince1970, addingMember: joining) { predecessor in
-                factory.makeRoom(named: name, kind: kind, after: predecessor, output: output)
-            }
+            return rooms.sharedRoom(named: name, kind: kind, joining: joining)
         case .perSession:
             // Per-session rooms stay on the connection's node, in this process.
             if let room = session.privateRooms[name] { return room }
-            let room = registry.privateRoom(kind: kind.name) { localRooms.makeRoom(named: name, kind: kind, after: nil, output: output) }
+            let room = rooms.makePrivateRoom(named: name, kind: kind)
             session.privateRooms[name] = room
             return room
         }
@@ -459,6 +338,16 @@ public final class SessionHub: @unchecked Sendable {
         if session.consecutiveErrors >= configuration.maxConsecutiveErrors {
             logger.notice("closing connection \(session.id) from \(session.connection.remoteAddress): \(session.consecutiveErrors) invalid messages in a row")
             session.connection.close(code: 1008, reason: "too many invalid messages")
+        }
+    }
+
+    /// A request `Admission` refused: by a limit, or for its token.
+    private func refuse(_ refusal: Admission.Refusal, id: Int?, room: String, session: Session) {
+        let error = ProtocolError(refusal.code, refusal.message, id: id, room: room)
+        if refusal.reason == .limited {
+            limitHit(error, session: session)
+        } else {
+            refuse(error, session: session)
         }
     }
 
@@ -503,8 +392,8 @@ public final class SessionHub: @unchecked Sendable {
                 guard !handle.session.isClosed else { continue }
                 if configuration.withholdsAcksForTests, case .applied = outcome { continue }
                 enqueue(.control(outcome.frame(id: id, room: room)), for: handle.session, fromRoom: true)
-            case .reply(let outcome, .remote(_, let respond)):
-                respond(outcome)
+            case .reply(_, .remote):
+                assertionFailure("HubOutput answers another node's forwarded action itself")
             }
         }
     }
@@ -578,30 +467,9 @@ public final class SessionHub: @unchecked Sendable {
         housekeeping = nil
     }
 
-    /// Closes this shard's stuck clients; the first shard's hub also drops idle rooms, deletes
-    /// expired ones (once a minute), records the server's status and logs a summary now and then.
+    /// Closes this shard's stuck clients. (The rooms' housekeeping is `RoomService.sweep`.)
     public func sweep() {
-        let now = self.now
         closeStuckClients(now: now)
-        guard shard == 0 else { return }
-        for room in registry.removeIdleRooms(olderThan: configuration.idleRoomTimeout, now: now) {
-            logger.debug("room \(room.name) dropped after \(configuration.idleRoomTimeout) without subscribers")
-            room.stop()
-        }
-        if lastExpiryCheck.map({ now - $0 >= Self.expiryCheckInterval }) ?? true {
-            lastExpiryCheck = now
-            deleteExpiredRooms()
-        }
-        metrics.rooms.set(Double(registry.roomCount))
-        let connections = shards.openConnections
-        statusBoard.record(connections: connections, rooms: registry.roomCount, auth: configuration.auth != nil,
-                           roomList: registry.hasSharedRoom(named: SystemRoom.serverStatus) ? roomList() : nil)
-        let summary: String? = shards.activity.withLock { activity in
-            guard activity.isDue(now: now) else { return nil }
-            defer { activity.reset(now: now) }
-            return "\(connections) connections (\(activity.opened) opened, \(activity.closed) closed), \(registry.roomCount) rooms, \(activity.resnapshots) slow-client snapshots, \(activity.limitsHit) requests over a limit in the last \(ActivityCounts.interval)"
-        }
-        if let summary { logger.info("\(summary)") }
     }
 
     private func closeStuckClients(now: ContinuousClock.Instant) {
@@ -621,28 +489,24 @@ public final class SessionHub: @unchecked Sendable {
         }
     }
 
-    /// Stops every shared room (each stores its state) and forgets them: a test server closing.
-    package func stopSharedRooms() {
-        for (room, _) in registry.sharedRooms { room.stop() }
-        registry.removeAllSharedRooms()
-    }
-
-    /// Stops every room, shared and per-session, of every shard. Only once nothing else runs on
-    /// any shard's queue.
-    func stopAllRooms() async {
-        let rooms = registry.sharedRooms.map(\.room) + shards.hubs.flatMap { $0.sessions.values.flatMap { $0.privateRooms.values } }
-        for room in rooms { await room.stopAndWait() }
-        // Rooms hold the hubs as their output: forgetting them ends that cycle, as the sessions'
-        // connections end theirs through the transport's delegate.
-        registry.removeAllSharedRooms()
-        for hub in shards.hubs { hub.sessions.removeAll() }
+    /// A deleted room's subscribers of this shard: their stream of it ends with `frame`.
+    func endStream(of room: any RoomEndpoint, frame: [UInt8]) {
+        let name = room.name
+        for session in sessions.values where session.joined[name] === room {
+            session.joined[name] = nil
+            session.authorizedUntil[name] = nil
+            session.viewers[name] = nil
+            session.sendQueue.forget(room: name)
+            enqueue(.control(frame), for: session)
+        }
     }
 
     // MARK: Reload
 
     /// Takes reloaded settings (`TetherServer.reload` passes the running ones with the
-    /// reloadable fields replaced). Limits and secrets are read per request, so they apply from
-    /// the next one; every connection's action bucket is rebuilt (full) at the new rate.
+    /// reloadable fields replaced, to the room service too). Limits and secrets are read per
+    /// request, so they apply from the next one; every connection's action bucket is rebuilt
+    /// (full) at the new rate.
     public func reconfigure(_ configuration: ServerConfiguration) {
         self.configuration = configuration
         let now = self.now
@@ -653,13 +517,12 @@ public final class SessionHub: @unchecked Sendable {
 
     // MARK: Status
 
-    /// Open connections of this shard and live rooms (on the hub's queue).
+    /// Open connections of this shard (on the hub's queue).
     public var connectionCount: Int { sessions.count }
     /// Open connections of this shard, readable from any thread.
     var shardConnections: Int { openConnectionCount.load(ordering: .relaxed) }
     /// Open connections of every shard, readable from any thread.
     public var openConnections: Int { shards.openConnections }
-    public var roomCount: Int { registry.roomCount }
 }
 
 /// What happened since the last summary line; one line a minute at most, only when something did.

@@ -74,7 +74,7 @@ extension TetherServer {
         guard let hub = hubs.first else { return }
         hub.queue.execute {
             if hubs.count == 1 {
-                report(ServerStatus(connections: hub.openConnections, rooms: hub.roomCount))
+                report(ServerStatus(connections: hub.openConnections, rooms: hub.rooms.roomCount))
             } else {
                 visit(hubs.dropFirst(), then: report)
             }

@@ -28,7 +28,7 @@ public struct RoomListEntry: Codable, Equatable, Sendable {
     public var members: Int?
 }
 
-/// What `SessionHub.deleteRoom(named:)` did.
+/// What `RoomService.deleteRoom(named:)` did.
 public enum RoomDeletion: Equatable, Sendable {
     /// Gone from memory (if it was there: its `subscribers` got `room_deleted`) and from storage.
     case deleted(wasInMemory: Bool, subscribers: Int)
@@ -40,7 +40,7 @@ public enum RoomDeletion: Equatable, Sendable {
     case unsupported(String)
 }
 
-extension SessionHub {
+extension RoomService {
     /// How often idle rooms are checked against their kind's expiry.
     static let expiryCheckInterval: Duration = .seconds(60)
 
@@ -91,12 +91,11 @@ extension SessionHub {
         let frame = ServerMessage.error(ProtocolError(.roomDeleted, "room \(name) was deleted by the server's administrator; join it again for a new, empty room", room: name)).encoded()
         let live = registry.remove(name)
         let told = live?.members ?? 0
-        // This shard's subscribers now, the other shards' on their own threads: until then their
-        // sessions' requests reach the deleted room, which answers that it is moving, and a join
-        // meanwhile gets the new room (`join` drops the old one).
+        // Every shard's subscribers, each on its own shard's thread: until then their requests
+        // reach the deleted room, which answers that it is moving, and a join meanwhile gets
+        // the new room (`SessionHub.join` drops the old one).
         if let doomed = live?.room {
-            endStream(of: doomed, frame: frame)
-            for hub in shards.hubs where hub !== self {
+            for hub in hubs.hubs {
                 hub.queue.execute { hub.endStream(of: doomed, frame: frame) }
             }
         }
@@ -109,18 +108,6 @@ extension SessionHub {
         }
         logger.notice("room \(name) \(reason) (\(live == nil ? "not in memory" : "was in memory, \(told) subscribers told"))")
         return .deleted(wasInMemory: live != nil, subscribers: told)
-    }
-
-    /// A deleted room's subscribers of this shard: their stream of it ends with `frame`.
-    private func endStream(of room: any RoomEndpoint, frame: [UInt8]) {
-        let name = room.name
-        for session in sessions.values where session.joined[name] === room {
-            session.joined[name] = nil
-            session.authorizedUntil[name] = nil
-            session.viewers[name] = nil
-            session.sendQueue.forget(room: name)
-            enqueue(.control(frame), for: session)
-        }
     }
 
     // MARK: Expiry

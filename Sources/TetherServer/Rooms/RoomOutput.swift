@@ -20,6 +20,12 @@ public enum ActionOutcome: Sendable, Equatable {
     case failed(ProtocolError)
 }
 
+extension RoomDelivery {
+    var isRemoteReply: Bool {
+        if case .reply(_, .remote) = self { true } else { false }
+    }
+}
+
 /// Who is waiting for an action's outcome.
 public enum ActionReplyTarget: Sendable {
     /// A session of this server; the reply carries the client's `id` and the room's name.
@@ -58,14 +64,16 @@ public protocol RoomOutput: Sendable {
 
 /// Hands output to the hubs on their queues: with several socket shards, each shard gets one
 /// batch with what is for its own sessions (a patch once, with its share of the subscribers),
-/// in the order produced.
+/// in the order produced. The answer to another node's forwarded action leaves from here, on
+/// the room's executor: no socket thread stands between a room and the node waiting for it.
 struct HubOutput: RoomOutput {
     let shards: HubShards
 
-    func deliver(_ deliveries: [RoomDelivery]) {
+    func deliver(_ produced: [RoomDelivery]) {
+        let deliveries = produced.contains(where: \.isRemoteReply) ? Self.answerRemoteReplies(produced) : produced
         let count = shards.count
         guard count > 1 else {
-            guard let hub = shards.hub(0) else { return }
+            guard !deliveries.isEmpty, let hub = shards.hub(0) else { return }
             hub.queue.execute { hub.deliver(deliveries) }
             return
         }
@@ -81,12 +89,21 @@ struct HubOutput: RoomOutput {
             case .reply(_, .session(let handle, _, _)):
                 perShard[handle.session.shard].append(delivery)
             case .reply(_, .remote):
-                perShard[0].append(delivery)
+                break  // answered above
             }
         }
         for (shard, batch) in perShard.enumerated() where !batch.isEmpty {
             guard let hub = shards.hub(shard) else { continue }
             hub.queue.execute { hub.deliver(batch) }
+        }
+    }
+
+    /// Answers the remote replies among `deliveries`; returns the rest, in order.
+    private static func answerRemoteReplies(_ deliveries: [RoomDelivery]) -> [RoomDelivery] {
+        deliveries.filter { delivery in
+            guard case .reply(let outcome, .remote(_, let respond)) = delivery else { return true }
+            respond(outcome)
+            return false
         }
     }
 

@@ -32,17 +32,26 @@ public final class DispatchRoomExecutor: RoomExecutor {
     }
 }
 
-/// What the server core runs on: its clock, the queue that owns every connection (the
-/// transport's service thread in production), and where rooms run. Tests pass manual ones.
+/// A work queue on a private dispatch queue: the room service's in production.
+public struct DispatchWorkQueue: WorkQueue {
+    let queue: DispatchQueue
+
+    public init(label: String) {
+        queue = DispatchQueue(label: label)
+    }
+
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        queue.async(execute: work)
+    }
+}
+
+/// What the server core runs on: its clock and where rooms run. Tests pass manual ones.
 public struct ServerRuntime: Sendable {
     public var clock: any ServerClock
-    public var hubQueue: any WorkQueue
     public var makeRoomExecutor: @Sendable (_ room: String) -> any RoomExecutor
 
-    public init(clock: any ServerClock, hubQueue: any WorkQueue,
-                makeRoomExecutor: @escaping @Sendable (_ room: String) -> any RoomExecutor) {
+    public init(clock: any ServerClock, makeRoomExecutor: @escaping @Sendable (_ room: String) -> any RoomExecutor) {
         self.clock = clock
-        self.hubQueue = hubQueue
         self.makeRoomExecutor = makeRoomExecutor
     }
 }
