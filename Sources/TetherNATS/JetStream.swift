@@ -1,5 +1,6 @@
 import CNATS
 import Foundation
+import Synchronization
 import TetherJSON
 
 /// JetStream on a `NATSConnection`: streams, checked appends, reads, KV buckets.
@@ -15,6 +16,9 @@ public final class JetStream: @unchecked Sendable {
     /// How long each JetStream call waits for its answer unless told otherwise.
     public let timeout: Duration
     let context: OpaquePointer
+    /// Catch-up reads whose consumer fell short of the subject's end (its replica was behind the
+    /// stream leader) and read the rest from the leader.
+    public let readsFromLeader = Atomic<Int>(0)
 
     init(connection: NATSConnection, timeout: Duration) throws(NATSError) {
         self.connection = connection

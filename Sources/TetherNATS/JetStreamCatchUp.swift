@@ -27,7 +27,7 @@ extension JetStream {
             case .failure(let error): completion(.failure(error))
             case .success(let last):
                 guard let last, last.sequence >= startSequence else { return completion(.success(nil)) }
-                let reader = CatchUpReader(jetStream: self, stream: stream, subject: subject, handler: handler, completion: completion)
+                let reader = CatchUpReader(jetStream: self, stream: stream, subject: subject, target: last.sequence, handler: handler, completion: completion)
                 Blocking.start { reader.startOrderedConsumer(from: startSequence, timeout: consumerTimeout) }
                 reader.watch(idleTimeout: idleTimeout ?? self.timeout)
             }
@@ -49,6 +49,12 @@ extension JetStream {
 }
 
 /// One catch-up read: delivers in order, stops at the end of the stream, then deletes its consumer.
+///
+/// The ordered consumer is served by one replica of the stream, which may be behind the stream
+/// leader (a follower whose catch-up stalled after a pause or a restart: its end is not the
+/// stream's). The read goes on to `target`, the subject's last message as the leader reported
+/// it when the read began; what the consumer does not deliver up to there is read from the
+/// leader, one `MSG.GET` at a time.
 private final class CatchUpReader: @unchecked Sendable {
     // @unchecked: mutable state is in `state`; the C subscription is thread-safe.
     private struct State {
@@ -56,20 +62,24 @@ private final class CatchUpReader: @unchecked Sendable {
         var finished = false
         var delivered = 0
         var lastSequence: UInt64?
+        /// The consumer fell short of `target`: messages come by `MSG.GET` now, not from it.
+        var readingFromLeader = false
     }
 
     private let jetStream: JetStream
     private let stream: String
     private let subject: String
+    private let target: UInt64
     private let handler: @Sendable (StoredMessage) -> Void
     private let completion: @Sendable (Result<UInt64?, NATSError>) -> Void
     private let state = Mutex(State())
 
-    init(jetStream: JetStream, stream: String, subject: String, handler: @escaping @Sendable (StoredMessage) -> Void,
+    init(jetStream: JetStream, stream: String, subject: String, target: UInt64, handler: @escaping @Sendable (StoredMessage) -> Void,
          completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void) {
         self.jetStream = jetStream
         self.stream = stream
         self.subject = subject
+        self.target = target
         self.handler = handler
         self.completion = completion
     }
@@ -120,8 +130,21 @@ private final class CatchUpReader: @unchecked Sendable {
         let pending = metadata.pointee.NumPending
         jsMsgMetaData_Destroy(metadata)
         let copy = NATSMessage(copying: message, connection: nil)
-        guard deliver(StoredMessage(subject: copy.subject, sequence: sequence, headers: copy.headers, data: copy.data)) else { return }
-        if pending == 0 { finish(.success(sequence)) }
+        guard deliver(StoredMessage(subject: copy.subject, sequence: sequence, headers: copy.headers, data: copy.data), fromConsumer: true) else { return }
+        guard pending == 0 else { return }
+        if sequence >= target { finish(.success(sequence)) } else { readRestFromLeader() }
+    }
+
+    /// The consumer's replica ends (or stays silent) before `target`: the rest from the leader.
+    private func readRestFromLeader() {
+        let next = state.withLock { state -> UInt64? in
+            guard !state.finished, !state.readingFromLeader else { return nil }
+            state.readingFromLeader = true
+            return (state.lastSequence ?? 0) + 1
+        }
+        guard let next else { return }
+        jetStream.readsFromLeader.add(1, ordering: .relaxed)
+        readByMessageGet(from: max(next, 1))
     }
 
     /// The consumer exists (its first messages may already have come).
@@ -149,17 +172,18 @@ private final class CatchUpReader: @unchecked Sendable {
             case .failure(let error): self.finish(.failure(error))
             case .success(nil): self.finish(.success(self.state.withLock { $0.lastSequence }))
             case .success(let message?):
-                if self.deliver(message) { self.readByMessageGet(from: message.sequence + 1) }
+                if self.deliver(message, fromConsumer: false) { self.readByMessageGet(from: message.sequence + 1) }
             }
         }
     }
 
     // MARK: Both
 
-    /// Hands a message to the handler unless the read is over; false if it is.
-    private func deliver(_ message: StoredMessage) -> Bool {
+    /// Hands a message to the handler unless the read is over (or reads from the leader now,
+    /// and this came from the consumer); false if it is not handed over.
+    private func deliver(_ message: StoredMessage, fromConsumer: Bool) -> Bool {
         let open = state.withLock { state -> Bool in
-            guard !state.finished else { return false }
+            guard !state.finished, !(fromConsumer && state.readingFromLeader) else { return false }
             state.delivered += 1
             state.lastSequence = message.sequence
             return true
@@ -180,13 +204,21 @@ private final class CatchUpReader: @unchecked Sendable {
         completion(result)
     }
 
-    /// Fails the read if no message comes for `idleTimeout`.
+    /// When no message comes for `idleTimeout`: a silent consumer gives way to reads from the
+    /// leader; silent reads from the leader fail the read.
     func watch(idleTimeout: Duration) {
         let seen = state.withLock { $0.finished ? nil : $0.delivered }
         guard let seen else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(idleTimeout.nanoseconds))) { [self] in
-            let progressed = state.withLock { $0.finished || $0.delivered != seen }
-            if progressed { watch(idleTimeout: idleTimeout) } else { finish(.failure(.timeout(subject: subject))) }
+            let (progressed, fromLeader) = state.withLock { ($0.finished || $0.delivered != seen, $0.readingFromLeader) }
+            if progressed {
+                watch(idleTimeout: idleTimeout)
+            } else if !fromLeader {
+                readRestFromLeader()
+                watch(idleTimeout: idleTimeout)
+            } else {
+                finish(.failure(.timeout(subject: subject)))
+            }
         }
     }
 }

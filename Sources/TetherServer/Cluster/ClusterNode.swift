@@ -268,6 +268,7 @@ final class ClusterNode: Sendable {
             "connected": .bool(messaging.isConnected),
             "nodes": .array(nodesJSON),
             "ownedRooms": .array(ownedRooms.map(JSON.string)),
+            "logReadsFromLeader": .int(log.readsFromLeader),
         ]
     }
 

@@ -51,6 +51,13 @@ public protocol ClusterLog: Sendable {
     /// when none) or an error (the messages delivered before it stand).
     func read(stream: String, subject: String, from sequence: UInt64, handler: @escaping @Sendable (StoredMessage) -> Void,
               completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void)
+    /// Reads that ended on the stream leader because the replica serving them was behind it
+    /// (`GET /cluster` shows the count).
+    var readsFromLeader: Int { get }
+}
+
+extension ClusterLog {
+    public var readsFromLeader: Int { 0 }
 }
 
 /// A key-value bucket with revisions (and, for leases, a time to live after the last write).

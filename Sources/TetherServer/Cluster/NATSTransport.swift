@@ -37,6 +37,8 @@ struct NATSClusterLog: ClusterLog {
               completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void) {
         jetStream.read(stream: stream, subject: subject, from: sequence, handler: handler, completion: completion)
     }
+
+    var readsFromLeader: Int { jetStream.readsFromLeader.load(ordering: .relaxed) }
 }
 
 extension NATSKeyValue: ClusterKeyValue {}
