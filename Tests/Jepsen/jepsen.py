@@ -995,6 +995,18 @@ class Nemesis:
 
 
 # ---------------------------------------------------------------------------------------------
+async def log_reads_from_leader(cluster):
+    """Per node, since its last start: catch-up reads that ended on the stream leader because the
+    replica serving them was behind (GET /cluster's logReadsFromLeader)."""
+    counts = {}
+    for node in cluster.nodes:
+        try:
+            counts[node.name] = (await node.cluster_info()).get("logReadsFromLeader")
+        except (OSError, asyncio.TimeoutError, HarnessError, ValueError):
+            counts[node.name] = None
+    return counts
+
+
 # The end: heal, stop acting, converge, snapshot every node
 
 
@@ -1319,6 +1331,7 @@ def print_summary(options, figures, checks, faults, clients, clock):
     print(f"faults {len(faults)}: " + ", ".join(f"{k} {n}" for k, n in sorted(Counter(x.kind for x in faults).items()))
           + f"; client connections lost {dict(sum((c.disconnects for c in clients), Counter()))}"
           + f", errors without id {sum(c.stray_errors for c in clients)}")
+    print(f"catch-up reads finished on the stream leader (per node, since its last start): {f.get('log_reads_from_leader')}")
     for fault in faults:
         if fault.notes:
             print(f"  fault {fault.number} ({fault.kind} {fault.target}): {'; '.join(fault.notes)}")
@@ -1409,7 +1422,8 @@ async def run(options):
                   check_epochs(history), check_crashes(cluster), check_resends(history, options),
                   check_answer_times(history, nemesis.faults, options, clock)]
         # Before the audit, whose step names no id (the clients still mirror the room).
-        figures = {**outcome_figures(history, final), "clients": client_figures(clients)}
+        figures = {**outcome_figures(history, final), "clients": client_figures(clients),
+                   "log_reads_from_leader": await log_reads_from_leader(cluster)}
         try:
             audit = await audit_stored_state(cluster)
         except (OSError, asyncio.TimeoutError, StopIteration, websockets.exceptions.WebSocketException, HarnessError) as error:
