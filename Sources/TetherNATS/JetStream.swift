@@ -19,6 +19,9 @@ public final class JetStream: @unchecked Sendable {
     /// Catch-up reads whose consumer fell short of the subject's end (its replica was behind the
     /// stream leader) and read the rest from the leader.
     public let readsFromLeader = Atomic<Int>(0)
+    /// Tests only: catch-up consumers behave as if served by a replica whose log ends at this
+    /// stream sequence (a follower behind its leader); nil (always, outside tests): they don't.
+    package let consumerReplicaEndForTests = Mutex<UInt64?>(nil)
 
     init(connection: NATSConnection, timeout: Duration) throws(NATSError) {
         self.connection = connection

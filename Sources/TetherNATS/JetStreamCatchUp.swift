@@ -70,6 +70,8 @@ private final class CatchUpReader: @unchecked Sendable {
     private let stream: String
     private let subject: String
     private let target: UInt64
+    /// Where the consumer's replica ends, in tests (`JetStream.consumerReplicaEndForTests`).
+    private let consumerReplicaEnd: UInt64?
     private let handler: @Sendable (StoredMessage) -> Void
     private let completion: @Sendable (Result<UInt64?, NATSError>) -> Void
     private let state = Mutex(State())
@@ -80,6 +82,7 @@ private final class CatchUpReader: @unchecked Sendable {
         self.stream = stream
         self.subject = subject
         self.target = target
+        consumerReplicaEnd = jetStream.consumerReplicaEndForTests.withLock { $0 }
         self.handler = handler
         self.completion = completion
     }
@@ -127,8 +130,12 @@ private final class CatchUpReader: @unchecked Sendable {
         var metadataPointer: UnsafeMutablePointer<jsMsgMetaData>?
         guard natsMsg_GetMetaData(&metadataPointer, message) == NATS_OK, let metadata = metadataPointer else { return }
         let sequence = metadata.pointee.Sequence.Stream
-        let pending = metadata.pointee.NumPending
+        var pending = metadata.pointee.NumPending
         jsMsgMetaData_Destroy(metadata)
+        if let consumerReplicaEnd {
+            guard sequence <= consumerReplicaEnd else { return }
+            if sequence == consumerReplicaEnd { pending = 0 }
+        }
         let copy = NATSMessage(copying: message, connection: nil)
         guard deliver(StoredMessage(subject: copy.subject, sequence: sequence, headers: copy.headers, data: copy.data), fromConsumer: true) else { return }
         guard pending == 0 else { return }

@@ -210,6 +210,31 @@ extension NATS {
             #expect(try await js.messages(stream: "LOG", subject: "log.none", from: 1).isEmpty)
         }
 
+        /// A catch-up consumer served by a replica behind the stream leader (a follower whose
+        /// catch-up stalled) ends, or falls silent, before the log does: the read goes on to the
+        /// subject's end as the leader knows it, from the leader.
+        @Test(arguments: [UInt64(10), 0])
+        func aReadWhoseReplicaIsBehindTheLeaderReadsTheRestFromTheLeader(replicaEnd: UInt64) async throws {
+            let cluster = try NATSCluster(size: 3)
+            defer { cluster.stop() }
+            let js = try connect([cluster.servers[0].url]).jetStream()
+            _ = try await js.addOrUpdateStream(.init(name: "LOG", subjects: ["log.>"], replicas: 3))
+            for index in 1...20 {
+                _ = try await js.publish(index % 4 == 0 ? "log.other" : "log.r", Array("\(index)".utf8))
+            }
+            let expected = (1...20).filter { $0 % 4 != 0 }.map(String.init)
+
+            js.consumerReplicaEndForTests.withLock { $0 = replicaEnd }
+            let read = try await js.messages(stream: "LOG", subject: "log.r", from: 1, idleTimeout: .seconds(2))
+            #expect(read.map { String(decoding: $0.data, as: UTF8.self) } == expected, "every message, in order, none twice")
+            #expect(js.readsFromLeader.load(ordering: .relaxed) == 1)
+
+            // A replica that is not behind: the consumer alone.
+            js.consumerReplicaEndForTests.withLock { $0 = nil }
+            #expect(try await js.messages(stream: "LOG", subject: "log.r", from: 1).count == expected.count)
+            #expect(js.readsFromLeader.load(ordering: .relaxed) == 1)
+        }
+
         /// Creating a consumer needs the JetStream meta leader: while it is re-elected after its
         /// server died, a catch-up read goes on with message-get requests to the stream leader.
         @Test func catchUpWorksWhileTheMetaLeaderIsReElected() async throws {
