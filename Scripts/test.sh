@@ -2,7 +2,8 @@
 # Sets up and runs the whole test suite: unit and property tests, in-process server tests,
 # end-to-end tests against the real daemon (the terminal client under tmux, a Python client, a
 # NATS cluster), tether.js under Node, the dashboard in headless Chromium, the Debian package,
-# the hostile-input suites against an AddressSanitizer build of tetherd, and a bounded fuzzing run.
+# the hostile-input and RFC 6455 conformance suites against the release and AddressSanitizer
+# builds of tetherd, and a bounded fuzzing run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh debug
@@ -41,6 +42,8 @@ Tests/Browser/run.sh
 echo "== Debian package: release build, dpkg-deb, lintian, systemd-analyze; installed, run, removed"
 Scripts/package.sh
 TETHER_DEB="$PWD/$(ls -t dist/tether_*_amd64.deb | head -1)" swift test --skip-build --filter DebianPackageTests
+echo "== RFC 6455 conformance against the release tetherd package.sh built"
+TETHERD="$PWD/.build/release/tetherd" swift test --skip-build --filter WebSocketConformanceTests
 
 echo "== Scripts/install.sh into a temporary prefix: tetherd, tether and tether-load installed and running"
 # --no-build: package.sh's release build is in the same folder, linked with --static-swift-stdlib;
@@ -59,10 +62,10 @@ echo "== Scripts/install.sh into a temporary prefix: tetherd, tether and tether-
     echo "installed tetherd $version, tether and tether-load run"
 )
 
-echo "== hostile input against tetherd built with AddressSanitizer"
+echo "== hostile input and RFC 6455 conformance against tetherd built with AddressSanitizer"
 swift build --sanitize=address --scratch-path .build-asan --product tetherd
 TETHERD="$(swift build --sanitize=address --scratch-path .build-asan --show-bin-path)/tetherd" \
-    swift test --skip-build --filter "HostileInputTests|BadInputTests"
+    swift test --skip-build --filter "HostileInputTests|BadInputTests|WebSocketConformanceTests"
 
 echo "== fuzzing the protocol decoder and JSON Patch apply (${FUZZ_SECONDS:-30} s)"
 Scripts/fuzz.sh "${FUZZ_SECONDS:-30}" 2>&1 | tail -4

@@ -23,7 +23,7 @@ static const enum lws_write_protocol TETHER_LWS_WRITE_RAW = LWS_WRITE_RAW;
 // Context / vhost options, typed like `lws_context_creation_info.options`.
 static const uint64_t TETHER_OPT_DO_SSL_GLOBAL_INIT = (uint64_t)LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 static const uint64_t TETHER_OPT_EXPLICIT_VHOSTS = (uint64_t)LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
-static const uint64_t TETHER_OPT_VALIDATE_UTF8 = (uint64_t)LWS_SERVER_OPTION_VALIDATE_UTF8;
+// (No LWS_SERVER_OPTION_VALIDATE_UTF8: the transport validates UTF-8 itself, UTF8Validator.swift.)
 static const uint64_t TETHER_OPT_DISABLE_IPV6 = (uint64_t)LWS_SERVER_OPTION_DISABLE_IPV6;
 static const uint64_t TETHER_OPT_FAIL_UPON_UNABLE_TO_BIND = (uint64_t)LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
 static const uint64_t TETHER_OPT_LIBEV = (uint64_t)LWS_SERVER_OPTION_LIBEV;

@@ -32,6 +32,9 @@ class ServiceLoop: @unchecked Sendable {
     let logger: Logger
     let threadName: String
     let maxMessageBytes: Int
+    /// Text messages and close reasons that are not UTF-8 close with 1007 (checked by us, not lws:
+    /// `UTF8Validator`).
+    let validatesUTF8: Bool
 
     /// State shared with other threads; everything else below is loop-thread confined (or
     /// touched by the starting thread before the loop thread exists).
@@ -81,10 +84,11 @@ class ServiceLoop: @unchecked Sendable {
     private(set) var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
     private var extensions: UnsafeMutablePointer<lws_extension>?
 
-    init(logger: Logger, threadName: String, maxMessageBytes: Int) {
+    init(logger: Logger, threadName: String, maxMessageBytes: Int, validatesUTF8: Bool) {
         self.logger = logger
         self.threadName = threadName
         self.maxMessageBytes = max(0, maxMessageBytes)
+        self.validatesUTF8 = validatesUTF8
     }
 
     deinit {
@@ -506,8 +510,7 @@ class ServiceLoop: @unchecked Sendable {
             WebSocketConnection.from(wsi)?.heardFromPeer()
             return 0
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            WebSocketConnection.from(wsi)?.peerSentClose(input, len)
-            return 0
+            return WebSocketConnection.from(wsi)?.peerSentClose(input, len) ?? 0
         case LWS_CALLBACK_WSI_DESTROY:
             guard let connection = WebSocketConnection.from(wsi) else { return handleOther(wsi, reason, user, input, len) }
             lws_set_opaque_user_data(wsi, nil)

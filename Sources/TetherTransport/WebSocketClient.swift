@@ -98,7 +98,8 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
 
     init(configuration: WebSocketClientConfiguration, logger: Logger) {
         self.configuration = configuration
-        super.init(logger: logger, threadName: "tether-ws-cli", maxMessageBytes: configuration.maxMessageBytes)
+        super.init(logger: logger, threadName: "tether-ws-cli", maxMessageBytes: configuration.maxMessageBytes,
+                   validatesUTF8: configuration.validateUTF8)
     }
 
     func start() throws {
@@ -121,7 +122,7 @@ final class ClientLoop: ServiceLoop, @unchecked Sendable {
         var info = baseContextInfo(fdLimit: max(1, config.maxConnections))
         info.port = -1  // CONTEXT_PORT_NO_LISTEN
         info.protocols = UnsafePointer(protocols)
-        info.options = TETHER_OPT_DO_SSL_GLOBAL_INIT | (config.validateUTF8 ? TETHER_OPT_VALIDATE_UTF8 : 0)
+        info.options = TETHER_OPT_DO_SSL_GLOBAL_INIT  // UTF-8: validated by us (`UTF8Validator`)
         let timeout = UInt32(clamping: max(1, wholeSeconds(config.connectTimeout)))
         info.timeout_secs = timeout
         info.connect_timeout_secs = timeout

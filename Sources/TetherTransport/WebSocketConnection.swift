@@ -37,6 +37,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     var wsi: OpaquePointer?
     /// Reassembly buffer, allocated only while a message arrives in several pieces.
     private var rx: [UInt8]?
+    /// The text message being received, so far (fresh between messages).
+    private var utf8 = UTF8Validator()
     private var pendingClose: (code: UInt16, reason: String)?
     /// Client side, until the connection opens: where it goes and why it failed.
     var pendingConnect: PendingConnect?
@@ -284,6 +286,14 @@ public final class WebSocketConnection: @unchecked Sendable {
             beginClose(code: 1009, reason: "message too big")
             return 0
         }
+        if !isBinary && loop.validatesUTF8 {
+            guard utf8.consume(chunk), !isFinal || utf8.isComplete else {
+                // As lws would: the close frame now, before anything queued (RFC 6455 §8.1).
+                applyClose(code: 1007, reason: "invalid UTF-8")
+                return -1
+            }
+            if isFinal { utf8 = UTF8Validator() }
+        }
         if rx == nil && isFinal {
             deliver(chunk, binary: isBinary)  // whole message in one piece: no copy
         } else {
@@ -355,14 +365,22 @@ public final class WebSocketConnection: @unchecked Sendable {
         return 0
     }
 
-    func peerSentClose(_ input: UnsafeMutableRawPointer?, _ len: Int) {
-        guard !closeSent else { return }
-        if let input, len >= 2 {
-            let bytes = input.assumingMemoryBound(to: UInt8.self)
-            closeCode = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
-        } else {
-            closeCode = 1005
+    /// The peer's close frame (lws has already turned codes no one may send into 1002); 0 lets
+    /// lws echo it, -1 closes with our own code instead. lws 4.1 would echo a 1-byte payload
+    /// as it is, and checks no reason's UTF-8 now that we validate (RFC 6455 §5.5.1, §8.1).
+    func peerSentClose(_ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+        guard !closeSent else { return 0 }
+        let payload = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : max(0, len))
+        if payload.count == 1 {
+            applyClose(code: 1002, reason: "close payload of 1 byte")
+            return -1
         }
+        if payload.count > 2 && loop.validatesUTF8 && !UTF8Validator.isValid(UnsafeRawBufferPointer(rebasing: payload[2...])) {
+            applyClose(code: 1007, reason: "close reason not UTF-8")
+            return -1
+        }
+        closeCode = payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : 1005
+        return 0
     }
 
     /// The lws connection is gone (WSI_DESTROY, or a client connect that never got a wsi):

@@ -180,7 +180,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         self.configuration = configuration
         self.serverOpen = open
         self.keepalive = KeepaliveSweep(ping: configuration.pingInterval, idle: configuration.idleTimeout)
-        super.init(logger: logger, threadName: shardCount == 1 ? "tether-ws-srv" : "tether-io-\(shard)", maxMessageBytes: configuration.maxMessageBytes)
+        super.init(logger: logger, threadName: shardCount == 1 ? "tether-ws-srv" : "tether-io-\(shard)", maxMessageBytes: configuration.maxMessageBytes,
+                   validatesUTF8: configuration.validateUTF8)
         // Connection ids stay unique across the server's shards.
         connectionIDs.store(UInt64(shard) << 48 | 1, ordering: .relaxed)
     }
@@ -217,7 +218,6 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         let protocols = makeProtocols(name: config.subprotocol, wholeWrites: true)
         var options = TETHER_OPT_EXPLICIT_VHOSTS
         if config.tls != nil { options |= TETHER_OPT_DO_SSL_GLOBAL_INIT }
-        if config.validateUTF8 { options |= TETHER_OPT_VALIDATE_UTF8 }
         let handshakeSeconds = UInt32(clamping: max(1, wholeSeconds(config.handshakeTimeout)))
 
         var info = baseContextInfo(fdLimit: max(1, config.maxConnections))

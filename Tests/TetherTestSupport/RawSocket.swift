@@ -26,6 +26,11 @@ public final class RawSocket: @unchecked Sendable {
         }
     }
 
+    /// Takes over a connected socket (one a test's own listener accepted).
+    public init(connected fd: Int32) {
+        self.fd = fd
+    }
+
     deinit { close(fd) }
 
     public func write(_ bytes: [UInt8]) throws {
