@@ -14,13 +14,16 @@ struct SettingsTests {
     @Test func everyMistakeIsOneLineOnStderrAndExit64() throws {
         let file = NSTemporaryDirectory() + "tether-settings-\(UUID().uuidString).yaml"
         try "port: 0\nmax-room: 5\n".write(toFile: file, atomically: true, encoding: .utf8)
-        defer { unlink(file) }
+        let badValue = NSTemporaryDirectory() + "tether-settings-\(UUID().uuidString).yaml"
+        try "port: eighty\n".write(toFile: badValue, atomically: true, encoding: .utf8)
+        defer { unlink(file); unlink(badValue) }
         let environment = ProcessInfo.processInfo.environment
         let cases: [(arguments: [String], environment: [String: String], says: String)] = [
             (["--port", "0", "--nope"], [:], "unknown option --nope"),
-            (["--port", "x"], [:], "port: \"x\" is not an integer"),
+            (["--port", "x"], [:], "--port: \"x\" is not an integer"),
             (["--port", "0", "--strict-env"], ["TETHERD_PROT": "1"], "unknown environment variable TETHERD_PROT"),
-            (["--port", "0"], ["TETHERD_MAX_ROOMS": "many"], "max-rooms: \"many\" is not an integer"),
+            (["--port", "0"], ["TETHERD_MAX_ROOMS": "many"], "TETHERD_MAX_ROOMS: \"many\" is not an integer"),
+            (["--config", badValue], [:], "\(badValue): port: \"eighty\" is not an integer"),
             (["--config", file], [:], "\(file): unknown setting \"max-room\""),
         ]
         for mistake in cases {

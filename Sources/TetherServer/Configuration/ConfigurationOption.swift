@@ -101,8 +101,10 @@ public struct ConfigurationOption: Sendable {
         _ key: String, _ field: WritableKeyPath<ServerConfiguration, Value> & Sendable, _ help: String, reloadable: Bool = false
     ) -> Self where Value.RawValue == String {
         let names = Value.allCases.map(\.rawValue)
+        // YAML reads `on` and `off` as booleans: for an on/off setting they mean on and off.
+        let booleans = Set(names) == ["on", "off"] ? ["true": "on", "false": "off"] : [:]
         return Self(key, value: names.joined(separator: "|"), help, reloadable: reloadable, apply: { config, text throws(ConfigurationError) in
-            guard let value = Value(rawValue: text) else { throw .badValue(key, text, "one of \(names.joined(separator: ", "))") }
+            guard let value = Value(rawValue: booleans[text.lowercased()] ?? text) else { throw .badValue(key, text, "one of \(names.joined(separator: ", "))") }
             config[keyPath: field] = value
         }, current: { $0[keyPath: field].rawValue })
     }
