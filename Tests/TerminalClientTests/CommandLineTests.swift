@@ -185,6 +185,22 @@ struct CommandLineTests {
         #expect(bad.status == 64 && bad.stderr.contains("--timeout must be a positive number"), "\(bad.stderr)")
     }
 
+    /// A negative --timeout gets the same message however it is written ("-1" is a value, not a flag).
+    @Test func aNegativeTimeoutIsRefusedAsSuch() async throws {
+        for arguments in [["send", "--timeout", "-1", "counter", "increment"], ["send", "--timeout=-1", "counter", "increment"],
+                          ["--timeout", "-1", "kinds"]] {
+            let run = try await runTether(arguments)
+            #expect(run.status == 64 && run.stderr.contains("--timeout must be a positive number"), "\(arguments): \(run.stderr)")
+        }
+    }
+
+    /// `open --help` says what happens to a press while disconnected: it is queued (docs/CLIENTS.md).
+    @Test func openHelpSaysAPressWhileDisconnectedIsQueued() async throws {
+        let help = try await runTether(["open", "--help"])
+        let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(text.contains("queued and sent when the connection is back") && !text.contains("nor queued"), "\(help.stdout)")
+    }
+
     /// Every help text fits 80 columns, so no terminal breaks a flag in two.
     @Test func helpTextsFitEightyColumns() async throws {
         for command in [[], ["open"], ["inspect"], ["watch"], ["send"], ["kinds"], ["describe"]] {
