@@ -141,7 +141,9 @@ enum Tetherd {
         } catch {
             fail(error.problems.map { "check: \($0)" }, exitCode: 78)
         }
+        let kinds = Demos.kinds + (loaded.programValues["test-kinds"] == "true" ? Demos.testKinds : [])
         let problems = ConfigurationCheck.problems(loaded.configuration)
+            + [TetherServer.roomExpiryProblem(in: loaded.configuration, kinds: kinds)].compactMap { $0 }
         guard problems.isEmpty else { fail(problems.map { "check: \($0)" }, exitCode: 78) }
         for warning in loaded.warnings { FileHandle.standardError.write(Data("tetherd: check: warning: \(warning)\n".utf8)) }
         for warning in natsDurabilityWarnings(loaded.configuration) {

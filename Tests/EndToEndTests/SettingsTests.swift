@@ -88,4 +88,17 @@ struct SettingsTests {
             #expect(run.stderr.contains("--ttl must be a positive number of seconds"), "--ttl \(ttl): \(run.stderr)")
         }
     }
+
+    /// A --room-expiry the daemon cannot honour is a bad setting (64, as --help says), whether
+    /// malformed or naming a kind that has no stored rooms; `check` reports it too (78).
+    @Test func aRoomExpiryThatDoesNotFitIsABadSetting() throws {
+        let cases = [("chess=1d", "no room kind"), ("login=1d", "per-session"), ("counter=5x", "ages such as"), ("counter", "kind=age pairs")]
+        for (value, says) in cases {
+            let run = try Daemon.runToExit(["--memory-only", "--port", "0", "--room-expiry", value], timeout: .seconds(10))
+            #expect(run.status == 64 && run.stderr.contains(says), "\(value): status \(run.status), \(run.stderr)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(value): \(run.stderr)")
+            let check = try Daemon.runToExit(["check", "--memory-only", "--room-expiry", value], timeout: .seconds(10))
+            #expect(check.status == 78 && check.stderr.contains(says), "check \(value): status \(check.status), \(check.stderr)")
+        }
+    }
 }
