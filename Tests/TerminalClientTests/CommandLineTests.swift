@@ -162,6 +162,13 @@ struct CommandLineTests {
         let host = try await runTether(["send", "--url", "ws://no-such-host.invalid:8080", "counter", "increment"])
         #expect(host.status == 1 && host.stderr.contains("cannot resolve the host name \"no-such-host.invalid\""), "\(host.stderr)")
         #expect(host.stderr.rows.filter { !$0.isEmpty }.count == 1)
+        // ws:// to a TLS server: `send` tries again (a restarting server closes the same way),
+        // then says both.
+        let tls = try RoomsCommandTests.certificate()
+        let secure = try Daemon(arguments: ["--memory-only", "--tls-cert", tls.cert, "--tls-key", tls.key])
+        defer { secure.stop() }
+        let plain = try await runTether(["send", "--url", "ws://127.0.0.1:\(secure.port)", "--timeout", "1", "counter", "increment"])
+        #expect(plain.status == 1 && plain.stderr.contains("try wss://127.0.0.1:\(secure.port)/") && plain.stderr.contains("restarting"), "\(plain.stderr)")
     }
 
     /// Connection options work before the subcommand as well as after it; a value that happens to
