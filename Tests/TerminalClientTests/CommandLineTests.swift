@@ -103,6 +103,23 @@ struct CommandLineTests {
         #expect(state.first?["state"] == ["count": 4])
     }
 
+    /// A refusal for want of a token says how a terminal user gives one; an expiry says when.
+    @Test func authRefusalsSayHowToGiveAToken() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only", "--auth-secret", "s3cret"])
+        defer { daemon.stop() }
+        for command in [["send", "counter", "increment"], ["watch", "counter"]] {
+            let run = try await runTether([command[0], "--url", daemon.url] + command.dropFirst())
+            #expect(run.status == 2 && run.stderr.contains("--token-file FILE or $TETHER_TOKEN") && run.stderr.contains("tetherd token"),
+                    "\(command): \(run.stderr)")
+        }
+        let result = try Daemon.runToExit(["token", "--secret", "s3cret", "--rooms", "counter", "--ttl", "1"])
+        try await Task.sleep(for: .milliseconds(2100))
+        let expired = try await runTether(["send", "--url", daemon.url, "--token", result.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+                                           "counter", "increment"])
+        #expect(expired.status == 2 && expired.stderr.contains("Z (") && expired.stderr.contains("s ago)")
+                && expired.stderr.contains("--token-file FILE or $TETHER_TOKEN") && !expired.stderr.contains("1970"), "\(expired.stderr)")
+    }
+
     @Test func sendPrintsTheErrorFrameOfARefusedJoin() async throws {
         let daemon = try Daemon(arguments: ["--memory-only", "--auth-secret", "s3cret"])
         defer { daemon.stop() }
