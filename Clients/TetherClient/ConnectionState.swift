@@ -24,9 +24,10 @@ public enum ConnectionState: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Reconnecting after a failure that waiting may heal: nothing answers yet (a server starting
-    /// or restarting), or a connection that was up dropped. False for one it will not heal: a
-    /// host name that does not resolve, a TLS mismatch, an HTTP answer.
+    /// Reconnecting after a failure that waiting may heal: nothing answers yet or the connection
+    /// was closed during the handshake (a server starting or restarting), or a connection that
+    /// was up dropped. False for one it will not heal: a host name that does not resolve, a
+    /// failed TLS handshake, an HTTP answer.
     public var mayHealByWaiting: Bool {
         guard case .reconnecting(_, let reason) = self else { return false }
         return !reason.hasPrefix("cannot connect") || ConnectionFailure.mayHealByWaiting(reason)

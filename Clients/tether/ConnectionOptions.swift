@@ -13,7 +13,8 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The server's WebSocket URL (ws:// or wss://); several, comma-separated, for the nodes of a cluster (the next is tried when one is lost). Default: $TETHER_URL, else \(defaultURL).", valueName: "urls"))
     var url: String?
 
-    @Option(name: .long, help: ArgumentHelp("Seconds to wait for the server's hello (and, for `send`, the answer).", valueName: "seconds"))
+    // Unconditional: "--timeout -1" is a (refused) number, not a missing value followed by a flag.
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Seconds to wait for the server's hello (and, for `send`, the answer).", valueName: "seconds"))
     var timeout: Double = 10
 
     @Option(name: .long, help: "Log level on stderr for `watch`, `send` and headless mode (interactive screens never log).")

@@ -69,10 +69,10 @@ enum Output {
     /// A client error as one short line.
     static func describe(_ error: any Error) -> String {
         switch error {
-        case TetherClientError.server(let error): return "\(error.code.rawValue): \(error.message)"
+        case TetherClientError.server(let error): return "\(error.code.rawValue): \(AuthAdvice.message(for: error))"
         case TetherClientError.notConnected(let reason): return reason
         case let error as TetherClientError: return error.description
-        case let error as ProtocolError: return "\(error.code.rawValue): \(error.message)"
+        case let error as ProtocolError: return "\(error.code.rawValue): \(AuthAdvice.message(for: error))"
         default: return "\(error)"
         }
     }

@@ -95,7 +95,7 @@ enum RoomsCommand {
         }
         guard answer.status == 200 else {
             let what = room.map { "cannot delete \($0)" } ?? "cannot list the rooms"
-            var reason = answer.errorMessage
+            var reason = AuthAdvice.roomAdministration(status: answer.status, serverReason: answer.errorMessage, hadToken: options.token != nil)
             if answer.status == 404, room == nil { reason = "this server has no room administration (GET /rooms answered 404): it is older than this client" }
             throw Output.failure("\(what): \(reason)", code: Output.serverError)
         }

@@ -79,7 +79,8 @@ struct Open: AsyncParsableCommand {
             Keys: Tab / Shift-Tab move the focus, Enter activates, q quits (outside text fields), \
             Ctrl-C quits anywhere; each screen shows its own keys. The screen keeps reconnecting \
             while the server is down and shows it in the status bar; an action pressed meanwhile is \
-            not sent (nor queued), and the line above the key help says so.
+            queued and sent when the connection is back; the line above the key help says how \
+            many presses are waiting.
 
             Without a terminal (stdout or stdin is not a TTY), or with --headless, it behaves like \
             `tether watch`: one JSON line per message received.

@@ -13,6 +13,9 @@ public enum StartupError: Error, Equatable, CustomStringConvertible {
     case storage(String)
     /// A setting names something unusable: a TLS file, a secret file (EX_CONFIG).
     case configuration(String)
+    /// A setting that reads but does not fit this server (a room kind it does not have): a bad
+    /// setting, as the loader's (EX_USAGE).
+    case setting(String)
     /// No NATS server of the cluster answered (EX_UNAVAILABLE).
     case clusterUnreachable(String)
     /// A cluster stream or bucket can't be created: JetStream refused a setting (EX_CONFIG).
@@ -24,6 +27,7 @@ public enum StartupError: Error, Equatable, CustomStringConvertible {
         case .cannotListen: return 71
         case .dataDirectory: return 73
         case .storage: return 74
+        case .setting: return 64
         case .configuration, .clusterStorage: return 78
         }
     }
@@ -41,7 +45,7 @@ public enum StartupError: Error, Equatable, CustomStringConvertible {
             return "cannot use data directory \(directory): \(reason)"
         case .storage(let reason):
             return "cannot open the database: \(reason)"
-        case .configuration(let reason):
+        case .configuration(let reason), .setting(let reason):
             return reason
         case .clusterUnreachable(let reason):
             return "cannot join the cluster: \(reason); start the NATS servers (JetStream on) or fix --nats"

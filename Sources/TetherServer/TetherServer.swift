@@ -29,13 +29,25 @@ public final class TetherServer: Service, Sendable {
     private let cluster: ClusterNode?
     let logger: Logger
     private let boundPort = Mutex<Int?>(nil)
-    /// The application's kinds, for settings that name them (`room-expiry`).
-    let kindNames: [String]
+    /// The application's kinds by name, for settings that name them (`room-expiry`).
+    let kindScopes: [String: RoomScope]
 
-    /// Why `configuration` names kinds this server does not have, or nil.
-    static func unknownKinds(in configuration: ServerConfiguration, kinds: [String]) -> String? {
-        guard let unknown = configuration.roomExpiry.keys.sorted().first(where: { !kinds.contains($0) }) else { return nil }
-        return "room-expiry names \(unknown), which is no room kind; kinds are \(kinds.joined(separator: ", "))"
+    /// Why `configuration`'s room-expiry does not fit `kinds`, or nil: each kind it names must
+    /// exist and be shared (a per-session room is never stored: there is nothing to expire).
+    public static func roomExpiryProblem(in configuration: ServerConfiguration, kinds: [ViewModelKind]) -> String? {
+        roomExpiryProblem(in: configuration, kinds: Dictionary(kinds.map { ($0.name, $0.scope) }, uniquingKeysWith: { first, _ in first }))
+    }
+
+    static func roomExpiryProblem(in configuration: ServerConfiguration, kinds: [String: RoomScope]) -> String? {
+        let shared = kinds.filter { $0.value == .shared }.keys.sorted().joined(separator: ", ")
+        for name in configuration.roomExpiry.keys.sorted() {
+            switch kinds[name] {
+            case nil: return "room-expiry names \(name), which is no room kind; kinds with stored rooms are \(shared)"
+            case .perSession?: return "room-expiry names \(name), a per-session kind: its rooms end with their connection and are never stored, so none expires; kinds with stored rooms are \(shared)"
+            case .shared?: continue
+            }
+        }
+        return nil
     }
 
     /// A single node: takes the data directory's lock and opens its database; throws when either
@@ -65,8 +77,8 @@ public final class TetherServer: Service, Sendable {
         if let reserved = kinds.first(where: { SystemRoom.isSystemKind($0.name) }) {
             throw .configuration("room kind \(reserved.name): names starting with \(SystemRoom.prefix) are reserved for the server's own rooms")
         }
-        kindNames = kinds.map(\.name).sorted()
-        if let problem = Self.unknownKinds(in: configuration, kinds: kindNames) { throw .configuration(problem) }
+        kindScopes = Dictionary(kinds.map { ($0.name, $0.scope) }, uniquingKeysWith: { first, _ in first })
+        if let problem = Self.roomExpiryProblem(in: configuration, kinds: kindScopes) { throw .setting(problem) }
         self.running = Mutex(configuration)
         self.logger = logger
         self.cluster = cluster

@@ -303,11 +303,14 @@ public struct ConnectionFailure {
             return "\(address) did not answer in time; check the host and port, and any firewall between"
         }
         if lower.contains("read failed") || lower.contains("closed") {
+            // A daemon stopping or killed with the connection accepted does this too; the bytes
+            // don't tell it from a TLS server reached with ws://, so both are said.
             if secure {
-                return "\(address) closed the connection during the handshake; check that it is a Tether server"
+                return "\(address) \(Self.closedDuringHandshake) handshake (a server stopping or restarting does that); "
+                    + "otherwise check that it is a Tether server"
             }
-            return "\(address) closed the connection during the WebSocket handshake: "
-                + "if the server uses TLS, try \(url(secure: true)); otherwise check that it is a Tether server"
+            return "\(address) \(Self.closedDuringHandshake) WebSocket handshake: a server stopping or restarting does that, "
+                + "and so does a TLS server (then try \(url(secure: true))); otherwise check that it is a Tether server"
         }
         if lower.hasPrefix("hs:") || lower.contains("upgrade") || lower.contains("handshake") {
             return "\(address) refused the WebSocket handshake (\(lwsReason)); check that it is a Tether server"
@@ -316,12 +319,14 @@ public struct ConnectionFailure {
     }
 
     static let nothingAnswers = "nothing answers at"
+    static let closedDuringHandshake = "closed the connection during the"
 
     /// Whether a failed connection's reason (an `explanation`, maybe after "cannot connect to
-    /// URL: ") may heal by waiting: nothing listens yet (a server starting or restarting). A host
-    /// that does not resolve, a TLS mismatch or an HTTP answer will not.
+    /// URL: ") may heal by waiting: nothing listens yet, or the connection was closed before the
+    /// handshake's answer (a server starting, stopping or restarting). A host that does not
+    /// resolve, a failed TLS handshake or an HTTP answer will not.
     public static func mayHealByWaiting(_ reason: String) -> Bool {
-        reason.contains(nothingAnswers)
+        reason.contains(nothingAnswers) || reason.contains(closedDuringHandshake)
     }
 
     /// "SSL error: self-signed certificate (preverify_ok=0;err=18;depth=0)" as "self-signed certificate".

@@ -13,7 +13,14 @@ import UnixSignals
 /// environment variables and a config file (TetherServer's `ConfigurationLoader`). The other
 /// subcommands are tools around it.
 @main
-enum Tetherd {
+struct Tetherd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tetherd",
+        subcommands: [Serve.self, Check.self, MintToken.self, BackupCommand.self, RestoreCommand.self, SampleConfig.self],
+        defaultSubcommand: Serve.self,
+        // `serve` answers --help with `usage`: the settings are ConfigurationLoader's, not options here.
+        helpNames: [])
+
     static let programOptions: [ConfigurationOption] = [
         .program("test-kinds", value: nil, "Also register the `faulty` room used by tests.", hidden: true),
     ]
@@ -21,29 +28,9 @@ enum Tetherd {
     static func main() async {
         signal(SIGPIPE, SIG_IGN)
         var arguments = Array(CommandLine.arguments.dropFirst())
-        switch arguments.first {
-        case "token":
-            MintToken.main(Array(arguments.dropFirst()))
-        case "backup":
-            BackupCommand.main(Array(arguments.dropFirst()))
-        case "restore":
-            RestoreCommand.main(Array(arguments.dropFirst()))
-        case "check":
-            check(Array(arguments.dropFirst()))
-        case "sample-config":
-            sampleConfig(Array(arguments.dropFirst()))
-        case "help", "--help", "-h":
-            print(usage)
-        case "--version":
-            print(TetherServer.version)
-        default:
-            if arguments.first == "serve" { arguments.removeFirst() }
-            if arguments.contains("--help") || arguments.contains("-h") {
-                print(usage)
-                return
-            }
-            await serve(arguments)
-        }
+        // ArgumentParser's own `help` subcommand would print its generated help, not `usage`.
+        if arguments.first == "help" { arguments = ["--help"] }
+        await main(arguments)
     }
 
     static var usage: String {
@@ -124,7 +111,7 @@ enum Tetherd {
             // Exit with the server still referenced: its objects are not freed by other threads
             // while exit runs (LeakSanitizer, in the AddressSanitizer test stage, then saw a
             // half-freed graph: a weak reference's side table whose only holder had just gone).
-            withExtendedLifetime(server) { exit(0) }
+            withExtendedLifetime(server) { Glibc.exit(0) }
         } catch let error as StartupError {
             fail(error.description, exitCode: error.exitCode)
         } catch {
@@ -141,7 +128,9 @@ enum Tetherd {
         } catch {
             fail(error.problems.map { "check: \($0)" }, exitCode: 78)
         }
+        let kinds = Demos.kinds + (loaded.programValues["test-kinds"] == "true" ? Demos.testKinds : [])
         let problems = ConfigurationCheck.problems(loaded.configuration)
+            + [TetherServer.roomExpiryProblem(in: loaded.configuration, kinds: kinds)].compactMap { $0 }
         guard problems.isEmpty else { fail(problems.map { "check: \($0)" }, exitCode: 78) }
         for warning in loaded.warnings { FileHandle.standardError.write(Data("tetherd: check: warning: \(warning)\n".utf8)) }
         for warning in natsDurabilityWarnings(loaded.configuration) {
@@ -185,8 +174,45 @@ enum Tetherd {
     /// One line on stderr per problem, then exit.
     static func fail(_ problems: [String], exitCode: Int32) -> Never {
         FileHandle.standardError.write(Data(problems.map { "tetherd: \($0)\n" }.joined().utf8))
-        exit(exitCode)
+        Glibc.exit(exitCode)
     }
+}
+
+/// `tetherd [serve] [options]`: runs the daemon. The settings are read by ConfigurationLoader,
+/// not ArgumentParser: swift-configuration's command-line provider neither refuses unknown flags
+/// nor keeps commas in a value, so tetherd reads its own command line (ConfigurationLoader).
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the daemon (the default).", helpNames: [])
+
+    @Argument(parsing: .captureForPassthrough) var settings: [String] = []
+
+    func run() async {
+        if settings.first == "--version" {
+            print(TetherServer.version)
+        } else if settings.contains("--help") || settings.contains("-h") {
+            print(Tetherd.usage)
+        } else {
+            await Tetherd.serve(settings)
+        }
+    }
+}
+
+/// `tetherd check [options]`: the settings as `serve` reads them (ConfigurationLoader's flags).
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Validate the settings without starting.", helpNames: [])
+
+    @Argument(parsing: .captureForPassthrough) var settings: [String] = []
+
+    func run() { Tetherd.check(settings) }
+}
+
+/// `tetherd sample-config [options]`: ConfigurationLoader's flags, as for `serve`.
+struct SampleConfig: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "sample-config", abstract: "Print a config file listing every setting.", helpNames: [])
+
+    @Argument(parsing: .captureForPassthrough) var settings: [String] = []
+
+    func run() { Tetherd.sampleConfig(settings) }
 }
 
 /// Starts the server, then prints the one line scripts wait for (stdout may be a pipe they
@@ -239,7 +265,7 @@ struct ReloadOnHangup: Service {
 /// `tetherd token`: mints an access token for local use.
 struct MintToken: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tetherd token",
+        commandName: "token",
         abstract: "Print an HS256 access token for one of the daemon's secrets.",
         discussion: """
             Examples:
@@ -249,7 +275,8 @@ struct MintToken: ParsableCommand {
             With --kid the token's header names that key; the daemon checks it with the secret of that name \
             (auth-secrets-file). Without, it checks it with its unnamed secret (auth-secret, auth-secret-file). \
             With --admin the token also opens the server's overview room tether.server (the dashboard at /).
-            """)
+            """,
+        helpNames: [.long, .short])  // the root has none (serve answers --help)
 
     @Option(help: "The secret itself (visible in ps; prefer a file).")
     var secret: String?
@@ -333,7 +360,7 @@ struct DataDirectoryOptions: ParsableArguments {
 /// `tetherd backup`: a consistent copy of a live database.
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tetherd backup",
+        commandName: "backup",
         abstract: "Copy the data directory's database to a file, consistently, while the daemon runs and writes.",
         discussion: """
             Uses SQLite's online backup API from a read-only connection; it does not need the daemon's lock. \
@@ -342,7 +369,8 @@ struct BackupCommand: ParsableCommand {
             (sudo -u tether tetherd backup --config /etc/tether/tetherd.yaml /var/backups/tether.sqlite).
 
             Exit status: \(DatabaseBackup.Failure.exitStatusHelp)
-            """)
+            """,
+        helpNames: [.long, .short])  // the root has none (serve answers --help)
 
     @OptionGroup var location: DataDirectoryOptions
 
@@ -363,7 +391,7 @@ struct BackupCommand: ParsableCommand {
 /// `tetherd restore`: a backup back into place.
 struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tetherd restore",
+        commandName: "restore",
         abstract: "Check a backup (every room loads) and make it the data directory's database.",
         discussion: """
             The daemon must be stopped (the data directory's lock is taken). Rooms come back with their epoch \
@@ -371,7 +399,8 @@ struct RestoreCommand: ParsableCommand {
             existing database is moved aside as tether.sqlite.replaced-TIME, never deleted.
 
             Exit status: \(DatabaseBackup.Failure.exitStatusHelp)
-            """)
+            """,
+        helpNames: [.long, .short])  // the root has none (serve answers --help)
 
     @OptionGroup var location: DataDirectoryOptions
 

@@ -72,7 +72,7 @@ struct ConfigCheckTests {
         #expect(check.status == 78)
         let lines = check.stderr.split(separator: "\n").map(String.init)
         for problem in ["unknown option --bogus", "port: \"abc\" is not an integer", "max-rooms: \"x\" is not an integer",
-                        "max-connections: \"lots\" is not an integer", "unknown setting \"max-room\"", "ping-seconds: \"often\""] {
+                        "TETHERD_MAX_CONNECTIONS: \"lots\" is not an integer", "unknown setting \"max-room\"", "\(config): ping-seconds: \"often\""] {
             #expect(lines.contains { $0.hasPrefix("tetherd: check: ") && $0.contains(problem) }, "\(problem) in:\n\(check.stderr)")
         }
         #expect(lines.count == 6, "\(check.stderr)")

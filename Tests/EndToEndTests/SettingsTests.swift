@@ -14,13 +14,16 @@ struct SettingsTests {
     @Test func everyMistakeIsOneLineOnStderrAndExit64() throws {
         let file = NSTemporaryDirectory() + "tether-settings-\(UUID().uuidString).yaml"
         try "port: 0\nmax-room: 5\n".write(toFile: file, atomically: true, encoding: .utf8)
-        defer { unlink(file) }
+        let badValue = NSTemporaryDirectory() + "tether-settings-\(UUID().uuidString).yaml"
+        try "port: eighty\n".write(toFile: badValue, atomically: true, encoding: .utf8)
+        defer { unlink(file); unlink(badValue) }
         let environment = ProcessInfo.processInfo.environment
         let cases: [(arguments: [String], environment: [String: String], says: String)] = [
             (["--port", "0", "--nope"], [:], "unknown option --nope"),
-            (["--port", "x"], [:], "port: \"x\" is not an integer"),
+            (["--port", "x"], [:], "--port: \"x\" is not an integer"),
             (["--port", "0", "--strict-env"], ["TETHERD_PROT": "1"], "unknown environment variable TETHERD_PROT"),
-            (["--port", "0"], ["TETHERD_MAX_ROOMS": "many"], "max-rooms: \"many\" is not an integer"),
+            (["--port", "0"], ["TETHERD_MAX_ROOMS": "many"], "TETHERD_MAX_ROOMS: \"many\" is not an integer"),
+            (["--config", badValue], [:], "\(badValue): port: \"eighty\" is not an integer"),
             (["--config", file], [:], "\(file): unknown setting \"max-room\""),
         ]
         for mistake in cases {
@@ -83,6 +86,19 @@ struct SettingsTests {
             let run = try Daemon.runToExit(["token", "--secret", "s3cret", "--rooms", "*", "--ttl", ttl])
             #expect(run.status == 64 && run.stdout.isEmpty, "--ttl \(ttl): \(run.stdout)")
             #expect(run.stderr.contains("--ttl must be a positive number of seconds"), "--ttl \(ttl): \(run.stderr)")
+        }
+    }
+
+    /// A --room-expiry the daemon cannot honour is a bad setting (64, as --help says), whether
+    /// malformed or naming a kind that has no stored rooms; `check` reports it too (78).
+    @Test func aRoomExpiryThatDoesNotFitIsABadSetting() throws {
+        let cases = [("chess=1d", "no room kind"), ("login=1d", "per-session"), ("counter=5x", "ages such as"), ("counter", "kind=age pairs")]
+        for (value, says) in cases {
+            let run = try Daemon.runToExit(["--memory-only", "--port", "0", "--room-expiry", value], timeout: .seconds(10))
+            #expect(run.status == 64 && run.stderr.contains(says), "\(value): status \(run.status), \(run.stderr)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(value): \(run.stderr)")
+            let check = try Daemon.runToExit(["check", "--memory-only", "--room-expiry", value], timeout: .seconds(10))
+            #expect(check.status == 78 && check.stderr.contains(says), "check \(value): status \(check.status), \(check.stderr)")
         }
     }
 }

@@ -103,6 +103,23 @@ struct CommandLineTests {
         #expect(state.first?["state"] == ["count": 4])
     }
 
+    /// A refusal for want of a token says how a terminal user gives one; an expiry says when.
+    @Test func authRefusalsSayHowToGiveAToken() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only", "--auth-secret", "s3cret"])
+        defer { daemon.stop() }
+        for command in [["send", "counter", "increment"], ["watch", "counter"]] {
+            let run = try await runTether([command[0], "--url", daemon.url] + command.dropFirst())
+            #expect(run.status == 2 && run.stderr.contains("--token-file FILE or $TETHER_TOKEN") && run.stderr.contains("tetherd token"),
+                    "\(command): \(run.stderr)")
+        }
+        let result = try Daemon.runToExit(["token", "--secret", "s3cret", "--rooms", "counter", "--ttl", "1"])
+        try await Task.sleep(for: .milliseconds(2100))
+        let expired = try await runTether(["send", "--url", daemon.url, "--token", result.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+                                           "counter", "increment"])
+        #expect(expired.status == 2 && expired.stderr.contains("Z (") && expired.stderr.contains("s ago)")
+                && expired.stderr.contains("--token-file FILE or $TETHER_TOKEN") && !expired.stderr.contains("1970"), "\(expired.stderr)")
+    }
+
     @Test func sendPrintsTheErrorFrameOfARefusedJoin() async throws {
         let daemon = try Daemon(arguments: ["--memory-only", "--auth-secret", "s3cret"])
         defer { daemon.stop() }
@@ -162,6 +179,13 @@ struct CommandLineTests {
         let host = try await runTether(["send", "--url", "ws://no-such-host.invalid:8080", "counter", "increment"])
         #expect(host.status == 1 && host.stderr.contains("cannot resolve the host name \"no-such-host.invalid\""), "\(host.stderr)")
         #expect(host.stderr.rows.filter { !$0.isEmpty }.count == 1)
+        // ws:// to a TLS server: `send` tries again (a restarting server closes the same way),
+        // then says both.
+        let tls = try RoomsCommandTests.certificate()
+        let secure = try Daemon(arguments: ["--memory-only", "--tls-cert", tls.cert, "--tls-key", tls.key])
+        defer { secure.stop() }
+        let plain = try await runTether(["send", "--url", "ws://127.0.0.1:\(secure.port)", "--timeout", "1", "counter", "increment"])
+        #expect(plain.status == 1 && plain.stderr.contains("try wss://127.0.0.1:\(secure.port)/") && plain.stderr.contains("restarting"), "\(plain.stderr)")
     }
 
     /// Connection options work before the subcommand as well as after it; a value that happens to
@@ -183,6 +207,22 @@ struct CommandLineTests {
         // A mistake in a leading option is reported as such.
         let bad = try await runTether(["--timeout", "0", "kinds"])
         #expect(bad.status == 64 && bad.stderr.contains("--timeout must be a positive number"), "\(bad.stderr)")
+    }
+
+    /// A negative --timeout gets the same message however it is written ("-1" is a value, not a flag).
+    @Test func aNegativeTimeoutIsRefusedAsSuch() async throws {
+        for arguments in [["send", "--timeout", "-1", "counter", "increment"], ["send", "--timeout=-1", "counter", "increment"],
+                          ["--timeout", "-1", "kinds"]] {
+            let run = try await runTether(arguments)
+            #expect(run.status == 64 && run.stderr.contains("--timeout must be a positive number"), "\(arguments): \(run.stderr)")
+        }
+    }
+
+    /// `open --help` says what happens to a press while disconnected: it is queued (docs/CLIENTS.md).
+    @Test func openHelpSaysAPressWhileDisconnectedIsQueued() async throws {
+        let help = try await runTether(["open", "--help"])
+        let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(text.contains("queued and sent when the connection is back") && !text.contains("nor queued"), "\(help.stdout)")
     }
 
     /// Every help text fits 80 columns, so no terminal breaks a flag in two.

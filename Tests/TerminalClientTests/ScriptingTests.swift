@@ -126,6 +126,23 @@ struct ScriptingTests {
         #expect(try jsonLines(result.stdout).first?["version"] == 1)
     }
 
+    /// A daemon killed with the connection accepted but not yet answered (stopped, then kill -9)
+    /// closes it during the handshake: `send` tries again, as for a refused one, and the
+    /// restarted daemon runs the action once.
+    @Test func sendWaitsForADaemonThatRestartsMidHandshake() async throws {
+        let daemon = try Daemon()
+        kill(daemon.pid, SIGSTOP)
+        let send = try ChildProcess(tetherExecutable, ["send", "--url", daemon.url, "--timeout", "20", "counter:k", "increment", #"{"by":5}"#])
+        try await Task.sleep(for: .milliseconds(1500))
+        daemon.kill9()
+        let restarted = try Daemon(port: daemon.port, dataDirectory: daemon.dataDirectory)
+        defer { restarted.stop() }
+        let status = try await send.waitForExit(timeout: .seconds(20))
+        #expect(status == 0, "\(send.stderr)")
+        let watched = try await runTether(["watch", "--url", restarted.url, "--state", "--once", "counter:k"])
+        #expect(try jsonLines(watched.stdout).first?["state"] == ["count": 5], "\(watched.stdout) \(watched.stderr)")
+    }
+
     @Test func badJSONArgumentsAreRefusedBeforeConnecting() async throws {
         let port = try freePort()
         for args in [#"{"by":"#, "[1]", "2"] {

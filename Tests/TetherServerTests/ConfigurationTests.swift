@@ -117,12 +117,12 @@ struct ConfigurationTests {
         (["--port"], [:], nil, .missingValue("--port")),
         (["serve"], [:], nil, .unexpectedArgument("serve")),
         (["--strict-env"], ["TETHERD_PROT": "9000"], nil, .unknownEnvironmentVariable("TETHERD_PROT")),
-        (["--port", "x"], [:], nil, .badValue("port", "x", "an integer")),
-        (["--port", "70000"], [:], nil, .badValue("port", "70000", "from 0 to 65535")),
-        ([], ["TETHERD_MAX_ROOMS": "many"], nil, .badValue("max-rooms", "many", "an integer")),
-        (["--log-level", "loud"], [:], nil, .badValue("log-level", "loud", "one of trace, debug, info, notice, warning, error, critical")),
-        (["--idle-room-seconds", "-1"], [:], nil, .badValue("idle-room-seconds", "-1", "a positive number of seconds")),
-        (["--memory-only=maybe"], [:], nil, .badValue("memory-only", "maybe", "true or false")),
+        (["--port", "x"], [:], nil, .badValue("--port", "x", "an integer")),
+        (["--port", "70000"], [:], nil, .badValue("--port", "70000", "from 0 to 65535")),
+        ([], ["TETHERD_MAX_ROOMS": "many"], nil, .badValue("TETHERD_MAX_ROOMS", "many", "an integer")),
+        (["--log-level", "loud"], [:], nil, .badValue("--log-level", "loud", "one of trace, debug, info, notice, warning, error, critical")),
+        (["--idle-room-seconds", "-1"], [:], nil, .badValue("--idle-room-seconds", "-1", "a positive number of seconds")),
+        (["--memory-only=maybe"], [:], nil, .badValue("--memory-only", "maybe", "true or false")),
         (["--tls-cert", "c.pem"], [:], nil, .invalid("tls-cert and tls-key go together")),
         (["--ping-seconds", "30", "--peer-timeout-seconds", "20"], [:], nil, .invalid("peer-timeout-seconds must be longer than ping-seconds")),
     ]
@@ -145,7 +145,30 @@ struct ConfigurationTests {
     @Test func aBadValueInTheFileIsNamed() throws {
         let file = try ConfigFile("port: eighty\n", extension: "yaml")
         defer { file.remove() }
-        #expect(throws: ConfigurationError.badValue("port", "eighty", "an integer")) { try load(["--config", file.path]) }
+        #expect(throws: ConfigurationError.badValue("\(file.path): port", "eighty", "an integer")) { try load(["--config", file.path]) }
+    }
+
+    /// A value names where it was given: the flag, the variable or the file.
+    @Test func aBadValueNamesItsSource() throws {
+        let flag = #expect(throws: ConfigurationError.self) { try load(["--port", "abc"]) }
+        #expect(flag?.description == #"--port: "abc" is not an integer"#)
+        let variable = #expect(throws: ConfigurationError.self) { try load(environment: ["TETHERD_PORT": "abc"]) }
+        #expect(variable?.description == #"TETHERD_PORT: "abc" is not an integer"#)
+        let missing = #expect(throws: ConfigurationError.self) { try load(environment: ["TETHERD_AUTH_SECRET_FILE": "/nonexistent/secret"]) }
+        #expect(missing?.description == "TETHERD_AUTH_SECRET_FILE: cannot read /nonexistent/secret")
+    }
+
+    /// YAML 1.1 reads on and off as booleans; an on/off setting takes them (and true/false) as on and off.
+    @Test func anOnOffSettingTakesYAMLsBooleans() throws {
+        for (text, expected) in [("on", Compression.on), ("off", .off), ("true", .on), ("false", .off)] {
+            let file = try ConfigFile("compression: \(text)\n", extension: "yaml")
+            defer { file.remove() }
+            #expect(try load(["--config", file.path]).compression == expected, "compression: \(text)")
+        }
+        #expect(try load(environment: ["TETHERD_COMPRESSION": "true"]).compression == .on)
+        #expect(throws: ConfigurationError.badValue("--log-level", "true", "one of trace, debug, info, notice, warning, error, critical")) {
+            try load(["--log-level", "true"])
+        }
     }
 
     @Test func aBrokenOrMissingFileIsOneLine() throws {

@@ -38,6 +38,6 @@ struct SampleConfigurationTests {
         #expect(text.contains("\ndata: /var/lib/tether\n"))
         #expect(text.contains("\nlog-format: json\n"))
         #expect(text.contains("\n# port: 8080\n"))
-        #expect(throws: ConfigurationError.badValue("port", "x", "an integer")) { try SampleConfiguration.text(arguments: ["--port", "x"]) }
+        #expect(throws: ConfigurationError.badValue("--port", "x", "an integer")) { try SampleConfiguration.text(arguments: ["--port", "x"]) }
     }
 }

@@ -60,4 +60,12 @@ struct TokenKeyTests {
         #expect(auth.hasUnnamedSecret && auth.keyNames == ["2026-01", "2026-04"])
         #expect(loaded.configuration.authSecretsFile == good)
     }
+
+    /// An expiry reads as a UTC time and how long ago, not seconds since 1970.
+    @Test func anExpiredTokenSaysWhenInUTCAndHowLongAgo() throws {
+        let keys = TokenAuthority(secret: Array("s".utf8))
+        let token = keys.mint(claims)
+        let error = #expect(throws: TokenError.self) { try keys.verify(token, now: 2_000_000_000 + 180) }
+        #expect(error?.description == "token expired at 2033-05-18T03:33:20Z (3 min ago)")
+    }
 }

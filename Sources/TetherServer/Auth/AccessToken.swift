@@ -41,7 +41,8 @@ public enum TokenError: Error, Equatable, CustomStringConvertible {
     case unsupportedAlgorithm(String)
     case unknownKey(String?)
     case badSignature
-    case expired(at: Int)
+    /// Expired at `at`, checked at `now` (both seconds since 1970).
+    case expired(at: Int, now: Int)
 
     public var description: String {
         switch self {
@@ -50,7 +51,22 @@ public enum TokenError: Error, Equatable, CustomStringConvertible {
         case .unknownKey(let kid?): return "the token's key \"\(kid)\" (kid) is not one of this server's secrets"
         case .unknownKey(nil): return "the token names no key (kid) and this server has no unnamed secret"
         case .badSignature: return "token signature does not match"
-        case .expired(let at): return "token expired at \(at) (seconds since 1970)"
+        case .expired(let at, let now): return "token expired at \(Self.utc(at)) (\(Self.elapsed(now - at)) ago)"
+        }
+    }
+
+    /// "2033-05-18T03:33:20Z".
+    static func utc(_ seconds: Int) -> String {
+        Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
+    }
+
+    /// "5 s", "3 min", "2 h", "4 days".
+    static func elapsed(_ seconds: Int) -> String {
+        switch max(0, seconds) {
+        case ..<60: return "\(max(0, seconds)) s"
+        case ..<3_600: return "\(seconds / 60) min"
+        case ..<86_400: return "\(seconds / 3_600) h"
+        default: return "\(seconds / 86_400) day\(seconds / 86_400 == 1 ? "" : "s")"
         }
     }
 }
@@ -146,7 +162,7 @@ public struct TokenAuthority: Sendable, Equatable {
         case .bool(let value)?: admin = value
         default: throw .malformed("\"admin\" must be true or false")
         }
-        guard now < expires else { throw .expired(at: expires) }
+        guard now < expires else { throw .expired(at: expires, now: now) }
         return AccessClaims(subject: payload["sub"]?.stringValue ?? "", expires: expires, rooms: rooms, admin: admin, payload: payload)
     }
 

@@ -2,47 +2,6 @@ import Configuration
 import Foundation
 import Yams
 
-/// Why settings could not be read; one line each.
-public enum ConfigurationError: Error, Equatable, CustomStringConvertible {
-    case unknownFlag(String)
-    case missingValue(String)
-    case unexpectedArgument(String)
-    case unknownEnvironmentVariable(String)
-    case unknownFileKey(file: String, key: String)
-    case badFile(String, String)
-    case badValue(String, String, String)
-    case unreadable(String, String)
-    case invalid(String)
-    /// More than one of the above, in the order found (`tetherd check` reports them all).
-    case several([ConfigurationError])
-
-    /// One line each: the problems this error holds.
-    public var problems: [ConfigurationError] {
-        if case .several(let problems) = self { return problems.flatMap(\.problems) }
-        return [self]
-    }
-
-    /// `problems` as one error (itself when there is one); nil for none.
-    static func combining(_ problems: [ConfigurationError]) -> ConfigurationError? {
-        problems.count > 1 ? .several(problems) : problems.first
-    }
-
-    public var description: String {
-        switch self {
-        case .unknownFlag(let flag): return "unknown option \(flag) (see tetherd --help)"
-        case .missingValue(let flag): return "\(flag) needs a value"
-        case .unexpectedArgument(let argument): return "unexpected argument \"\(argument)\" (options start with --; see tetherd --help)"
-        case .unknownEnvironmentVariable(let name): return "unknown environment variable \(name) (see tetherd --help for the TETHERD_ names)"
-        case .unknownFileKey(let file, let key): return "\(file): unknown setting \"\(key)\" (see tetherd --help)"
-        case .badFile(let file, let reason): return "\(file): \(reason)"
-        case .badValue(let key, let value, let expected): return "\(key): \"\(value)\" is not \(expected)"
-        case .unreadable(let key, let path): return "\(key): cannot read \(path)"
-        case .invalid(let reason): return reason
-        case .several(let problems): return problems.map(\.description).joined(separator: "\n")
-        }
-    }
-}
-
 /// Reads settings the way `tetherd` takes them, through swift-configuration: command-line
 /// flags, then `TETHERD_*` environment variables, then the config file (`--config FILE` or
 /// `TETHERD_CONFIG`, YAML or JSON), then the defaults. Anything unknown or malformed is an error
@@ -111,10 +70,13 @@ public struct ConfigurationLoader: Sendable {
             let key = ConfigKey([option.key])
             let value = option.isFlag ? reader.bool(forKey: key).map { $0 ? "true" : "false" }
                 : reader.string(forKey: key, isSecret: option.isSecret)
+            // Where the value came from, for a message about it (the reader's order).
+            let source = flags[option.key] != nil ? option.flag : environment[option.environmentName] != nil ? option.environmentName
+                : "\(configFile ?? "the config file"): \(option.key)"
             guard let text = value else {
                 // Present somewhere yet unreadable as its type (a flag's value that is no boolean).
                 if let given = flags[option.key] ?? environment[option.environmentName] ?? fileValues[option.key] {
-                    problems.append(.badValue(option.key, given, option.isFlag ? "true or false" : "readable"))
+                    problems.append(.badValue(source, given, option.isFlag ? "true or false" : "readable"))
                 }
                 continue
             }
@@ -124,7 +86,7 @@ public struct ConfigurationLoader: Sendable {
                 do {
                     try option.apply(&configuration, text)
                 } catch {
-                    problems.append(error)
+                    problems.append(error.given(by: source))
                 }
             }
         }

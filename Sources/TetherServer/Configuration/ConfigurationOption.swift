@@ -101,8 +101,10 @@ public struct ConfigurationOption: Sendable {
         _ key: String, _ field: WritableKeyPath<ServerConfiguration, Value> & Sendable, _ help: String, reloadable: Bool = false
     ) -> Self where Value.RawValue == String {
         let names = Value.allCases.map(\.rawValue)
+        // YAML reads `on` and `off` as booleans: for an on/off setting they mean on and off.
+        let booleans = Set(names) == ["on", "off"] ? ["true": "on", "false": "off"] : [:]
         return Self(key, value: names.joined(separator: "|"), help, reloadable: reloadable, apply: { config, text throws(ConfigurationError) in
-            guard let value = Value(rawValue: text) else { throw .badValue(key, text, "one of \(names.joined(separator: ", "))") }
+            guard let value = Value(rawValue: booleans[text.lowercased()] ?? text) else { throw .badValue(key, text, "one of \(names.joined(separator: ", "))") }
             config[keyPath: field] = value
         }, current: { $0[keyPath: field].rawValue })
     }
@@ -203,7 +205,7 @@ extension ServerConfiguration {
         .integer("max-rooms-per-connection", \.maxRoomsPerConnection, "Rooms one connection may join at once.", reloadable: true),
         .integer("max-rooms", \.maxRooms, "Live rooms in the whole server (shared and per-session).", reloadable: true),
         .integer("max-rooms-per-kind", \.maxRoomsPerKind, "Shared rooms of one kind, in memory or stored; past it a new instance is refused with rate_limited (existing ones keep working).", reloadable: true),
-        ConfigurationOption("room-expiry", value: "kind=age,...", "Delete a kind's rooms that have not changed and had no subscribers for this long, e.g. todo=30d,bench=12h (units s, m, h, d; never turns a kind's own expiry off). Checked once a minute.", reloadable: true, apply: { config, text throws(ConfigurationError) in
+        ConfigurationOption("room-expiry", value: "kind=age,...", "Delete a shared kind's rooms that have not changed and had no subscribers for this long, e.g. todo=30d,bench=12h (units s, m, h, d; never turns a kind's own expiry off). Checked once a minute.", reloadable: true, apply: { config, text throws(ConfigurationError) in
             config.roomExpiry = try RoomExpirySetting.parse(text)
         }, current: { $0.roomExpiry.isEmpty ? nil : RoomExpirySetting.format($0.roomExpiry) }),
         .choice("compression", \.compression, "permessage-deflate for clients that offer it: each frame of at least --compression-min-bytes is compressed once and sent as is to every client that negotiated it."),

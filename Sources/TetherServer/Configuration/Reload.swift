@@ -77,7 +77,7 @@ extension TetherServer {
         let running = configuration
         let effective = running.reloading(from: new)
         try ConfigurationLoader.validate(effective)
-        if let problem = Self.unknownKinds(in: effective, kinds: kindNames) { throw .invalid(problem) }
+        if let problem = Self.roomExpiryProblem(in: effective, kinds: kindScopes) { throw .invalid(problem) }
         var report = running.reloadReport(to: new)
         if let tls = effective.tls, port != nil {
             do {
