@@ -141,6 +141,39 @@ class DashboardOnTetherd(DashboardCases, unittest.TestCase):
         b.wait_for("the new item", lambda: self.tree_values("title") == ['"bread"'])
         self.assert_no_console_errors()
 
+    def test_a_token_without_the_admin_claim_opens_the_rooms_it_covers(self):
+        """A token for rooms '*' without the admin claim (issue 34): the room view works with it
+        (it was refused: "tether.server … needs a token with the admin claim"), and the overview
+        says what it needs and offers what it can."""
+        server = self.server_with(Server(args=["--memory-only", "--auth-secret", SECRET]))
+        _, ordinary = self.tokens()
+        b = self.browser
+        self.open(server, "counter")
+        b.wait_for("the sign-in form", lambda: b.visible("#sign-in"))
+        b.find("#token-input").send_keys(ordinary)
+        b.find("#sign-in-form button").click()
+        b.wait_for("the room view", lambda: b.visible("#room-view") and self.tree_values("count") == ["0"])
+        self.assertFalse(b.visible("#sign-in"))
+        self.assertEqual(self.click_action("increment").get_attribute("data-kind"), "ok")
+        b.wait_for("the count", lambda: self.tree_values("count") == ["1"])
+        path = b.screenshot(f"room-with-a-room-token-{self.label}")
+        print(f"\n  screenshot: {path}")
+
+        b.find(".crumbs a").click()
+        b.wait_for("the overview's note", lambda: b.visible("#limited-access"))
+        note = b.text("#limited-access")
+        self.assertIn("admin claim", note)
+        self.assertIn("browser-test", note, "whose token")
+        self.assertIn("every room", note, "what it covers")
+        self.assertFalse(b.visible(".cards"))
+        self.assertTrue(b.visible("#open-room-form"))
+        path = b.screenshot(f"overview-with-a-room-token-{self.label}")
+        print(f"  screenshot: {path}")
+        b.find("#open-room-input").send_keys("todo:mine")
+        b.find("#open-room-form button").click()
+        b.wait_for("the room opened", lambda: b.visible("#room-view") and b.text("#room-title") == "todo:mine" and b.text("#room-version") == "0")
+        self.assert_no_console_errors()
+
     def server_with(self, server):
         self.addCleanup(server.stop)
         return server
