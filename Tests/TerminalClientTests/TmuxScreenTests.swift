@@ -169,4 +169,40 @@ struct TmuxScreenTests {
         #expect(screen.contains(#""count": 2"#))
         #expect(screen.contains("patch v0→v1: replace /count"))
     }
+
+    /// Issue 34: with two members present the State box was one line (`{`) at 80×24 and at
+    /// 40×12; todo's Actions list lost `toggle`; a sent command stayed in the line, so the next was
+    /// appended; invalid JSON showed beside a stale "✓ … acknowledged".
+    @Test func theInspectorKeepsTheStateAndEveryActionInViewAndClearsItsLine() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        for (width, height) in [(80, 24), (40, 12)] {
+            let tmux = try Tmux(width: width, height: height)
+            defer { tmux.kill() }
+            let room = "todo:inspect\(width)"
+            try tmux.startTether("kim", ["--url", daemon.url, "--name", "kim", room])
+            try tmux.startTether("inspect", ["inspect", "--url", daemon.url, "--name", "lee", room])
+            // At 40×12 the members give way to the state.
+            try await tmux.waitFor("inspect", "the room, with its two members where they fit") {
+                $0.contains("version 0") && (width < 80 || $0.contains(#"{"name":"kim"}"#) && $0.contains(#"{"name":"lee"}"#))
+            }
+            try tmux.type("inspect", #"add {"title": "milk"}"#)
+            try tmux.press("inspect", "Enter")
+            var screen = try await tmux.waitFor("inspect", "the ack") { $0.contains("acknowledged at v1") }
+            #expect(!screen.contains(#"add {"title""#), "the line is cleared after a send:\n\(screen)")
+            // More than the first line (`{`): the whole item at 80×24, 3 lines at 40×12.
+            screen = try await tmux.waitFor("inspect", "the state") {
+                $0.contains(#""items": ["#) && (width < 80 || $0.contains(#""title": "milk""#))
+            }
+            if width >= 80 {
+                for action in ["add", "toggle", "rename", "remove", "clearCompleted"] {
+                    #expect(screen.contains(action), "\(action) listed:\n\(screen)")
+                }
+            }
+            try tmux.type("inspect", #"add {"#)
+            try tmux.press("inspect", "Enter")
+            screen = try await tmux.waitFor("inspect", "the problem") { $0.contains("JSON object") }
+            #expect(!screen.contains("acknowledged"), "no stale ack beside the problem:\n\(screen)")
+        }
+    }
 }
