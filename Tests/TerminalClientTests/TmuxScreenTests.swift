@@ -205,4 +205,32 @@ struct TmuxScreenTests {
             #expect(!screen.contains("acknowledged"), "no stale ack beside the problem:\n\(screen)")
         }
     }
+
+    /// Issue 34: after `tether rooms delete`, the to-do screen's key line still offered "Enter
+    /// presses the button · e renames · Delete removes", and the server's message showed twice.
+    @Test func aDeletedRoomOffersNoKeysAndSaysItOnce() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let tmux = try Tmux(width: 80, height: 24)
+        defer { tmux.kill() }
+        try tmux.startTether("todo", ["--url", daemon.url, "todo:gone"])
+        try await tmux.waitFor("todo", "the screen") { $0.statusConnection == "live" }
+        try tmux.type("todo", "milk")
+        try tmux.press("todo", "Enter")
+        try await tmux.waitFor("todo", "the item") { $0.contains("[ ] milk") }
+        try tmux.press("todo", "Tab", "Tab")  // onto the buttons
+        try await tmux.waitFor("todo", "the buttons' keys") { $0.contains("Enter presses the button") }
+        let deleted = try await runTether(["rooms", "delete", "--url", daemon.url, "todo:gone"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        let screen = try await tmux.waitFor("todo", "the deletion") { $0.contains("was deleted") }
+        try await Task.sleep(for: .milliseconds(300))  // anything still to come
+        let after = try tmux.capture("todo")
+        for key in ["Enter presses the button", "e renames", "Delete removes", "Tab focus"] {
+            #expect(!after.contains(key), "\(key) offered after the deletion:\n\(after)")
+        }
+        for said in ["was deleted", "new, empty room"] {
+            #expect(after.components(separatedBy: said).count - 1 == 1, "\"\(said)\" once:\n\(after)")
+        }
+        _ = screen
+    }
 }
