@@ -233,4 +233,32 @@ struct TmuxScreenTests {
         }
         _ = screen
     }
+
+    /// Issue 34: at 40×12 the to-do's last button read `[ Cle…`, and the vote dropped its "here:"
+    /// line and read "secret until…"; at 80 columns the reason for reconnecting was cut
+    /// ("(connection refused or host …").
+    @Test func smallTerminalsKeepTheLastButtonWhoIsHereAndTheReason() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { _ = daemon.stop() }
+        let small = try Tmux(width: 40, height: 12)
+        defer { small.kill() }
+        try small.startTether("todo", ["--url", daemon.url, "--name", "ann", "todo"])
+        try small.startTether("vote", ["--url", daemon.url, "--name", "bo", "vote"])
+        let todo = try await small.waitFor("todo", "the to-do screen") { $0.statusConnection == "live" && $0.contains("here:") }
+        let buttons = todo.rows.first { $0.contains("Toggle") } ?? ""
+        #expect(buttons.contains("Clear") && !buttons.contains("…"), "every button whole: \(buttons)\n\(todo)")
+        let vote = try await small.waitFor("vote", "the vote screen") { $0.statusConnection == "live" && $0.contains("pizza") }
+        #expect(vote.contains("here: bo"), "who is here:\n\(vote)")
+        #expect(vote.contains("the vote closes") && !vote.contains("until…"), "the whole sentence:\n\(vote)")
+
+        let wide = try Tmux(width: 80, height: 24)
+        defer { wide.kill() }
+        try wide.startTether("counter", ["--url", daemon.url, "counter"])
+        try await wide.waitFor("counter", "the counter") { $0.statusConnection == "live" }
+        _ = daemon.stop()
+        let screen = try await wide.waitFor("counter", "a failed reconnect", timeout: .seconds(20)) { $0.contains("reconnecting (attempt 2") }
+        // On two rows of its own if need be.
+        let reason = screen.rows.filter { !$0.isEmpty }.suffix(2).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(reason.contains("(connection refused or host unreachable)"), "the whole reason:\n\(screen)")
+    }
 }
