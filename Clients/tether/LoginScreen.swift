@@ -51,7 +51,7 @@ final class LoginScreen: Screen {
             wasSignedIn = isSignedIn
             context.hints.value = isSignedIn
                 ? ["Enter signs out"]
-                : ["type an e-mail address and 6+ characters", "Enter on Sign in signs in"]
+                : ["type email, password (6+)", "Enter on Sign in signs in"]
         }
         // The room is private to the connection: after a reconnect the server starts a fresh one,
         // so hand it what is typed again.
