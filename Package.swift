@@ -38,6 +38,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
+        // Writes WebAssets.swift (Clients/web as string literals) for TetherServer with Scripts/embed-web.sh.
+        .plugin(name: "EmbedWeb", capability: .buildTool(), path: "Plugins/EmbedWeb"),
+
         // Binding core: Observable<T>, operators, observable collections. Plain Swift.
         .target(name: "TetherBinding"),
 
@@ -89,7 +92,9 @@ let package = Package(
             ],
             // FoundationNetworking (the NATS servers' /varz) is libcurl underneath: a build with
             // --static-swift-stdlib must name it (Debian libcurl4-openssl-dev).
-            linkerSettings: [.linkedLibrary("curl", .when(platforms: [.linux]))]
+            linkerSettings: [.linkedLibrary("curl", .when(platforms: [.linux]))],
+            // Clients/web compiled in as WebAssets.swift, generated at each build (docs/DESIGN.md).
+            plugins: ["EmbedWeb"]
         ),
         .executableTarget(
             name: "tetherd",
@@ -198,6 +203,6 @@ let package = Package(
 
 // A warning in our own code fails the build (a warning is often a bug: one in tether-load hid a
 // check that could never fail). Packages we depend on are not affected.
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.type != .plugin {
     target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
 }

@@ -15,6 +15,9 @@ final class Inspector: Screen {
     let command = TextField(placeholder: "ACTION {\"arg\": value}, then Enter")
     private let outcome = Label("", style: Style(fg: .green))
     private var described: [KindDescription.Action] = []
+    /// The actions beside the state from 70 columns of room (an 80-column terminal gives it 78: a
+    /// todo's tree and its five actions both whole on 24 rows), else below it while the state keeps 3 lines of JSON.
+    private let stateAndActions: Beside
     /// Typing goes to the command line first, whether or not the state arrived before the screen
     /// was drawn (then the tree could take the focus).
     var initialFocus: Widget? { command }
@@ -52,26 +55,29 @@ final class Inspector: Screen {
         // Not focusable until there are actions to pick: the command line has the focus first.
         actions.isSelectable = false
         actions.items = [Line("asking the server…", style: Style(dim: true))]
+        stateAndActions = Beside(treeBox, actionsBox, besideFrom: 70, minimumHeight: 5, secondWidth: 24, secondHeight: 3)
+        let main = stateAndActions
         var rows: [Widget] = [header, lastPatch]
         // With --name: the room's members, one line each with what they say about themselves.
+        var membersBox: Box?
+        let members = ListView([])
         if context.client.options.presence != nil {
-            let members = ListView([])
-            room.members.bind { [weak members] all in
+            members.isSelectable = false
+            membersBox = Box(title: "Here", members)
+            rows.append(membersBox!)
+        }
+        let stack = Stack(.vertical, rows + [main, Box(title: "Send an action", command), outcome])
+        // The state keeps 3 lines of JSON: the last patch, then the members give way first.
+        stack.setSize(.min(main.minimumHeight), of: main)
+        stack.setCollapsible(lastPatch)
+        if let membersBox {
+            stack.setSize(.length(3), of: membersBox)
+            stack.setCollapsible(membersBox)
+            room.members.bind { [weak members, weak membersBox, weak stack] all in
                 let sorted = all.values.sorted { $0.id < $1.id }
                 members?.setItems(sorted.map { Line("\($0.id)  \($0.user)  \(String(decoding: $0.data.encoded(), as: UTF8.self))") }, keys: sorted.map(\.id))
+                if let membersBox { stack?.setSize(.length(min(max(sorted.count, 1), 3) + 2), of: membersBox) }
             }.store(in: context.bag)
-            members.isSelectable = false
-            let membersBox = Box(title: "Here", members)
-            rows.append(membersBox)
-        }
-        let stack = Stack(.vertical, rows + [treeBox, actionsBox, Box(title: "Send an action", command), outcome])
-        stack.setSize(.fill(), of: treeBox)
-        stack.setSize(.length(6), of: actionsBox)
-        stack.setCollapsible(actionsBox)
-        stack.setCollapsible(lastPatch)
-        if let membersBox = rows.last as? Box, rows.count > 2 {
-            stack.setSize(.length(5), of: membersBox)
-            stack.setCollapsible(membersBox)
         }
         body = stack
 
@@ -87,6 +93,8 @@ final class Inspector: Screen {
             try await context.client.waitUntilConnected()
             guard let kind = try await context.describeKind() else { return }
             described = kind.actions
+            stateAndActions.secondWidth = (kind.actions.map(\.signature.displayWidth).max() ?? 20) + 4
+            stateAndActions.secondHeight = max(kind.actions.count, 1) + 2
             actions.isSelectable = !kind.actions.isEmpty
             actions.items = kind.actions.isEmpty
                 ? [Line("this room has no actions", style: Style(dim: true))]
@@ -113,6 +121,8 @@ final class Inspector: Screen {
         let name = String(trimmed.prefix { !$0.isWhitespace })
         let rest = trimmed.dropFirst(name.count).trimmingCharacters(in: .whitespaces)
         var args: JSON?
+        // Whatever happens, the last outcome is no longer the news.
+        outcome.text = ""
         if !rest.isEmpty {
             guard let parsed = try? JSONArgs(parsing: rest) else {
                 context.onProblem("the arguments must be a JSON object, like {\"by\": 2}")
@@ -120,7 +130,8 @@ final class Inspector: Screen {
             }
             args = parsed.value
         }
-        outcome.text = ""
+        // Sent: the line is free for the next command (a text left there had the next appended).
+        command.text = ""
         if let version = await context.send(name, args) { outcome.text = "✓ \(name) acknowledged at v\(version)" }
     }
 }

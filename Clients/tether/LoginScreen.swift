@@ -51,7 +51,7 @@ final class LoginScreen: Screen {
             wasSignedIn = isSignedIn
             context.hints.value = isSignedIn
                 ? ["Enter signs out"]
-                : ["type email, password", "Enter on Sign in signs in"]
+                : ["type email, password (6+)", "Enter on Sign in signs in"]
         }
         // The room is private to the connection: after a reconnect the server starts a fresh one,
         // so hand it what is typed again.
@@ -63,24 +63,41 @@ final class LoginScreen: Screen {
         body = Stack(.vertical, [form, signedIn])
     }
 
-    /// The server's rule for `setEmail` and `setPassword` (the Login view model): enabled exactly
-    /// when both fields hold text; an edit clears the error.
+    /// The server's rule for `setEmail` and `setPassword` (the Login view model in TetherDemos,
+    /// which this client does not link): enabled for an e-mail address and a password of at least
+    /// 6 characters; `errorMessage` says what a typed field lacks.
     static func predictEmail(_ text: String) -> (inout JSON) -> Void {
         { state in
             state.set("/email", to: .string(text))
-            state.set("/errorMessage", to: .null)
-            state.set("/signInEnabled", to: .bool(!text.isEmpty && (state["passwordLength"]?.intValue ?? 0) > 0))
+            predictRule(&state, email: text, passwordLength: state["passwordLength"]?.intValue ?? 0)
         }
     }
 
     static func predictPassword(_ text: String) -> (inout JSON) -> Void {
         { state in
             state.set("/passwordLength", to: .int(text.count))
-            state.set("/errorMessage", to: .null)
-            state.set("/signInEnabled", to: .bool(!text.isEmpty && !(state["email"]?.stringValue ?? "").isEmpty))
+            predictRule(&state, email: state["email"]?.stringValue ?? "", passwordLength: text.count)
         }
     }
 
+    private static func predictRule(_ state: inout JSON, email: String, passwordLength: Int) {
+        let emailProblem = !email.isEmpty && !isEmailAddress(email)
+        let passwordProblem = passwordLength > 0 && passwordLength < 6
+        let message = emailProblem ? emailMessage : passwordProblem ? shortPasswordMessage : nil
+        state.set("/errorMessage", to: message.map(JSON.string) ?? .null)
+        state.set("/signInEnabled", to: .bool(isEmailAddress(email) && passwordLength >= 6))
+    }
+
+    static func isEmailAddress(_ text: String) -> Bool {
+        let parts = text.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !text.contains(where: \.isWhitespace) else { return false }
+        let labels = parts[1].split(separator: ".", omittingEmptySubsequences: false)
+        return labels.count >= 2 && labels.allSatisfy { !$0.isEmpty }
+    }
+
+    static let emailMessage = "Enter an e-mail address such as name@example.com."
+    static let shortPasswordMessage = "6자리 이상 비밀번호를 입력해주세요."
+
     /// English for the server's messages that come from the seeds in Korean; shown above them.
-    static let english = ["6자리 이상 비밀번호를 입력해주세요.": "Please enter a password of at least 6 characters."]
+    static let english = [shortPasswordMessage: "Please enter a password of at least 6 characters."]
 }

@@ -107,8 +107,9 @@ final class Shell {
         if let error = room.lastError.value, !room.isSynced {
             status.connection = .custom("not joined", .red)
             status.message = .error(error.code.rawValue)
+            // The server's sentence says what happened and what joining again gives; not said twice.
             refusal.text = error.code == .roomDeleted
-                ? "The room \"\(room.name)\" was deleted.\n\n\(error.message)\n\nOpen it again for a new, empty room: tether \(room.name). q quits."
+                ? "\(Self.sentence(error.message))\n\nTo join it again: tether \(room.name). q quits."
                 : "Cannot open the room \"\(room.name)\".\n\n\(error.code.rawValue): \(error.message)\n\n"
                     + "A room is KIND or KIND:INSTANCE. q quits."
             refusal.isHidden = false
@@ -140,6 +141,12 @@ final class Shell {
             status.connection = .disconnected
             status.message = .error(reason)
         }
+    }
+
+    /// `text` with a capital and a full stop.
+    static func sentence(_ text: String) -> String {
+        let capitalized = text.prefix(1).uppercased() + text.dropFirst()
+        return capitalized.hasSuffix(".") ? capitalized : capitalized + "."
     }
 
     private func showTransient(_ text: String) {
@@ -236,6 +243,11 @@ final class Shell {
 
     /// The screen's hints, with "Tab focus" when there is more than one thing to focus.
     private func updateHints() {
+        // The screen's keys act on nothing while the refusal (a deleted room) stands in for it.
+        guard refusal.isHidden else {
+            hintBar.hints = []
+            return
+        }
         var hints = context.hints.value
         if Application.focusableWidgets(in: screen.body).count > 1 { hints.append("Tab focus") }
         hintBar.hints = hints

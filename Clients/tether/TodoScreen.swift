@@ -29,10 +29,12 @@ final class TodoScreen: Screen {
         items = context.room.list("/items", of: Item.self)
         inputBox = Box(title: "Add", input)
         let summary = Label("", style: Style(dim: true))
-        let toggle = Button("Toggle")
-        let rename = Button("Rename")
-        let delete = Button("Delete")
-        let clear = Button("Clear completed").onPress(context.action("clearCompleted"))
+        // Where the row does not fit (40 columns: its last button read "[ Cle…"), compact buttons.
+        let buttons = [
+            [Button("Toggle"), Button("Rename"), Button("Delete"), Button("Clear completed")],
+            [Button("Toggle"), Button("Rename"), Button("Delete"), Button("Clear done")],
+        ]
+        for row in buttons { for button in row { button.isCompact = row[3].title == "Clear done" } }
 
         let editors = Editors()
         self.editors = editors
@@ -43,7 +45,9 @@ final class TodoScreen: Screen {
 
         let listBox = Box(title: "To-dos", list)
         listBox.footer = { [unowned list] in list.positionText }  // where the view is in a long list
-        var rows: [Widget] = [inputBox, listBox, Stack.row([toggle, rename, delete, clear], spacing: 1), summary]
+        // Not Stack.row: its trailing spacer has no length, so the row would always seem to fit.
+        let buttonRow = Fallback(Stack(.horizontal, spacing: 1, buttons[0]), otherwise: Stack.row(buttons[1], spacing: 1))
+        var rows: [Widget] = [inputBox, listBox, buttonRow, summary]
         let here = context.presenceLabel()
         if let here {
             here.alignment = .left
@@ -57,9 +61,12 @@ final class TodoScreen: Screen {
         }.store(in: context.bag)
         input.onSubmit { [unowned self] text in await self.submit(text) }
         list.onSelect { [unowned self] _ in await self.act(on: "toggle") }
-        toggle.onPress { [unowned self] in await self.act(on: "toggle") }
-        delete.onPress { [unowned self] in await self.act(on: "remove") }
-        rename.onPress { [unowned self] in self.startRenaming() }
+        for row in buttons {
+            row[0].onPress { [unowned self] in await self.act(on: "toggle") }
+            row[1].onPress { [unowned self] in self.startRenaming() }
+            row[2].onPress { [unowned self] in await self.act(on: "remove") }
+            row[3].onPress(context.action("clearCompleted"))
+        }
         focusDidChange(to: input)
         if here != nil { markOthersEditing() }
     }

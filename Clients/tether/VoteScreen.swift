@@ -20,15 +20,20 @@ final class VoteScreen: Screen {
         self.context = context
         let question = Label("waiting for the vote…", style: Style(bold: true), alignment: .center)
         let table = Label("", alignment: .left)
-        let status = Label("", style: Style(dim: true), alignment: .center)
+        // Wraps at 40 columns ("secret until…" was cut there).
+        let status = Label("", style: Style(dim: true), alignment: .center, wraps: true)
         let close = Button("close the vote").onPress(context.action("close"))
         let reopen = Button("reopen").onPress(context.action("reopen"))
+        let gaps = [Label(), Label(), Label(), Label()]
         var rows: [Widget] = [
-            Spacer(.vertical), question, Label(), Stack.centeredRow([table]), Label(), status, ballots, Label(),
+            Spacer(.vertical), question, gaps[0], Stack.centeredRow([table]), gaps[1], status, ballots, gaps[2],
             Stack.centeredRow([close, reopen]),
         ]
-        if let here = context.presenceLabel() { rows += [Label(), here] }
-        body = Stack(.vertical, rows + [Spacer(.vertical)])
+        if let here = context.presenceLabel() { rows += [gaps[3], here] }
+        let stack = Stack(.vertical, rows + [Spacer(.vertical)])
+        // On a short terminal the blank lines go first ("here: …" was the one lost at 40×12).
+        for gap in gaps { stack.setCollapsible(gap) }
+        body = stack
 
         context.bind("/question", as: String.self, default: "waiting for the vote…") { question.text = $0 }
         let counts = combineLatest(context.value("/options", as: [String].self, default: []),

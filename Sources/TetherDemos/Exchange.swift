@@ -69,6 +69,10 @@ public final class Exchange: ViewModel {
             guard let from = perDollar[args.from], let to = perDollar[args.to] else {
                 throw ActionError.invalidArgs("currencies are \(currencies.joined(separator: ", "))")
             }
+            // A currency against itself would show "10 EUR = 20.00 EUR" after a setRate.
+            guard args.from != args.to else {
+                throw ActionError.invalidArgs("from and to must be two different currencies (both are \(args.from))")
+            }
             model.from.value = args.from
             model.to.value = args.to
             model.rate.value = (to / from * 10_000).rounded() / 10_000

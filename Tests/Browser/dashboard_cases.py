@@ -134,6 +134,36 @@ class DashboardCases:
         path = b.screenshot(f"overview-{self.label}")
         print(f"\n  screenshot: {path}")
 
+    def test_the_longest_card_values_fit_their_cards_at_1280_px(self):
+        """The Uptime value "11 min 10 s" ran out of its card at 1280 px (issue 34): the longest
+        durations the card shows, and a large count, stay inside."""
+        server = self.server()
+        b = self.browser
+        original = b.driver.get_window_size()
+        b.driver.set_window_size(1280, 900)
+        self.addCleanup(b.driver.set_window_size, original["width"], original["height"])
+        self.open(server)
+        self.wait_live()
+        b.wait_for("the uptime", lambda: b.text("#stat-uptime") != "—")
+        # Set and measured in one script, between two of the page's renders.
+        overflows = b.run("""
+            const values = {"stat-uptime": ["11\u00a0min\u00a010\u00a0s", "59\u00a0min\u00a059\u00a0s", "23\u00a0h\u00a059\u00a0min", "364\u00a0d\u00a023\u00a0h"],
+                            "stat-bytes": ["1023.9\u00a0KiB"], "stat-connections": ["1,000,000"]};
+            const out = [];
+            for (const [id, texts] of Object.entries(values)) {
+              const value = document.getElementById(id), card = value.closest(".card");
+              for (const text of texts) {
+                value.textContent = text;
+                const inner = card.getBoundingClientRect().right - parseFloat(getComputedStyle(card).paddingRight);
+                if (value.scrollWidth > value.clientWidth || value.getBoundingClientRect().right > inner + 0.5) out.push(`${id}: ${text}`);
+              }
+            }
+            document.getElementById("stat-uptime").textContent = "11\u00a0min\u00a010\u00a0s";
+            return out;""")
+        path = b.screenshot(f"cards-at-1280-{self.label}")
+        print(f"\n  screenshot: {path}")
+        self.assertEqual(overflows, [], "values wider than their card")
+
     def test_static_files_carry_security_headers(self):
         """GET / and the scripts: content types, CSP without inline script, nosniff; unknown paths 404."""
         server = self.server()
@@ -310,10 +340,10 @@ class DashboardCases:
         self.assertFalse(b.visible("#banner"))
 
     def test_without_a_token_the_dashboard_shows_no_room_data(self):
-        """With auth, the page asks for a token and shows nothing else; a token without the admin
-        claim is refused; the admin token opens it; signing out forgets it."""
+        """With auth, the page asks for a token and shows nothing else; a token the server refuses
+        is refused; the admin token opens it; signing out forgets it."""
         server = self.server(auth=True)
-        admin, ordinary = self.tokens()
+        admin, _ = self.tokens()
         writer = self.client(server.url, token=admin)
         writer.join("counter:secret-room")
         writer.act("counter:secret-room", "increment", {"by": 41})
@@ -331,7 +361,7 @@ class DashboardCases:
             self.assertNotIn("41", text)
         b.screenshot(f"sign-in-{self.label}")
 
-        b.find("#token-input").send_keys(ordinary)
+        b.find("#token-input").send_keys("not-a-token")
         b.find("#sign-in-form button").click()
         b.wait_for("the refusal", lambda: "refused" in b.text("#sign-in-error"))
         self.assertFalse(b.visible("#room-view"))

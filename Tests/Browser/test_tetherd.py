@@ -5,12 +5,14 @@ serves it at GET / and publishes the system room tether.server, with the termina
 import json
 import re
 import shutil
+import subprocess
 import tempfile
+import time
 import unittest
 import urllib.request
 
 from dashboard_cases import DashboardCases
-from support.processes import Server, http_get, mint_token
+from support.processes import TETHER, Server, http_get, mint_token
 
 SECRET = "browser-test-secret"
 
@@ -99,6 +101,78 @@ class DashboardOnTetherd(DashboardCases, unittest.TestCase):
         self.assert_no_console_errors()
         path = b.screenshot(f"stored-rooms-after-delete-{self.label}")
         print(f"  screenshot: {path}")
+
+    def test_a_deleted_room_keeps_its_last_state_and_acts_no_more(self):
+        """`tether rooms delete todo` while the page shows todo (issue 34): the last state stays
+        (not "could not be joined"), "Who is here" says presence is gone (it asked forever), the
+        forms are disabled (an add made a new todo room the page did not show), and "Join again"
+        opens the new, empty room."""
+        server = self.server_with(Server(args=["--memory-only"]))
+        writer = self.client(server.url)
+        writer.join("todo")
+        for title in ("milk", "eggs"):
+            writer.act("todo", "add", {"title": title})
+        b = self.browser
+        self.open(server, "todo")
+        b.wait_for("the items and the forms", lambda: self.tree_values("title") == ['"milk"', '"eggs"'] and b.find_all('form[data-action="add"]'))
+        b.wait_for("presence answered", lambda: "Asking" not in b.text("#room-members-note"))
+        deleted = subprocess.run([str(TETHER), "rooms", "delete", "todo", "--url", server.url], capture_output=True, text=True, timeout=20)
+        self.assertEqual(deleted.returncode, 0, deleted.stderr)
+
+        b.wait_for("the banner", lambda: b.visible("#room-error") and "deleted" in b.text("#room-error"))
+        time.sleep(0.5)  # time for anything the page would still do
+        self.assertEqual(self.tree_values("title"), ['"milk"', '"eggs"'], "the last state stays on screen")
+        self.assertNotIn("could not be joined", b.text("#room-state"))
+        self.assertEqual(b.text("#room-version"), "2")
+        self.assertIn("deleted", b.text("#room-members-note"))
+        self.assertNotIn("Asking", b.text("#room-members-note"))
+        for button in b.find_all("#room-actions button"):
+            self.assertFalse(button.is_enabled(), button.text)
+        self.assertTrue(b.visible("#room-rejoin"))
+        path = b.screenshot(f"deleted-room-{self.label}")
+        print(f"\n  screenshot: {path}")
+        names = [room["name"] for room in json.loads(self.get_rooms(server, ""))["rooms"]]
+        self.assertNotIn("todo", names, "the page made no new room")
+
+        b.find("#room-rejoin").click()
+        b.wait_for("the new, empty room", lambda: self.tree_values("title") == [] and b.text("#room-version") == "0")
+        self.assertFalse(b.visible("#room-error"))
+        self.assertEqual(self.click_action("add", title="bread").get_attribute("data-kind"), "ok")
+        b.wait_for("the new item", lambda: self.tree_values("title") == ['"bread"'])
+        self.assert_no_console_errors()
+
+    def test_a_token_without_the_admin_claim_opens_the_rooms_it_covers(self):
+        """A token for rooms '*' without the admin claim (issue 34): the room view works with it
+        (it was refused: "tether.server … needs a token with the admin claim"), and the overview
+        says what it needs and offers what it can."""
+        server = self.server_with(Server(args=["--memory-only", "--auth-secret", SECRET]))
+        _, ordinary = self.tokens()
+        b = self.browser
+        self.open(server, "counter")
+        b.wait_for("the sign-in form", lambda: b.visible("#sign-in"))
+        b.find("#token-input").send_keys(ordinary)
+        b.find("#sign-in-form button").click()
+        b.wait_for("the room view", lambda: b.visible("#room-view") and self.tree_values("count") == ["0"])
+        self.assertFalse(b.visible("#sign-in"))
+        self.assertEqual(self.click_action("increment").get_attribute("data-kind"), "ok")
+        b.wait_for("the count", lambda: self.tree_values("count") == ["1"])
+        path = b.screenshot(f"room-with-a-room-token-{self.label}")
+        print(f"\n  screenshot: {path}")
+
+        b.find(".crumbs a").click()
+        b.wait_for("the overview's note", lambda: b.visible("#limited-access"))
+        note = b.text("#limited-access")
+        self.assertIn("admin claim", note)
+        self.assertIn("browser-test", note, "whose token")
+        self.assertIn("every room", note, "what it covers")
+        self.assertFalse(b.visible(".cards"))
+        self.assertTrue(b.visible("#open-room-form"))
+        path = b.screenshot(f"overview-with-a-room-token-{self.label}")
+        print(f"  screenshot: {path}")
+        b.find("#open-room-input").send_keys("todo:mine")
+        b.find("#open-room-form button").click()
+        b.wait_for("the room opened", lambda: b.visible("#room-view") and b.text("#room-title") == "todo:mine" and b.text("#room-version") == "0")
+        self.assert_no_console_errors()
 
     def server_with(self, server):
         self.addCleanup(server.stop)

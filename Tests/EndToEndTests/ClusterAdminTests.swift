@@ -30,6 +30,10 @@ struct ClusterAdminTests {
         let big = try #require(listing["rooms"]?.arrayValue?.first { $0["name"] == "bench:big" }, "\(listing)")
         #expect((big["version"]?.intValue ?? 0) >= 100 && big["kind"] == "bench")
         #expect(listing["node"] == "n2")
+        // A room in a node's memory gives its size and last change (`tether rooms` showed "-").
+        let own = try JSON(parsing: String(decoding: try RawSocket(port: cluster.node("n1").port).httpGET("/rooms").body, as: UTF8.self))
+        let small = try #require(own["rooms"]?.arrayValue?.first { $0["name"] == "counter:small" }, "\(own)")
+        #expect(small["inMemory"] == true && (small["bytes"]?.intValue ?? 0) > 0 && (small["lastChange"]?.intValue ?? 0) > 0, "\(small)")
 
         // Deleting is refused on a cluster, saying why.
         let refused = try RawSocket(port: cluster.node("n1").port).http("DELETE /rooms/counter%3Asmall HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")

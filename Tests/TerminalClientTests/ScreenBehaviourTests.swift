@@ -402,7 +402,7 @@ struct ScreenBehaviourTests {
     }
 
     @Test func loginShowsTheShortPasswordErrorInEnglishBesideTheKorean() async throws {
-        let state = #"{"email":"a@b.c","passwordLength":3,"signInEnabled":true,"errorMessage":"6자리 이상 비밀번호를 입력해주세요.","signedIn":false}"#
+        let state = #"{"email":"a@b.c","passwordLength":3,"signInEnabled":false,"errorMessage":"6자리 이상 비밀번호를 입력해주세요.","signedIn":false}"#
         let server = try Self.server(room: "login", snapshot: state)
         defer { server.stop() }
         let (client, _, _, screen) = try await open("login", url: server.url, width: 80)

@@ -169,4 +169,96 @@ struct TmuxScreenTests {
         #expect(screen.contains(#""count": 2"#))
         #expect(screen.contains("patch v0→v1: replace /count"))
     }
+
+    /// Issue 34: with two members present the State box was one line (`{`) at 80×24 and at
+    /// 40×12; todo's Actions list lost `toggle`; a sent command stayed in the line, so the next was
+    /// appended; invalid JSON showed beside a stale "✓ … acknowledged".
+    @Test func theInspectorKeepsTheStateAndEveryActionInViewAndClearsItsLine() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        for (width, height) in [(80, 24), (40, 12)] {
+            let tmux = try Tmux(width: width, height: height)
+            defer { tmux.kill() }
+            let room = "todo:inspect\(width)"
+            try tmux.startTether("kim", ["--url", daemon.url, "--name", "kim", room])
+            try tmux.startTether("inspect", ["inspect", "--url", daemon.url, "--name", "lee", room])
+            // At 40×12 the members give way to the state.
+            try await tmux.waitFor("inspect", "the room, with its two members where they fit") {
+                $0.contains("version 0") && (width < 80 || $0.contains(#"{"name":"kim"}"#) && $0.contains(#"{"name":"lee"}"#))
+            }
+            try tmux.type("inspect", #"add {"title": "milk"}"#)
+            try tmux.press("inspect", "Enter")
+            var screen = try await tmux.waitFor("inspect", "the ack") { $0.contains("acknowledged at v1") }
+            #expect(!screen.contains(#"add {"title""#), "the line is cleared after a send:\n\(screen)")
+            // More than the first line (`{`): the whole item at 80×24, 3 lines at 40×12.
+            screen = try await tmux.waitFor("inspect", "the state") {
+                $0.contains(#""items": ["#) && (width < 80 || $0.contains(#""title": "milk""#))
+            }
+            if width >= 80 {
+                for action in ["add", "toggle", "rename", "remove", "clearCompleted"] {
+                    #expect(screen.contains(action), "\(action) listed:\n\(screen)")
+                }
+            }
+            try tmux.type("inspect", #"add {"#)
+            try tmux.press("inspect", "Enter")
+            screen = try await tmux.waitFor("inspect", "the problem") { $0.contains("JSON object") }
+            #expect(!screen.contains("acknowledged"), "no stale ack beside the problem:\n\(screen)")
+        }
+    }
+
+    /// Issue 34: after `tether rooms delete`, the to-do screen's key line still offered "Enter
+    /// presses the button · e renames · Delete removes", and the server's message showed twice.
+    @Test func aDeletedRoomOffersNoKeysAndSaysItOnce() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let tmux = try Tmux(width: 80, height: 24)
+        defer { tmux.kill() }
+        try tmux.startTether("todo", ["--url", daemon.url, "todo:gone"])
+        try await tmux.waitFor("todo", "the screen") { $0.statusConnection == "live" }
+        try tmux.type("todo", "milk")
+        try tmux.press("todo", "Enter")
+        try await tmux.waitFor("todo", "the item") { $0.contains("[ ] milk") }
+        try tmux.press("todo", "Tab", "Tab")  // onto the buttons
+        try await tmux.waitFor("todo", "the buttons' keys") { $0.contains("Enter presses the button") }
+        let deleted = try await runTether(["rooms", "delete", "--url", daemon.url, "todo:gone"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        let screen = try await tmux.waitFor("todo", "the deletion") { $0.contains("was deleted") }
+        try await Task.sleep(for: .milliseconds(300))  // anything still to come
+        let after = try tmux.capture("todo")
+        for key in ["Enter presses the button", "e renames", "Delete removes", "Tab focus"] {
+            #expect(!after.contains(key), "\(key) offered after the deletion:\n\(after)")
+        }
+        for said in ["was deleted", "new, empty room"] {
+            #expect(after.components(separatedBy: said).count - 1 == 1, "\"\(said)\" once:\n\(after)")
+        }
+        _ = screen
+    }
+
+    /// Issue 34: at 40×12 the to-do's last button read `[ Cle…`, and the vote dropped its "here:"
+    /// line and read "secret until…"; at 80 columns the reason for reconnecting was cut
+    /// ("(connection refused or host …").
+    @Test func smallTerminalsKeepTheLastButtonWhoIsHereAndTheReason() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { _ = daemon.stop() }
+        let small = try Tmux(width: 40, height: 12)
+        defer { small.kill() }
+        try small.startTether("todo", ["--url", daemon.url, "--name", "ann", "todo"])
+        try small.startTether("vote", ["--url", daemon.url, "--name", "bo", "vote"])
+        let todo = try await small.waitFor("todo", "the to-do screen") { $0.statusConnection == "live" && $0.contains("here:") }
+        let buttons = todo.rows.first { $0.contains("Toggle") } ?? ""
+        #expect(buttons.contains("Clear") && !buttons.contains("…"), "every button whole: \(buttons)\n\(todo)")
+        let vote = try await small.waitFor("vote", "the vote screen") { $0.statusConnection == "live" && $0.contains("pizza") }
+        #expect(vote.contains("here: bo"), "who is here:\n\(vote)")
+        #expect(vote.contains("the vote closes") && !vote.contains("until…"), "the whole sentence:\n\(vote)")
+
+        let wide = try Tmux(width: 80, height: 24)
+        defer { wide.kill() }
+        try wide.startTether("counter", ["--url", daemon.url, "counter"])
+        try await wide.waitFor("counter", "the counter") { $0.statusConnection == "live" }
+        _ = daemon.stop()
+        let screen = try await wide.waitFor("counter", "a failed reconnect", timeout: .seconds(20)) { $0.contains("reconnecting (attempt 2") }
+        // On two rows of its own if need be.
+        let reason = screen.rows.filter { !$0.isEmpty }.suffix(2).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(reason.contains("(connection refused or host unreachable)"), "the whole reason:\n\(screen)")
+    }
 }

@@ -67,27 +67,23 @@ struct TmuxTests {
         var screen = try await tmux.waitFor("login", "the email applied") { $0.statusVersion == email.count && $0.contains("│\(email) ") }
         #expect(screen.contains("[ Sign in (disabled) ]"))
 
-        // A password too: the server's signInEnabled turns true and the button follows.
+        // Three characters of password: the server's Korean message before any press, drawn
+        // aligned inside the box, and the button still disabled (it enabled with one before).
         try tmux.press("login", "Tab")
         try tmux.type("login", "abc")
-        // The button enables with the first character: wait for all three, masked.
-        screen = try await tmux.waitFor("login", "the button enabled, the password masked") {
-            $0.contains("[ Sign in ]") && $0.contains("│•••  ")
-        }
-        #expect(!screen.contains("(disabled)"))
-        #expect(!screen.contains("abc"))
-
-        // Three characters: the server's Korean message, drawn aligned inside the box.
-        try tmux.press("login", "Tab", "Enter")
         let message = "6자리 이상 비밀번호를 입력해주세요."
-        screen = try await tmux.waitFor("login", "the Korean error") { $0.contains(message) }
+        screen = try await tmux.waitFor("login", "the Korean message, the password masked") {
+            $0.statusVersion == email.count + 3 && $0.contains(message) && $0.contains("│•••  ")
+        }
+        #expect(screen.contains("[ Sign in (disabled) ]"))
+        #expect(!screen.contains("abc"))
         let row = try #require(screen.rows.first { $0.contains(message) })
         #expect(row.hasPrefix("│ ") && row.hasSuffix("│"), "row: \(row)")
         #expect(row.displayWidth == tmux.width, "wide characters take two cells: \(row)")
 
-        // Six characters: signed in.
-        try tmux.press("login", "BTab")
+        // Six characters: enabled, signed in.
         try tmux.type("login", "def")
+        screen = try await tmux.waitFor("login", "the button enabled") { $0.contains("[ Sign in ]") && !$0.contains(message) }
         try tmux.press("login", "Tab", "Enter")
         screen = try await tmux.waitFor("login", "the signed-in view") { $0.contains("Signed in as me@example.com") }
         #expect(!screen.contains(message))

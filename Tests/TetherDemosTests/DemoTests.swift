@@ -66,20 +66,40 @@ struct DemoTests {
         let room = TestRoom(Login.self)
         #expect(room.state == Self.signedOut)
         try room.send("setEmail", ["value": "a@b.c"], produces: [.replace(path: "/email", value: "a@b.c")])
-        try room.send("setPassword", ["value": "abc"],
-                      produces: [.replace(path: "/passwordLength", value: 3), .replace(path: "/signInEnabled", value: true)])
-        try room.send("signIn", produces: [.replace(path: "/errorMessage", value: .string(Login.shortPasswordMessage))])
-        try room.send("setPassword", ["value": "abcdef"],
-                      produces: [.replace(path: "/passwordLength", value: 6), .replace(path: "/errorMessage", value: nil)])
+        // A short password: the button stays disabled and the seeds' message shows before any press.
+        try room.send("setPassword", ["value": "abc"], produces: [
+            .replace(path: "/passwordLength", value: 3), .replace(path: "/errorMessage", value: .string(Login.shortPasswordMessage)),
+        ])
+        room.send("signIn", fails: .invalidArgs(Login.signInRule))
+        try room.send("setPassword", ["value": "abcdef"], produces: [
+            .replace(path: "/passwordLength", value: 6), .replace(path: "/errorMessage", value: nil), .replace(path: "/signInEnabled", value: true),
+        ])
         try room.send("signIn", produces: [.replace(path: "/signedIn", value: true)],
                       state: ["email": "a@b.c", "passwordLength": 6, "signInEnabled": true, "errorMessage": nil, "signedIn": true])
         #expect(!String(decoding: room.state.encoded(), as: UTF8.self).contains("abcdef"), "the password never enters the state")
     }
 
+    @Test func loginWantsAnEmailAddress() throws {
+        let room = TestRoom(Login.self)
+        try room.send("setPassword", ["value": "abcdef"], produces: [.replace(path: "/passwordLength", value: 6)])
+        // "x" signed in as "x" before.
+        try room.send("setEmail", ["value": "x"], produces: [
+            .replace(path: "/email", value: "x"), .replace(path: "/errorMessage", value: .string(Login.emailMessage)),
+        ])
+        room.send("signIn", fails: .invalidArgs(Login.signInRule))
+        for bad in ["x@", "@b.c", "a@b", "a@.b", "a@b.", "a b@c.d", "a@b@c.d", "a@b..c"] {
+            #expect(!Login.isEmailAddress(bad), "\(bad)")
+        }
+        try room.send("setEmail", ["value": "ann@example.com"], produces: [
+            .replace(path: "/email", value: "ann@example.com"), .replace(path: "/errorMessage", value: nil),
+            .replace(path: "/signInEnabled", value: true),
+        ])
+    }
+
     @Test func loginRefusesSignInWithAnEmptyField() throws {
         let room = TestRoom(Login.self)
         try room.send("setEmail", ["value": "a@b.c"], produces: [.replace(path: "/email", value: "a@b.c")])
-        room.send("signIn", fails: .invalidArgs("sign-in needs an email and a password"))
+        room.send("signIn", fails: .invalidArgs(Login.signInRule))
         room.send("setEmail", ["value": 1], fails: .invalidArgs("expected string at args.value, got number"))
     }
 
@@ -145,6 +165,13 @@ struct DemoTests {
         room.send("setRate", ["value": -1], fails: .invalidArgs("rate must be a positive number"))
         room.send("setAmount", ["value": 5], fails: .invalidArgs("expected string at args.value, got number"))
         #expect(room.state["rate"] == 1.087)
+    }
+
+    @Test func exchangeRefusesAPairOfOneCurrency() throws {
+        let room = TestRoom(Exchange.self)
+        // Accepted before, then setRate gave "10 EUR = 20.00 EUR".
+        room.send("setPair", ["from": "EUR", "to": "EUR"], fails: .invalidArgs("from and to must be two different currencies (both are EUR)"))
+        #expect(room.state["from"] == "USD" && room.state["to"] == "KRW")
     }
 
     // MARK: Calculator

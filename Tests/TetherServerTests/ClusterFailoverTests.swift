@@ -241,4 +241,20 @@ struct ClusterFailoverTests {
         #expect(bob.state(of: "ledger:t")?["recent"] == ["a1", "c1", "b1"])
         #expect(carol.state(of: "ledger:t") == bob.state(of: "ledger:t"))
     }
+
+    /// `tether rooms` on a cluster showed SIZE and LAST CHANGE as "-" for rooms in memory, on the
+    /// owner and on a replica alike (a single node shows them).
+    @Test func theRoomListGivesSizeAndLastChangeOfRoomsInMemory() {
+        let (cluster, alice, _) = Self.twoNodesAfterA1()
+        cluster.advance(by: .seconds(3))
+        Self.add(alice, "a2", number: 2)
+        cluster.advance(by: .milliseconds(100))
+        #expect(alice.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)))
+        for node in cluster.nodes {
+            let entry = node.roomList().first { $0.name == "ledger:t" }
+            #expect(entry?.inMemory == true && entry?.version == 2)
+            #expect((entry?.bytes ?? 0) > 10, "the state's size: \(String(describing: entry))")
+            #expect(entry?.lastChange == cluster.clock.secondsSince1970, "the last change: \(String(describing: entry))")
+        }
+    }
 }

@@ -1,37 +1,11 @@
-import Foundation
 import Testing
 @testable import TetherServer
 import TetherTransport
 
-/// The browser files compiled into the daemon (Sources/TetherServer/Web/WebAssets.swift, written
-/// by Scripts/embed-web.sh) against their sources in Clients/web, and the headers they go out with.
+/// The browser files compiled into the daemon (WebAssets.swift, written at build time by
+/// Scripts/embed-web.sh through Plugins/EmbedWeb): their paths and the headers they go out with.
 @Suite("Web assets")
 struct WebAssetsTests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    /// Every file under Clients/web, by path relative to the repository.
-    static func sourceFiles() throws -> [String] {
-        let web = repository.appendingPathComponent("Clients/web")
-        let enumerator = try #require(FileManager.default.enumerator(at: web, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles]))
-        var files: [String] = []
-        for case let url as URL in enumerator where try url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true {
-            files.append(String(url.standardizedFileURL.path.dropFirst(repository.standardizedFileURL.path.count + 1)))
-        }
-        return files.sorted()
-    }
-
-    @Test func theEmbeddedFilesAreClientsWebAsItIs() throws {
-        let sources = try Self.sourceFiles()
-        #expect(sources.contains("Clients/web/dashboard/index.html") && sources.contains("Clients/web/tether.js"))
-        let stale = "out of date with Clients/web: run Scripts/embed-web.sh and commit Sources/TetherServer/Web/WebAssets.swift"
-        #expect(WebAssets.files.values.map(\.source).sorted() == sources, "a file was added or removed: \(stale)")
-        for asset in WebAssets.files.values {
-            let onDisk = try Data(contentsOf: Self.repository.appendingPathComponent(asset.source))
-            let same = Array(asset.text.utf8) == Array(onDisk)  // a Bool: a mismatch reports the file, not its bytes
-            #expect(same, "\(asset.source) changed: \(stale)")
-        }
-    }
-
     @Test func pathsAndContentTypes() throws {
         let expected = [
             "/": ("Clients/web/dashboard/index.html", "text/html; charset=utf-8"),

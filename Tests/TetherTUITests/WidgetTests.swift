@@ -392,6 +392,16 @@ import TetherTUI
         #expect(narrow.style(x: 0, y: 0).fg == .red)
     }
 
+    /// A message too long for a row of its own wraps onto a second (a reason for reconnecting was
+    /// cut at 80 columns), never more.
+    @Test func aLongMessageWrapsOnTwoRows() {
+        let bar = StatusBar(connection: .reconnecting, room: "todo")
+        bar.message = .error("nothing answers at 127.0.0.1:1 (connection refused or host unreachable)")
+        #expect(bar.rows(width: 40).map(\.text) == ["● reconnecting │ room todo", "nothing answers at 127.0.0.1:1", "(connection refused or host unreachable)"])
+        bar.message = .error(String(repeating: "word ", count: 40))
+        #expect(bar.rows(width: 40).count == 3)
+    }
+
     @Test func connectionColorsDiffer() {
         let states: [StatusBar.Connection] = [.connecting, .live, .reconnecting, .resynced, .disconnected]
         #expect(Set(states.map(\.color)).count == states.count)
@@ -440,5 +450,30 @@ import TetherTUI
             "[ Sign in ] ",
             "            ",
         ])
+    }
+}
+
+@MainActor
+@Suite struct BesideAndCompactButtonTests {
+    /// Beside from `besideFrom` columns; below while the first keeps its rows; else the second gives way.
+    @Test func theSecondGoesBesideBelowOrNowhere() {
+        let first = Label("first"), second = Label("second")
+        let beside = Beside(first, second, besideFrom: 30, minimumHeight: 3, secondWidth: 8, secondHeight: 2)
+        let (app, _) = show(beside, width: 40, height: 6)
+        #expect(first.frame == Rect(x: 0, y: 0, width: 32, height: 6) && second.frame == Rect(x: 32, y: 0, width: 8, height: 6))
+        let (_, _) = show(beside, width: 20, height: 6)
+        #expect(first.frame == Rect(x: 0, y: 0, width: 20, height: 4) && second.frame == Rect(x: 0, y: 4, width: 20, height: 2))
+        let (_, _) = show(beside, width: 20, height: 4)
+        #expect(first.frame == Rect(x: 0, y: 0, width: 20, height: 4) && second.isSqueezedOut)
+        _ = app
+    }
+
+    @Test func aCompactButtonDropsItsInnerSpaces() {
+        let button = Button("Clear done")
+        #expect(button.preferredLength(.horizontal, cross: 1) == 14)
+        button.isCompact = true
+        #expect(button.preferredLength(.horizontal, cross: 1) == 12)
+        let (_, screen) = show(button, width: 12, height: 1)
+        #expect(screen.lines == ["[Clear done]"])
     }
 }

@@ -1,4 +1,5 @@
-/// A button drawn as "[ Title ]". Enter or Space activates it when focused. A disabled button can
+/// A button drawn as "[ Title ]" ("[Title]" when compact, for a row on a narrow terminal).
+/// Enter or Space activates it when focused. A disabled button can
 /// still take the focus (so the Tab order doesn't shift as it toggles) but does nothing.
 public final class Button: Widget {
     public typealias Handler = @MainActor () async throws -> Void
@@ -8,6 +9,7 @@ public final class Button: Widget {
     @Redraws public var style = Style.plain
     @Redraws public var focusedStyle = Style(bold: true, reverse: true)
     @Redraws public var disabledStyle = Style(dim: true)
+    @Redraws public var isCompact = false
 
     private var onPressHandler: Handler?
 
@@ -42,7 +44,7 @@ public final class Button: Widget {
         }
     }
 
-    private var face: String { "[ \(title) ]" }
+    private var face: String { isCompact ? "[\(title)]" : "[ \(title) ]" }
 
     public override func preferredLength(_ axis: Axis, cross: Int) -> Int? {
         axis == .vertical ? 1 : face.displayWidth

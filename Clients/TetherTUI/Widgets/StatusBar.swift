@@ -83,10 +83,12 @@ public final class StatusBar: Widget {
         }
     }
 
-    /// The rows the bar takes `width` cells wide: two when the message does not fit beside the rest.
+    /// The rows the bar takes `width` cells wide: the message on rows of its own (two at most)
+    /// when it does not fit beside the rest, so a reason for reconnecting is read whole.
     public func rows(width: Int) -> [Line] {
         guard let message = messageSpan, line.displayWidth > width else { return [line] }
-        return [head, Line([message])]
+        let wrapped = message.text.displayWidth > width ? message.text.wrapped(toWidth: width) : [message.text]
+        return [head] + wrapped.prefix(2).map { Line([Span($0, style: message.style)]) }
     }
 
     public override func preferredLength(_ axis: Axis, cross: Int) -> Int? {

@@ -64,6 +64,8 @@ export class ActionForms {
   #container;
   #send;
   #suggest;
+  /** Why nothing may be sent any more (the room is gone), or null. */
+  #disabledBecause = null;
 
   /**
    * `send(action, args)` returns the client's promise (ack or TetherError); `suggest(fieldName)`
@@ -83,10 +85,19 @@ export class ActionForms {
     for (const action of actions ?? []) content.push(this.#actionForm(action));
     content.push(this.#freeForm(actions === null));
     this.#container.replaceChildren(...content);
+    if (this.#disabledBecause !== null) this.disable(this.#disabledBecause);
   }
 
   clear() {
+    this.#disabledBecause = null;
     this.#container.replaceChildren();
+  }
+
+  /** Every form off, with `reason` above them; until `clear()`. */
+  disable(reason) {
+    this.#disabledBecause = reason;
+    for (const control of this.#container.querySelectorAll("button, input, textarea, select")) control.disabled = true;
+    if (!this.#container.querySelector(".forms-disabled")) this.#container.prepend(element("p", "forms-disabled", reason));
   }
 
   #actionForm(action) {
@@ -232,7 +243,7 @@ export class ActionForms {
       const { code, headline, outcome, detail } = explainError(error);
       this.#showResult(result, "error", `✗ ${headline}${outcome ? ` ${outcome}` : ""}${detail ? ` Server says: ${detail}` : ""} [${code}]`);
     } finally {
-      button.disabled = false;
+      button.disabled = this.#disabledBecause !== null;
     }
   }
 

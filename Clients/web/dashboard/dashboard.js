@@ -23,8 +23,9 @@ const serverRoom = client.room(SERVER_ROOM);
 const overview = new Overview({ deleteRoom });
 const roomView = new RoomView({ client, scheduler, describe: describeKind });
 
-/** "unknown" until the server answers the join of tether.server; then "granted", "refused"
- * (a token is needed) or "unavailable" (a server without the system room). */
+/** "unknown" until the server answers the join of tether.server; then "granted", "limited" (a
+ * valid token without the admin claim: rooms by name only), "refused" (a token is needed) or
+ * "unavailable" (a server without the system room). */
 let access = "unknown";
 let pendingToken = null;
 let everLive = false;
@@ -83,7 +84,9 @@ function currentRoute() {
 
 function route() {
   const { view, name } = currentRoute();
-  const allowed = access === "granted" || access === "unavailable";
+  const allowed = access === "granted" || access === "unavailable" || access === "limited";
+  document.body.dataset.access = access;
+  $("limited-access").hidden = access !== "limited";
   $("sign-in").hidden = access !== "refused";
   $("sign-out").hidden = sessionStorage.getItem(TOKEN_KEY) === null;
   $("overview-view").hidden = !allowed || view !== "overview";
@@ -155,10 +158,20 @@ serverRoom.on("snapshot", () => {
 });
 serverRoom.on("patch", () => serverChanged(performance.now()));
 serverRoom.on("error", (error) => {
-  if (error.code === "unauthorized") {
+  // tetherd checks the token first: this refusal means it is valid but opens no overview.
+  const lacksAdmin = error.code === "unauthorized" && /admin claim/.test(error.message);
+  const token = pendingToken ?? sessionStorage.getItem(TOKEN_KEY);
+  if (lacksAdmin && token !== null) {
+    if (pendingToken !== null) sessionStorage.setItem(TOKEN_KEY, pendingToken);
+    pendingToken = null;
+    $("token-input").value = "";
+    $("sign-in-error").textContent = "";
+    $("limited-access-text").textContent = describeLimitedToken(token);
+    setAccess("limited");
+  } else if (error.code === "unauthorized") {
     let message = "";
     if (pendingToken !== null) {
-      message = `That token was refused: ${error.message}. It must be valid, unexpired, and carry the admin claim.`;
+      message = `That token was refused: ${error.message}. It must be valid and unexpired.`;
       pendingToken = null;
     } else if (sessionStorage.getItem(TOKEN_KEY) !== null) {
       message = "The saved token was refused (it may have expired). Paste a new one.";
@@ -172,6 +185,21 @@ serverRoom.on("error", (error) => {
     showBanner(`The server room could not be joined. ${explainError(error).headline} ${error.message}`);
   }
 });
+
+/** What a token without the admin claim opens, from its claims (the server checked them). */
+function describeLimitedToken(token) {
+  let claims = {};
+  try {
+    const payload = token.split(".")[1].replaceAll("-", "+").replaceAll("_", "/");
+    claims = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(payload), (c) => c.charCodeAt(0))));
+  } catch { /* shown without the details */ }
+  const rooms = Array.isArray(claims.rooms) ? claims.rooms : [];
+  const covers = rooms.includes("*") ? "every room" : rooms.length > 0 ? `the rooms ${rooms.join(", ")}` : "the rooms it names";
+  const who = typeof claims.sub === "string" ? ` of “${claims.sub}”` : "";
+  return `You are signed in with the token${who}, which opens ${covers}: open one by name below. `
+    + "The server's figures and its list of rooms come from its own room, tether.server, which needs a token "
+    + "with the admin claim (tetherd token --admin …).";
+}
 
 function setAccess(value) {
   if (access === value) return;

@@ -57,7 +57,7 @@ export function clockTime(time) {
 const errorExplanations = {
   unauthorized: "Not allowed: the access token is missing, expired, or does not cover this room.",
   unknown_room: "No such room: the server has no room kind by that name, or the kind has no such instance.",
-  room_deleted: "This room was deleted on the server: its state is gone. Open it again for a new, empty room.",
+  room_deleted: "This room was deleted on the server: its state is gone (this page keeps the last it had).",
   unknown_action: "The room has no action by that name.",
   invalid_args: "The arguments don't fit the action.",
   rate_limited: "Refused by a limit: too many requests for now, or too many rooms (of this kind, or in all).",

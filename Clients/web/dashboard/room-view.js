@@ -57,6 +57,8 @@ export class RoomView {
   #keepRoom = false;
   /** The join was answered, so `members` is null only in a room that keeps no presence. */
   #presenceKnown = false;
+  /** The server deleted the room (`room_deleted`): its last state stays, nothing is sent to it. */
+  #deleted = false;
   #unsubscribe = [];
   #patchLog = [];
   #renderedPatches = 0;
@@ -77,6 +79,7 @@ export class RoomView {
       send: (action, args) => this.#room.send(action, args),
       suggest: (field) => findSuggestions(this.#room?.state, field),
     });
+    $("room-rejoin").addEventListener("click", () => this.#joinAgain());
     $("expand-all").addEventListener("click", () => this.#tree.expandAll());
     $("collapse-all").addEventListener("click", () => this.#tree.collapseAll());
   }
@@ -106,6 +109,8 @@ export class RoomView {
     $("room-epoch").textContent = "—";
     $("room-subscribers").textContent = "—";
     $("room-note").hidden = true;
+    $("room-rejoin").hidden = true;
+    this.#deleted = false;
     this.#presenceKnown = this.#room.synced;  // a mirror this page held already (tether.server)
     this.#renderMembers();
     this.#showError(null);
@@ -124,7 +129,10 @@ export class RoomView {
         if (this.#patchLog.length > PATCH_LOG * 4) this.#patchLog.splice(0, this.#patchLog.length - PATCH_LOG);
         this.#changed(performance.now());
       }),
-      room.on("error", (error) => this.#showError(error)),
+      room.on("error", (error) => {
+        if (error.code === "room_deleted") this.#roomDeleted();
+        this.#showError(error);
+      }),
       room.on("members", ({ members }) => {
         if (members === null) this.#presenceKnown = false;  // forgotten on a disconnect, until the rejoin's answer
         this.#scheduler.schedule("members", () => this.#renderMembers());
@@ -147,6 +155,22 @@ export class RoomView {
     this.#room = null;
     this.#tree.clear();
     this.#forms.clear();
+  }
+
+  /** The mirror stopped at its last state (tether.js keeps it). An action now would make a new
+   * room this view does not show, so the forms stop until "Join again" opens that room. */
+  #roomDeleted() {
+    this.#deleted = true;
+    this.#forms.disable("The room was deleted: an action now would create a new, empty room. Use “Join again” to open it.");
+    $("room-rejoin").hidden = false;
+    this.#scheduler.schedule("members", () => this.#renderMembers());
+  }
+
+  #joinAgain() {
+    const name = this.#room?.name;
+    if (!name) return;
+    this.close();
+    this.open(name);
   }
 
   /** The room's entry in the server's room list (subscribers), or undefined. */
@@ -184,7 +208,7 @@ export class RoomView {
   }
 
   #renderMembers() {
-    const members = this.#room?.members ?? null;
+    const members = this.#deleted ? {} : this.#room?.members ?? null;
     const rows = memberRows(members);
     $("room-members").replaceChildren(...rows.map(({ id, name, user, says }) => {
       const item = document.createElement("li");
@@ -203,10 +227,12 @@ export class RoomView {
       return item;
     }));
     const users = new Set(rows.map((row) => row.user)).size;
-    $("room-members-count").textContent = members === null ? ""
+    $("room-members-count").textContent = members === null || this.#deleted ? ""
       : `${rows.length} member${rows.length === 1 ? "" : "s"}${users < rows.length ? `, ${users} ${users === 1 ? "person" : "people"}` : ""}`;
     let note;
-    if (members !== null) {
+    if (this.#deleted) {
+      note = "The room was deleted, and its presence with it: nobody is here any more.";
+    } else if (members !== null) {
       note = rows.length > 0
         ? "Clients that joined with presence, by the name they gave. This page watches without being listed."
         : "Nobody is listed. A client is listed when it joins with presence: tether --name kim ROOM in a terminal, or client.room(name, { presence: { name } }) with tether.js.";
@@ -312,6 +338,6 @@ export class RoomView {
     const { code, headline, detail } = explainError(error);
     banner.hidden = false;
     banner.textContent = `${headline}${detail ? ` The server says: ${detail}` : ""} [${code}]`;
-    if (this.#room && this.#room.version === null) $("room-state").textContent = "No state: the room could not be joined.";
+    if (this.#room && this.#room.version === null && !this.#rendered) $("room-state").textContent = "No state: the room could not be joined.";
   }
 }

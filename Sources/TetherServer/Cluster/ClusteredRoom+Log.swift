@@ -66,6 +66,7 @@ extension ClusteredRoom {
         lastSnapshotVersion = snapshot.version
         outcomes = ActionOutcomes()
         outcomes.restore(applied: snapshot.actions)
+        publishListing(changed: false)
         perform(replica.restored(at: snapshot.sequence))
     }
 
@@ -84,6 +85,7 @@ extension ClusteredRoom {
             outcomes = ActionOutcomes()  // a new epoch's versions: the old outcomes name none of them
             document = state
             storedDocument = entry.stored
+            publishListing(changed: true)
             replica.applied(sequence)
             // A new epoch: everyone here starts over from its snapshot (with their projection).
             output.deliver(followers.subscribers.all.map { followers.snapshot(for: $0, document: { document }) })
@@ -120,9 +122,23 @@ extension ClusteredRoom {
         let given = entry.projections?[node.name]?.objectValue
         let changes = given == nil ? [:] : followers.updateViews { viewer in given![viewer.id]?.objectValue }
         outcomes.record(applied: entry.actions)
+        publishListing(changed: true)
         let deliveries = followers.follow(patch, changes: changes)
         if !deliveries.isEmpty { output.deliver(deliveries) }
         return true
+    }
+
+    /// The room list's size and last change, as a single node's room gives them: the time of the
+    /// last step this replica applied (a room just loaded counts from then), and the state's
+    /// encoded size, measured at most once a wall-clock second (encoding a big state at every
+    /// step would cost more than the step).
+    private func publishListing(changed: Bool) {
+        let now = environment.runtime.clock.secondsSince1970
+        if changed || published.lastChange == 0 { published.lastChange = now }
+        if !changed || now != sizeMeasuredAt {
+            sizeMeasuredAt = now
+            published.stateBytes = document.encoded().count
+        }
     }
 
     /// A step's operations on the stored state. A replica that holds none (the log began before

@@ -43,6 +43,8 @@ actor ClusteredRoom: RoomFront {
     /// holds none (entries of a version of tetherd without stored state).
     var storedDocument: JSON?
     var lastSnapshotVersion = 0
+    /// The wall-clock second the room list's size was last measured (`publishListing`).
+    var sizeMeasuredAt = 0
     /// The numbered actions' outcomes the log's entries carry, as the owner's `Room` remembers
     /// them: a new owner starts from these, so a repeat after a failover is answered too.
     var outcomes = ActionOutcomes()

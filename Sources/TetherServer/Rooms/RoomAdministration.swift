@@ -19,7 +19,8 @@ public struct RoomListEntry: Codable, Equatable, Sendable {
     /// snapshotted when only stored); nil when unknown.
     public var bytes: Int?
     /// Shared rooms: when the state last changed, in seconds since 1970; nil when unknown (a
-    /// cluster's rooms).
+    /// cluster's rooms not in this node's memory). A cluster node's room in memory gives the
+    /// last step it applied, or when it was loaded.
     public var lastChange: Int?
     /// Per-session kinds only: live private instances.
     public var instances: Int?
@@ -121,6 +122,8 @@ extension RoomService {
     /// Deletes the rooms of kinds with an expiry that have had no subscribers here and no change
     /// for that long (a live room with subscribers never expires).
     func deleteExpiredRooms() {
+        // A cluster can't delete rooms yet (`deleteRoom`): its rooms' last change is for the list only.
+        guard sharedRoomsAreLocal else { return }
         let now = runtime.clock.secondsSince1970
         for (name, kind, live, known) in registry.listing {
             guard let kind, kind.scope == .shared, !SystemRoom.isSystemKind(kind.name), let expiry = expiry(of: kind) else { continue }

@@ -211,7 +211,7 @@ final class RoomVersionCell: Sendable {
         set { storedEpoch.withLock { $0 = newValue } }
     }
 
-    /// When the room's state last changed, in seconds since 1970 (0: unknown, a cluster's room).
+    /// When the room's state last changed, in seconds since 1970 (0: unknown yet).
     var lastChange: Int {
         get { storedLastChange.load(ordering: .relaxed) }
         set { storedLastChange.store(newValue, ordering: .relaxed) }
