@@ -267,23 +267,11 @@ public final class RawWebSocket: @unchecked Sendable {
 
     private func parseFrame() throws -> Frame? {
         guard buffer.count >= 2 else { return nil }
-        let opcode = buffer[0] & 0x0F
         if buffer[1] & 0x80 != 0 { throw RawSocketError.protocolViolation("server frames must not be masked") }
-        var length = Int(buffer[1] & 0x7F)
-        var offset = 2
-        if length == 126 {
-            guard buffer.count >= 4 else { return nil }
-            length = Int(buffer[2]) << 8 | Int(buffer[3])
-            offset = 4
-        } else if length == 127 {
-            guard buffer.count >= 10 else { return nil }
-            length = buffer[2..<10].reduce(0) { $0 << 8 | Int($1) }
-            offset = 10
-        }
-        guard buffer.count >= offset + length else { return nil }
-        lastFrameCompressed = buffer[0] & 0x40 != 0
-        let payload = Array(buffer[offset..<(offset + length)])
-        buffer.removeSubrange(..<(offset + length))
+        guard let (frame, size) = WireFrame.parse(buffer) else { return nil }
+        lastFrameCompressed = frame.rsv & 0x40 != 0
+        let (opcode, payload) = (frame.opcode, frame.payload)
+        buffer.removeSubrange(..<size)
         switch opcode {
         case 1: return .text(payload)
         case 2: return .binary(payload)
