@@ -139,22 +139,36 @@ final class ClusterNode: Sendable {
         }
     }
 
-    /// Runs `setup`, again while JetStream has no meta leader yet, or (nats-server 2.10 on) its
-    /// meta group does not know every peer yet, so that no replicas can be placed: a cluster
-    /// starting with its NATS servers. For up to 30 seconds; then the error stands (replicas
-    /// that can never be placed, more than there are servers, are refused after that wait).
+    /// Runs `setup`, again while JetStream is not ready yet (`isNotReadyYet`): a cluster starting
+    /// with its NATS servers, or a node starting while one of them is paused or restarting. For
+    /// up to 30 seconds; then the error stands (replicas that can never be placed, more than
+    /// there are servers, are refused after that wait).
     private static func whileElecting<T>(_ logger: Logger, _ setup: () async throws -> T) async throws -> T {
         let deadline = ContinuousClock.now + .seconds(30)
         while true {
             do {
                 return try await setup()
             } catch let error as NATSError {
-                guard case .streamNotCreated(_, let setting, let detail) = error, ContinuousClock.now < deadline,
-                      setting == "jetstream" || detail.contains("no suitable peers") || detail.contains("JetStream error 10005")
-                else { throw error }
-                logger.debug("cluster: JetStream not answering yet; waiting for its leader")
+                guard isNotReadyYet(error), ContinuousClock.now < deadline else { throw error }
+                logger.debug("cluster: JetStream not ready yet (\(error)); waiting")
                 try await Task.sleep(for: .milliseconds(500))
             }
+        }
+    }
+
+    /// JetStream's answers that mean "not yet": no meta leader; (nats-server 2.10 on) a meta
+    /// group that does not know every peer yet, so no replicas can be placed (10005, "no
+    /// suitable peers"); "JetStream system temporarily unavailable" (10008: a node restarted
+    /// while a NATS server was paused or being re-elected, and exited 78 before this).
+    static func isNotReadyYet(_ error: NATSError) -> Bool {
+        switch error {
+        case .streamNotCreated(_, let setting, let detail):
+            setting == "jetstream" || detail.contains("no suitable peers") || detail.contains("JetStream error 10005")
+                || detail.contains("JetStream error 10008")
+        case .jetStream(_, let errorCode, _):
+            errorCode == 10008
+        default:
+            false
         }
     }
 
