@@ -15,9 +15,12 @@ extension ClusteredRoom {
             case .catchUp(let delay):
                 later(delay) { room in
                     room.node.metrics.catchUps.increment()
+                    let generation = room.replica.generation
                     room.readLog { room, result in
-                        if case .failure(let error) = result { room.logger.warning("cluster: room \(room.name): reading its log failed (\(error)); retrying") }
-                        room.perform(room.replica.caughtUp(result))
+                        if case .failure(let error) = result, generation == room.replica.generation {
+                            room.logger.warning("cluster: room \(room.name): reading its log failed (\(error)); retrying")
+                        }
+                        room.perform(room.replica.caughtUp(result, generation: generation))
                     }
                 }
             case .apply(let message, let sequence):
@@ -35,9 +38,15 @@ extension ClusteredRoom {
 
     /// Reads the log after the replica's last message to its end, applying each message; then
     /// `completion`. Catching up, deciding an append and taking the room over all read this way.
+    /// Messages of a read that the replica started over during (`reload`) are dropped: one that
+    /// does not continue the replica would start it over again, once per message.
     func readLog(then completion: @escaping @Sendable (isolated ClusteredRoom, Result<UInt64?, NATSError>) -> Void) {
+        let generation = replica.generation
         node.log.read(stream: node.stream(name), subject: node.logSubject(name), from: replica.lastSequence + 1, handler: { [self] stored in
-            execute { $0.apply(stored.headers, stored.data, sequence: stored.sequence) }
+            execute { room in
+                guard room.replica.generation == generation else { return }
+                room.apply(stored.headers, stored.data, sequence: stored.sequence)
+            }
         }, completion: { [self] result in
             execute { completion($0, result) }
         })
@@ -162,7 +171,7 @@ extension ClusteredRoom {
         outcomes = ActionOutcomes()
         document = .null
         storedDocument = nil
-        perform(replica.reload())
+        perform(replica.reload(now: now))
     }
 
     private func writeSnapshot() {
@@ -170,8 +179,15 @@ extension ClusteredRoom {
         lastSnapshotVersion = version
         let snapshot = ClusterSnapshot(epoch: followers.epoch, version: version, sequence: replica.lastSequence, state: document,
                                        stored: storedDocument, actions: outcomes.applied)
-        node.snapshots.put(node.token(name), snapshot.encoded) { [logger, name] result in
-            if case .failure(let error) = result { logger.warning("cluster: room \(name): snapshot not written: \(error)") }
+        let written = version
+        node.snapshots.put(node.token(name), snapshot.encoded) { [self] result in
+            guard case .failure(let error) = result else { return }
+            // Not a whole interval later: the log keeps `logMessagesPerRoom` entries per room, and a
+            // replica whose snapshot is older than those cannot catch up until a newer one is written.
+            execute { room in
+                room.logger.warning("cluster: room \(room.name): snapshot not written: \(error); trying again in \(Self.snapshotRetryVersions) versions")
+                room.lastSnapshotVersion = min(room.lastSnapshotVersion, written - ClusterNode.snapshotInterval + Self.snapshotRetryVersions)
+            }
         }
     }
 }

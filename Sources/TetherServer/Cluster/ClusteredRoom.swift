@@ -43,6 +43,8 @@ actor ClusteredRoom: RoomFront {
     /// holds none (entries of a version of tetherd without stored state).
     var storedDocument: JSON?
     var lastSnapshotVersion = 0
+    /// After a snapshot that was not written, versions until the next try.
+    static let snapshotRetryVersions = 10
     /// The wall-clock second the room list's size was last measured (`publishListing`).
     var sizeMeasuredAt = 0
     /// The numbered actions' outcomes the log's entries carry, as the owner's `Room` remembers

@@ -27,6 +27,12 @@ struct LogReplica {
     private(set) var isCatchingUp = false
     /// Live messages that arrived while the log was being read.
     private var buffered: [NATSMessage] = []
+    /// How many times the replica started over (`reload`): a read started before the latest
+    /// one is stale, and neither its messages nor its end may touch the replica any more.
+    private(set) var generation = 0
+    /// When the replica last started over; a log that disagrees again within a second (its
+    /// snapshot is older than what the log still holds) is read again after `retryDelay`.
+    private var lastReload: ContinuousClock.Instant?
 
     static let retryDelay: Duration = .milliseconds(500)
 
@@ -50,8 +56,9 @@ struct LogReplica {
         return [.catchUp(after: .zero)]
     }
 
-    mutating func caughtUp(_ result: Result<UInt64?, NATSError>) -> [Action] {
-        guard phase != .stopped else { return [] }
+    /// A read started at `generation` ended (a stale one changes nothing).
+    mutating func caughtUp(_ result: Result<UInt64?, NATSError>, generation: Int) -> [Action] {
+        guard phase != .stopped, generation == self.generation else { return [] }
         if case .failure = result { return [.catchUp(after: Self.retryDelay)] }
         isCatchingUp = false
         let replay = buffered
@@ -89,11 +96,17 @@ struct LogReplica {
         lastSequence = max(lastSequence, sequence)
     }
 
-    /// The log disagreed with what this replica holds: start over from the latest snapshot.
-    mutating func reload() -> [Action] {
+    /// The log disagreed with what this replica holds: start over from the latest snapshot, at
+    /// once the first time, after `retryDelay` when it disagreed again within a second (the
+    /// snapshot is older than the oldest entry the log keeps, until the owner writes a newer one).
+    mutating func reload(now: ContinuousClock.Instant) -> [Action] {
+        let again = lastReload.map { now - $0 < .seconds(1) } ?? false
+        lastReload = now
+        generation += 1
         lastSequence = 0
         isCatchingUp = true
-        return [.loadSnapshot(after: .zero)]
+        buffered.removeAll()
+        return [.loadSnapshot(after: again ? Self.retryDelay : .zero)]
     }
 
     mutating func stop() {

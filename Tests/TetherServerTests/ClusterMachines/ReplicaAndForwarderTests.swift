@@ -30,13 +30,13 @@ struct ReplicaAndForwarderTests {
             ("start", { $0.start() }, ["load snapshot in 0.0 seconds"]),
             ("a snapshot at 10", { $0.restored(at: 10) }, ["catch up in 0.0 seconds"]),
             ("12 arrives during the read", { $0.live(Self.message(12, after: 11)) }, []),
-            ("the read fails", { $0.caughtUp(.failure(.timeout(subject: "s"))) }, ["catch up in 0.5 seconds"]),
-            ("the read applied 11", { r in r.applied(11); return r.caughtUp(.success(11)) }, ["replay 12"]),
+            ("the read fails", { $0.caughtUp(.failure(.timeout(subject: "s")), generation: 0) }, ["catch up in 0.5 seconds"]),
+            ("the read applied 11", { r in r.applied(11); return r.caughtUp(.success(11), generation: 0) }, ["replay 12"]),
             ("replayed", { $0.live(Self.message(12, after: 11)) }, ["apply 12"]),
             ("done loading", { r in r.applied(12); return r.finishLoading() }, ["ready"]),
             ("an old message", { $0.live(Self.message(12, after: 11)) }, []),
             ("a gap: 15 after 14", { $0.live(Self.message(15, after: 14)) }, ["catch up in 0.0 seconds"]),
-            ("read 13 and 14", { r in r.applied(14); return r.caughtUp(.success(14)) }, ["replay 15"]),
+            ("read 13 and 14", { r in r.applied(14); return r.caughtUp(.success(14), generation: 0) }, ["replay 15"]),
             ("15 continues", { $0.live(Self.message(15, after: 14)) }, ["apply 15"]),
             ("ready already", { $0.finishLoading() }, []),
         ]
@@ -51,11 +51,39 @@ struct ReplicaAndForwarderTests {
         _ = replica.start()
         _ = replica.restored(at: nil)
         replica.applied(5)
-        #expect(Self.describe(replica.reload()) == ["load snapshot in 0.0 seconds"])
+        #expect(Self.describe(replica.reload(now: Self.start)) == ["load snapshot in 0.0 seconds"])
         #expect(replica.lastSequence == 0 && replica.isNew(1))
         replica.stop()
         #expect(replica.live(Self.message(1, after: 0)).isEmpty)
-        #expect(replica.caughtUp(.success(nil)).isEmpty)
+        #expect(replica.caughtUp(.success(nil), generation: replica.generation).isEmpty)
+    }
+
+    static let start = ContinuousClock.now
+
+    /// The history of the soak's reload storm: a snapshot older than the oldest entry the log
+    /// keeps. Each message of the read disagreed and started the replica over (30,000 times a
+    /// second), and the stale read's end marked the new one caught up.
+    @Test func aReplicaStartsOverOncePerDisagreementAndBacksOffWhenItRepeats() {
+        var replica = LogReplica()
+        _ = replica.start()
+        _ = replica.restored(at: 100)
+        let firstRead = replica.generation
+        // The read's first message does not continue the snapshot: start over, at once.
+        #expect(Self.describe(replica.reload(now: Self.start)) == ["load snapshot in 0.0 seconds"])
+        #expect(replica.generation == firstRead + 1, "the first read is stale now")
+        // The stale read ends: it changes nothing (the new one is still to catch up).
+        #expect(replica.caughtUp(.success(2_100), generation: firstRead).isEmpty)
+        #expect(replica.isCatchingUp)
+        // The same snapshot, the same disagreement, within a second: after a pause.
+        _ = replica.restored(at: 100)
+        #expect(Self.describe(replica.reload(now: Self.start + .milliseconds(300))) == ["load snapshot in 0.5 seconds"])
+        // Later than a second after the last one: at once again.
+        _ = replica.restored(at: 2_200)
+        #expect(Self.describe(replica.reload(now: Self.start + .seconds(5))) == ["load snapshot in 0.0 seconds"])
+        // The current read's end counts.
+        _ = replica.restored(at: 2_300)
+        _ = replica.caughtUp(.success(2_400), generation: replica.generation)
+        #expect(!replica.isCatchingUp && replica.phase == .ready)
     }
 
     typealias Forwarder = ActionForwarder<String>
