@@ -12,7 +12,12 @@ extension JetStream {
     /// `consumerTimeout`, the read goes on with one message-get request per message instead
     /// (answered by the stream leader, about 2,000 messages/s).
     ///
-    /// `handler` gets each message on a NATS thread, one at a time, in order; then `completion`
+    /// The read goes on to the subject's last message as the stream leader reports it when the
+    /// read begins: what the consumer's replica does not deliver up to there (it may be behind
+    /// the leader), the leader does, one message-get at a time.
+    ///
+    /// `handler` gets each message on a NATS thread, one at a time, in order (under the reader's
+    /// lock: it must only hand the message on, never wait); then `completion`
     /// gets the last sequence delivered (nil when there was nothing from `startSequence` on), or
     /// an error: also `timeout` when no message came for `idleTimeout` (default: the context's
     /// timeout). After an error the messages already delivered stand: read again from the
@@ -188,15 +193,17 @@ private final class CatchUpReader: @unchecked Sendable {
 
     /// Hands a message to the handler unless the read is over (or reads from the leader now,
     /// and this came from the consumer); false if it is not handed over.
+    /// The handler runs under the lock: when the reads from the leader begin while the
+    /// consumer's thread is delivering, the two threads still hand messages over in order.
+    /// (The handler only hands the message to its owner's queue.)
     private func deliver(_ message: StoredMessage, fromConsumer: Bool) -> Bool {
-        let open = state.withLock { state -> Bool in
+        state.withLock { state -> Bool in
             guard !state.finished, !(fromConsumer && state.readingFromLeader) else { return false }
             state.delivered += 1
             state.lastSequence = message.sequence
+            handler(message)
             return true
         }
-        if open { handler(message) }
-        return open
     }
 
     /// Completes once and deletes the consumer if there is one.
