@@ -912,7 +912,7 @@ class Nemesis:
                 return owners[0]
             await asyncio.sleep(0.2)
         fault.notes.append("no node claimed the room within 15 s: took a random node")
-        return self.rng.choice([node for node in self.cluster.nodes if node.up])
+        return self._choose([node for node in self.cluster.nodes if node.up])
 
     async def _kill(self, fault):
         owner = await self._owner(fault)
@@ -932,7 +932,7 @@ class Nemesis:
     async def _nats(self, fault):
         server, stream = await self.cluster.log_stream_leader()
         if server is None:
-            server = self.rng.choice([s for s in self.cluster.nats if s.up])
+            server = self._choose([s for s in self.cluster.nats if s.up])
             fault.notes.append("no stream leader found: took a random NATS server")
         self._begin(fault, server, f"leader of {stream}, kill -9, back in 5 s")
         await server.kill()
@@ -948,7 +948,7 @@ class Nemesis:
         if leader is not None and self._nats_pauses % 2 == 1:
             server, what = leader, f"leader of {stream}"
         else:
-            server, what = self.rng.choice(others), f"not the leader of {stream}"
+            server, what = self._choose(others), f"not the leader of {stream}"
         hold = self.rng.uniform(4, 10)
         self._begin(fault, server, f"{what}, SIGSTOP for {hold:.1f} s")
         server.pause()
@@ -956,9 +956,16 @@ class Nemesis:
         server.resume()
         await self.cluster.nats_ready(healthy=False)
 
+    def _choose(self, candidates):
+        """A random one of `candidates`; a HarnessError (the fault is skipped) when there is none,
+        e.g. every other node is down after a restart that failed."""
+        if not candidates:
+            raise HarnessError("no running process of the kind this fault needs")
+        return self.rng.choice(candidates)
+
     async def _node_pause(self, fault):
         owner = await self._owner(fault)
-        target = self.rng.choice([node for node in self.cluster.nodes if node.up and node is not owner])
+        target = self._choose([node for node in self.cluster.nodes if node.up and node is not owner])
         hold = self.options.lease_seconds + 3
         self._begin(fault, target, f"not the owner, SIGSTOP for {hold:g} s")
         target.pause()
@@ -969,7 +976,7 @@ class Nemesis:
         """Two faults back to back: the owner paused, then 3 s later a NATS server."""
         owner = await self._owner(fault)
         hold = self.options.lease_seconds + 5
-        server = self.rng.choice([s for s in self.cluster.nats if s.up])
+        server = self._choose([s for s in self.cluster.nats if s.up])
         self._begin(fault, owner, f"owner, SIGSTOP for {hold:g} s; 3 s later {server.name} too, until then")
         owner.pause()
         await asyncio.sleep(3)
@@ -981,7 +988,7 @@ class Nemesis:
 
     async def _restart(self, fault):
         owner = await self._owner(fault)
-        target = self.rng.choice([node for node in self.cluster.nodes if node.up and node is not owner])
+        target = self._choose([node for node in self.cluster.nodes if node.up and node is not owner])
         self._begin(fault, target, "not the owner, SIGTERM, then started")
         if not await target.terminate(timeout=30):
             fault.notes.append(f"{target.name} did not exit within 30 s of SIGTERM: killed")
