@@ -78,7 +78,8 @@ struct CommandLineTests {
         let daemon = try Daemon(arguments: ["--memory-only", "--auth-secret", "s3cret"])
         defer { daemon.stop() }
         let counterToken = try tetherdToken(rooms: "counter")
-        let dead = "ws://127.0.0.1:\(try freePort())"
+        let refusing = try RefusingPort()
+        let dead = refusing.url
 
         let fromEnvironment = try await runTether(["send", "counter", "increment"], environment: ["TETHER_URL": daemon.url, "TETHER_TOKEN": counterToken])
         #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")

@@ -117,7 +117,9 @@ struct ScriptingTests {
     /// `tether send` waits for a server that is not there yet (up to `--timeout`), and sends once it is.
     @Test func sendWaitsForTheServer() async throws {
         let port = try freePort()
-        async let sent = runTether(["send", "--url", "ws://127.0.0.1:\(port)", "--timeout", "20", "counter", "increment"])
+        // An instance of its own: should another test's daemon take the port first, this send
+        // lands in a room nobody else reads.
+        async let sent = runTether(["send", "--url", "ws://127.0.0.1:\(port)", "--timeout", "20", "counter:waits-for-its-server", "increment"])
         try await Task.sleep(for: .milliseconds(700))  // a few refused attempts first
         let daemon = try Daemon(arguments: ["--memory-only", "--port", "\(port)"])
         defer { daemon.stop() }
@@ -157,7 +159,8 @@ struct ScriptingTests {
     }
 
     @Test func noServerMeansOneLineAndAFailureStatus() async throws {
-        let url = "ws://127.0.0.1:\(try freePort())"
+        let refusing = try RefusingPort()
+        let url = refusing.url
         for arguments in [["send", "--url", url, "counter", "increment"], ["watch", "--url", url, "counter"]] {
             let start = ContinuousClock.now
             let result = try await runTether(arguments + ["--timeout", "1"])

@@ -254,21 +254,46 @@ public func freePorts(_ count: Int) throws -> [Int] {
     defer { sockets.forEach { close($0) } }
     var ports: [Int] = []
     for _ in 0..<count {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawSocketError.system("socket", errno) }
+        let (fd, port) = try bindLoopbackPort()
         sockets.append(fd)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw RawSocketError.system("bind", errno) }
-        ports.append(Int(UInt16(bigEndian: address.sin_port)))
+        ports.append(port)
     }
     return ports
+}
+
+/// A loopback port nobody listens on, kept bound (not listening) while this lives: a connection
+/// to it is refused, and no other test's server can take the port meanwhile (a port that was
+/// merely free a moment ago can be, by a test running beside, within a client's retries).
+public final class RefusingPort: @unchecked Sendable {
+    public let port: Int
+    private let fd: Int32
+
+    public init() throws {
+        (fd, port) = try bindLoopbackPort()
+    }
+
+    deinit { close(fd) }
+
+    public var url: String { "ws://127.0.0.1:\(port)" }
+}
+
+/// A TCP socket bound to 127.0.0.1 on a port the kernel picks.
+private func bindLoopbackPort() throws -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw RawSocketError.system("socket", errno) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else {
+        close(fd)
+        throw RawSocketError.system("bind", errno)
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }

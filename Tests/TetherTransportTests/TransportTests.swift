@@ -275,10 +275,10 @@ struct TransportTests {
         let refused = try await client.request("POST", path: "/healthz", on: "ws://127.0.0.1:\(port)")
         #expect(refused.status == 405)
 
-        let nobody = try freePort()
-        await #expect(throws: HTTPRequestError.self) { try await client.request("GET", path: "/rooms", on: "ws://127.0.0.1:\(nobody)") }
+        let nobody = try RefusingPort()
+        await #expect(throws: HTTPRequestError.self) { try await client.request("GET", path: "/rooms", on: nobody.url) }
         do {
-            _ = try await client.request("GET", path: "/rooms", on: "ws://127.0.0.1:\(nobody)")
+            _ = try await client.request("GET", path: "/rooms", on: nobody.url)
         } catch {
             #expect(error.description.contains("nothing answers"), "\(error)")
         }
