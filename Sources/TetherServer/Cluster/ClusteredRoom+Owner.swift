@@ -133,7 +133,9 @@ extension ClusteredRoom {
             case .readLog:
                 // Catch up first: the previous owner's last versions may not have reached us yet.
                 guard replica.phase != .stopped else { return perform(lease.abandon()) }
-                readLog { room, result in
+                readLog { room, read in
+                    // A replica that started over meanwhile holds nothing to take over from yet.
+                    let result = room.replica.phase == .ready ? read : .failure(.invalidArgument("the replica is loading again"))
                     if case .failure(let error) = result { room.logger.debug("cluster: room \(room.name): cannot read its log to take it over yet (\(error))") }
                     room.perform(room.lease.logRead(result, now: room.now))
                 }

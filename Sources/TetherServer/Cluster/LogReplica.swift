@@ -106,6 +106,9 @@ struct LogReplica {
         lastSequence = 0
         isCatchingUp = true
         buffered.removeAll()
+        // Loading again: nobody takes the room over from a replica that holds nothing yet (it
+        // would start a new epoch, which the log refuses), until it is ready once more.
+        if phase != .stopped { phase = .loading }
         return [.loadSnapshot(after: again ? Self.retryDelay : .zero)]
     }
 

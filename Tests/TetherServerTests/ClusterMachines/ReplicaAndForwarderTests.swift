@@ -71,6 +71,7 @@ struct ReplicaAndForwarderTests {
         // The read's first message does not continue the snapshot: start over, at once.
         #expect(Self.describe(replica.reload(now: Self.start)) == ["load snapshot in 0.0 seconds"])
         #expect(replica.generation == firstRead + 1, "the first read is stale now")
+        #expect(replica.phase == .loading, "nobody takes the room over from a replica that holds nothing yet")
         // The stale read ends: it changes nothing (the new one is still to catch up).
         #expect(replica.caughtUp(.success(2_100), generation: firstRead).isEmpty)
         #expect(replica.isCatchingUp)
