@@ -219,7 +219,18 @@ extension NATS {
             defer { cluster.stop() }
             let js = try connect([cluster.servers[0].url]).jetStream()
             _ = try await js.addOrUpdateStream(.init(name: "LOG", subjects: ["log.>"], replicas: 3))
-            for index in 1...20 {
+            // From nats-server 2.10 on a new stream answers once its leader is elected.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while true {
+                do {
+                    _ = try await js.publish("log.r", Array("1".utf8))
+                    break
+                } catch {
+                    guard case .noResponders = error, ContinuousClock.now < deadline else { throw error }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            for index in 2...20 {
                 _ = try await js.publish(index % 4 == 0 ? "log.other" : "log.r", Array("\(index)".utf8))
             }
             let expected = (1...20).filter { $0 % 4 != 0 }.map(String.init)
