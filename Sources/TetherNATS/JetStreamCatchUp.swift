@@ -32,7 +32,7 @@ extension JetStream {
             case .failure(let error): completion(.failure(error))
             case .success(let last):
                 guard let last, last.sequence >= startSequence else { return completion(.success(nil)) }
-                let reader = CatchUpReader(jetStream: self, stream: stream, subject: subject, target: last.sequence, handler: handler, completion: completion)
+                let reader = CatchUpReader(jetStream: self, stream: stream, subject: subject, from: startSequence, target: last.sequence, handler: handler, completion: completion)
                 Blocking.start { reader.startOrderedConsumer(from: startSequence, timeout: consumerTimeout) }
                 reader.watch(idleTimeout: idleTimeout ?? self.timeout)
             }
@@ -75,18 +75,21 @@ private final class CatchUpReader: @unchecked Sendable {
     private let stream: String
     private let subject: String
     private let target: UInt64
+    /// The first sequence the read wants.
+    private let startSequence: UInt64
     /// Where the consumer's replica ends, in tests (`JetStream.consumerReplicaEndForTests`).
     private let consumerReplicaEnd: UInt64?
     private let handler: @Sendable (StoredMessage) -> Void
     private let completion: @Sendable (Result<UInt64?, NATSError>) -> Void
     private let state = Mutex(State())
 
-    init(jetStream: JetStream, stream: String, subject: String, target: UInt64, handler: @escaping @Sendable (StoredMessage) -> Void,
+    init(jetStream: JetStream, stream: String, subject: String, from startSequence: UInt64, target: UInt64, handler: @escaping @Sendable (StoredMessage) -> Void,
          completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void) {
         self.jetStream = jetStream
         self.stream = stream
         self.subject = subject
         self.target = target
+        self.startSequence = startSequence
         consumerReplicaEnd = jetStream.consumerReplicaEndForTests.withLock { $0 }
         self.handler = handler
         self.completion = completion
@@ -120,7 +123,7 @@ private final class CatchUpReader: @unchecked Sendable {
             if errorCode.rawValue == 10059 {  // no such stream
                 return finish(.failure(JetStream.apiError("ordered consumer on \(stream) \(subject)", status, errorCode)))
             }
-            return readByMessageGet(from: startSequence)
+            return readRestFromLeader(countingIt: false)  // no consumer: not a replica behind
         }
         if natsSubscription_SetOnCompleteCB(subscription, { closure in
             Unmanaged<CatchUpReader>.fromOpaque(closure!).release()
@@ -147,16 +150,18 @@ private final class CatchUpReader: @unchecked Sendable {
         if sequence >= target { finish(.success(sequence)) } else { readRestFromLeader() }
     }
 
-    /// The consumer's replica ends (or stays silent) before `target`: the rest from the leader.
-    private func readRestFromLeader() {
+    /// The consumer's replica ends (or stays silent) before `target`, or no consumer could be
+    /// made: the rest from the leader. Once: a second call (the idle watch and a failed
+    /// consumer both) starts no second chain of reads.
+    private func readRestFromLeader(countingIt: Bool = true) {
         let next = state.withLock { state -> UInt64? in
             guard !state.finished, !state.readingFromLeader else { return nil }
             state.readingFromLeader = true
-            return (state.lastSequence ?? 0) + 1
+            return state.lastSequence.map { $0 + 1 } ?? startSequence
         }
         guard let next else { return }
-        jetStream.readsFromLeader.add(1, ordering: .relaxed)
-        readByMessageGet(from: max(next, 1))
+        if countingIt { jetStream.readsFromLeader.add(1, ordering: .relaxed) }
+        readByMessageGet(from: next)
     }
 
     /// The consumer exists (its first messages may already have come).

@@ -213,7 +213,7 @@ extension NATS {
         /// A catch-up consumer served by a replica behind the stream leader (a follower whose
         /// catch-up stalled) ends, or falls silent, before the log does: the read goes on to the
         /// subject's end as the leader knows it, from the leader.
-        @Test(arguments: [UInt64(10), 0])
+        @Test(.serialized, arguments: [UInt64(10), 0])
         func aReadWhoseReplicaIsBehindTheLeaderReadsTheRestFromTheLeader(replicaEnd: UInt64) async throws {
             let cluster = try NATSCluster(size: 3)
             defer { cluster.stop() }
