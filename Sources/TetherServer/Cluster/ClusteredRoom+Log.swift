@@ -65,6 +65,12 @@ extension ClusteredRoom {
             return perform(replica.snapshotFailed())
         }
         guard let entry, let snapshot = ClusterSnapshot(entry.value) else { return perform(replica.restored(at: nil)) }
+        if ownership != nil, snapshot.sequence > appender.stored.sequence {
+            // The replica started over while owning, and the entry after the owner's last stored
+            // one is behind the snapshot: only the log's later entries are read, which cannot say
+            // whether the append in flight got that place.
+            stepDown("its log moved on past its last stored entry while it reloaded", releaseLease: false, fenced: false)
+        }
         if let undecided = appender.undecided, snapshot.sequence > undecided.after {
             // The entry that would decide it is behind the snapshot: not read any more.
             if appender.expireUndecided(now: now, force: true) { send(gate.undecidedExpired(unknownOutcome)) }
@@ -181,11 +187,18 @@ extension ClusteredRoom {
                                        stored: storedDocument, actions: outcomes.applied)
         let written = version
         node.snapshots.put(node.token(name), snapshot.encoded) { [self] result in
-            guard case .failure(let error) = result else { return }
-            // Not a whole interval later: the log keeps `logMessagesPerRoom` entries per room, and a
-            // replica whose snapshot is older than those cannot catch up until a newer one is written.
             execute { room in
-                room.logger.warning("cluster: room \(room.name): snapshot not written: \(error); trying again in \(Self.snapshotRetryVersions) versions")
+                guard case .failure(let error) = result else {
+                    if room.snapshotsFailing { room.logger.notice("cluster: room \(room.name): snapshots are written again (version \(written))") }
+                    room.snapshotsFailing = false
+                    return
+                }
+                if !room.snapshotsFailing {
+                    room.logger.warning("cluster: room \(room.name): snapshot not written: \(error); trying again every \(Self.snapshotRetryVersions) versions")
+                }
+                room.snapshotsFailing = true
+                // Not a whole interval later: the log keeps `logMessagesPerRoom` entries per room, and a
+                // replica whose snapshot is older than those cannot catch up until a newer one is written.
                 room.lastSnapshotVersion = min(room.lastSnapshotVersion, written - ClusterNode.snapshotInterval + Self.snapshotRetryVersions)
             }
         }

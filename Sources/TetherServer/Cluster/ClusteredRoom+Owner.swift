@@ -301,12 +301,17 @@ extension ClusteredRoom {
     /// version it names (a repeat's, answered from the record, may be stored long since); an
     /// error for every step produced before it.
     fileprivate func ownerReleased(_ deliveries: [RoomDelivery], term: String) {
-        let stored = appender.term == term ? (version: appender.stored.version, sequence: appender.stored.sequence) : nil  // a ViewModel that stopped owning: none of its turns reach the log
         for case .reply(let outcome, let target) in deliveries {
             var version = appender.producedVersion
             if case .applied(let applied) = outcome { version = applied }
-            send(gate.ownerReplied(outcome, to: target, isLocal: target.isLocal, version: version, stored: stored, notStored: notStored,
-                                   replica: position, now: now))
+            guard appender.term == term else {
+                // The term ended between the step and this reply: the step's fate decides.
+                send(gate.ownerRepliedLate(outcome, to: target, isLocal: target.isLocal, fate: appender.fate(ofVersion: version, term: term),
+                                           notStored: notStored, unknown: unknownOutcome, replica: position, now: now))
+                continue
+            }
+            send(gate.ownerReplied(outcome, to: target, isLocal: target.isLocal, version: version,
+                                   stored: (appender.stored.version, appender.stored.sequence), replica: position, now: now))
         }
     }
 }

@@ -45,6 +45,8 @@ actor ClusteredRoom: RoomFront {
     var lastSnapshotVersion = 0
     /// After a snapshot that was not written, versions until the next try.
     static let snapshotRetryVersions = 10
+    /// Whether the last snapshot write failed: an outage is logged once, and its end.
+    var snapshotsFailing = false
     /// The wall-clock second the room list's size was last measured (`publishListing`).
     var sizeMeasuredAt = 0
     /// The numbered actions' outcomes the log's entries carry, as the owner's `Room` remembers

@@ -83,6 +83,16 @@ struct LogAppender {
     /// The last version the owner's ViewModel produced: a reply made now waits for it.
     private(set) var producedVersion = 0
     private(set) var undecided: Undecided?
+    /// The term that ended last: its ViewModel may still release replies to its steps.
+    private(set) var ended: EndedTerm?
+
+    struct EndedTerm {
+        let term: String
+        /// Its last entry known to be in the log.
+        var stored: (sequence: UInt64, version: Int)
+        /// The last version of its append in flight when it ended, unless that was refused.
+        var lostVersion: Int?
+    }
 
     init(node: String) {
         self.node = node
@@ -148,7 +158,10 @@ struct LogAppender {
         var actions: [Action] = []
         if let undecided, sequence > undecided.after {
             self.undecided = nil
-            actions.append(.decided(stored: entry.isSameAppend(as: undecided.entry), sequence: sequence))
+            let stored = entry.isSameAppend(as: undecided.entry)
+            if stored { ended?.stored = (sequence, undecided.entry.version) }
+            ended?.lostVersion = nil
+            actions.append(.decided(stored: stored, sequence: sequence))
         }
         guard term != nil, sequence > stored.sequence else { return actions }
         if let inFlight, entry.isSameAppend(as: inFlight.entry) {
@@ -164,10 +177,19 @@ struct LogAppender {
         if let inFlight, !fenced {
             undecided = Undecided(entry: inFlight.entry, after: stored.sequence, deadline: now + Self.undecidedLimit)
         }
-        term = nil
+        if let term { ended = EndedTerm(term: term, stored: stored, lostVersion: fenced ? nil : inFlightVersion) }
+        self.term = nil
         queue.removeAll()
         inFlight = nil
         return inFlightVersion
+    }
+
+    /// What became of step `version` of `term`, which ended.
+    func fate(ofVersion version: Int, term: String) -> StepFate {
+        guard let ended, ended.term == term else { return .unknown }
+        if version <= ended.stored.version { return .stored(sequence: ended.stored.sequence) }
+        if let lost = ended.lostVersion, version <= lost { return undecided == nil ? .unknown : .undecided }
+        return .notStored
     }
 
     /// Whether the undecided append should be given up now: its deadline passed, or `force`

@@ -8,6 +8,18 @@ struct ReplicaPosition: Equatable, Sendable {
     var hasEpoch: Bool
 }
 
+/// What became of an owner's step after its term ended.
+enum StepFate: Equatable {
+    /// In the log, at or before `sequence`.
+    case stored(sequence: UInt64)
+    /// In the append whose fate the owner lost: the log decides it.
+    case undecided
+    /// In that append, which the log did not decide in time; or of a term this node no longer knows.
+    case unknown
+    /// Queued, or refused by another owner's entry: never in the log.
+    case notStored
+}
+
 /// The one rule by which a cluster room's action replies leave: **a reply leaves when the log
 /// entry that carries its action is stored and this node's replica has applied it** (patch
 /// before ack). An error that applied nothing waits for no entry. Replies to another node
@@ -47,14 +59,31 @@ struct ReplyGate<Target> {
     private(set) var waiting: [Reply] = []
 
     /// A reply the owner's ViewModel made after its step `version` (an error: after every step
-    /// produced before it). `stored` is where the owner's last stored entry is; nil when the
-    /// ViewModel no longer owns the room, so that none of its steps reach the log.
+    /// produced before it), while it owns the room; `stored`: where its last stored entry is.
     mutating func ownerReplied(_ outcome: ActionOutcome, to target: Target, isLocal: Bool, version: Int,
-                               stored: (version: Int, sequence: UInt64)?, notStored: ActionOutcome,
-                               replica: ReplicaPosition, now: ContinuousClock.Instant) -> [Release] {
-        guard let stored else { return [Release(outcome: notStored, target: target)] }
+                               stored: (version: Int, sequence: UInt64), replica: ReplicaPosition,
+                               now: ContinuousClock.Instant) -> [Release] {
         let wait: Wait = version <= stored.version ? .replica(sequence: stored.sequence) : .ownAppend(version: version)
         return admit(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: wait, since: now), replica: replica)
+    }
+
+    /// A reply the owner's ViewModel released after its term ended (its steps and its replies
+    /// reach the room one after the other, and the step-down can come between): an ack follows
+    /// the fate of the step it names (a repeat's may be stored long since); an error is true
+    /// whatever the log holds.
+    mutating func ownerRepliedLate(_ outcome: ActionOutcome, to target: Target, isLocal: Bool, fate: StepFate,
+                                   notStored: ActionOutcome, unknown: ActionOutcome, replica: ReplicaPosition,
+                                   now: ContinuousClock.Instant) -> [Release] {
+        guard case .applied = outcome else { return [Release(outcome: outcome, target: target)] }
+        switch fate {
+        case .stored(let sequence):
+            return admit(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: .replica(sequence: sequence), since: now), replica: replica)
+        case .undecided:
+            waiting.append(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: .undecided, since: now))
+            return []
+        case .unknown: return [Release(outcome: unknown, target: target)]
+        case .notStored: return [Release(outcome: notStored, target: target)]
+        }
     }
 
     /// The owner's answer to an action this node forwarded (`sent`: when its sender sent it): an

@@ -134,6 +134,39 @@ struct LogAppenderTests {
         #expect(!early && late, "unknown after the undecided limit")
     }
 
+    /// What became of an ended term's steps, for replies its ViewModel releases late: stored up
+    /// to the last confirmed entry, then the append in flight (undecided until the log says, or
+    /// refused when fenced), then the queue (never appended). A term it does not know: unknown.
+    @Test func anEndedTermsStepsHaveAFate() {
+        func ended(fenced: Bool) -> LogAppender {
+            var appender = Self.owner()
+            guard case .append(let entry, _) = appender.produced(Self.step(5), term: "T1", now: Self.at(0))[0] else { return appender }
+            _ = appender.appendFinished(.success(11), entry: entry, now: Self.at(0))  // v5 stored at 11, v6 at 12
+            for version in 6...7 { _ = appender.produced(Self.step(version), term: "T1", now: Self.at(0)) }
+            _ = appender.appendFinished(.success(12), entry: LogAppender.batch([Self.step(6)], node: "a", term: "T1").0, now: Self.at(0))
+            _ = appender.produced(Self.step(8), term: "T1", now: Self.at(0))  // v7 in flight, v8 queued
+            _ = appender.stepDown(fenced: fenced, now: Self.at(1))
+            return appender
+        }
+        let table: [(String, Bool, Int, String, StepFate)] = [
+            ("a stored step", false, 5, "T1", .stored(sequence: 12)),
+            ("the append in flight", false, 7, "T1", .undecided),
+            ("a queued step", false, 8, "T1", .notStored),
+            ("the fenced append in flight", true, 7, "T1", .notStored),
+            ("another term", false, 5, "T0", .unknown),
+        ]
+        for (name, fenced, version, term, fate) in table {
+            #expect(ended(fenced: fenced).fate(ofVersion: version, term: term) == fate, "\(name)")
+        }
+        var decided = ended(fenced: false)
+        let inFlight = decided.undecided!.entry
+        _ = decided.logHolds(inFlight, at: 13, now: Self.at(2))
+        #expect(decided.fate(ofVersion: 7, term: "T1") == .stored(sequence: 13), "the log showed the append: stored")
+        var expired = ended(fenced: false)
+        _ = expired.expireUndecided(now: Self.at(9))
+        #expect(expired.fate(ofVersion: 7, term: "T1") == .unknown, "not decided in time")
+    }
+
     /// The stored tail of `null` (found by the fault-injection test): a message whose steps
     /// changed no stored state must carry none, not a JSON null that every replica then failed
     /// to apply. Red with `isEmpty ? nil : …` put back.
