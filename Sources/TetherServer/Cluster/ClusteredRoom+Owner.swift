@@ -41,6 +41,7 @@ extension ClusteredRoom {
         case nil:
             return  // answered already: the owner changed while it waited (`ownerChanged`)
         case .answer(let outcome, let target, let sent):
+            acquiringEnded(false, served: true)
             send(gate.ownerAnswered(outcome, to: target, replica: position, sent: sent))
         case .ownOrRetry(let request):
             // Nobody owns the room (or its owner just died): take it, or wait for its lease to end;
@@ -122,11 +123,21 @@ extension ClusteredRoom {
                     }
                 }
             case .create:
-                node.owners.create(token, Array(node.name.utf8)) { [self] result in execute { $0.perform($0.lease.created(result, now: $0.now)) } }
+                node.owners.create(token, Array(node.name.utf8)) { [self] result in
+                    execute { room in
+                        if case .failure(let error) = result { room.acquiring(failed: "its lease was not created (\(error))") }
+                        room.perform(room.lease.created(result, now: room.now))
+                    }
+                }
             case .readHolder:
                 node.owners.get(token) { [self] result in
                     execute { room in
                         room.learnOwner(from: result)
+                        switch result {
+                        case .success(let entry?): room.acquiring(failed: "node \(String(decoding: entry.value, as: UTF8.self)) holds its lease")
+                        case .success(nil): room.acquiring(failed: "its lease was taken, then gone")
+                        case .failure(let error): room.acquiring(failed: "its lease could not be read (\(error))")
+                        }
                         room.perform(room.lease.holderRead(result, now: room.now))
                     }
                 }
@@ -136,7 +147,10 @@ extension ClusteredRoom {
                 readLog { room, read in
                     // A replica that started over meanwhile holds nothing to take over from yet.
                     let result = room.replica.phase == .ready ? read : .failure(.invalidArgument("the replica is loading again"))
-                    if case .failure(let error) = result { room.logger.debug("cluster: room \(room.name): cannot read its log to take it over yet (\(error))") }
+                    if case .failure(let error) = result {
+                        room.logger.debug("cluster: room \(room.name): cannot read its log to take it over yet (\(error))")
+                        room.acquiring(failed: "its log could not be read (\(error))")
+                    }
                     room.perform(room.lease.logRead(result, now: room.now))
                 }
             case .readLogAgain(let delay):
@@ -152,6 +166,7 @@ extension ClusteredRoom {
             case .stepDown(let reason):
                 stepDown(reason, releaseLease: false, fenced: false)
             case .acquired(let acquired):
+                acquiringEnded(acquired)
                 let waiting = afterAcquiring
                 afterAcquiring.removeAll()
                 for done in waiting { done(acquired) }
@@ -164,6 +179,28 @@ extension ClusteredRoom {
             }
         }
     }
+
+    /// Notes why a try to take the room over failed.
+    private func acquiring(failed why: String) {
+        if failedAcquiring == nil { failedAcquiring = (now, why, false) } else { failedAcquiring!.why = why }
+    }
+
+    /// A try to take the room over ended, or (`served`) an owner answered a forwarded action.
+    /// A room this node could not take for `ownerlessWarning` while no owner answered is logged
+    /// once, with the last reason, and when that ends: the cause is mostly outside tetherd (its
+    /// lease bucket or log without a working leader).
+    func acquiringEnded(_ acquired: Bool, served: Bool = false) {
+        guard let failed = failedAcquiring else { return }
+        if acquired || served {
+            if failed.logged { logger.notice("cluster: room \(name) is served again, \(now - failed.since) after this node first failed to take it over") }
+            failedAcquiring = nil
+        } else if !failed.logged, now - failed.since >= Self.ownerlessWarning {
+            logger.warning("cluster: room \(name): no owner answered and this node could not take it over for \(now - failed.since): \(failed.why)")
+            failedAcquiring!.logged = true
+        }
+    }
+
+    static let ownerlessWarning: Duration = .seconds(10)
 
     /// Who holds the lease, when it is another node: forwards go to it.
     private func learnOwner(from result: Result<NATSKeyValue.Entry?, NATSError>) {

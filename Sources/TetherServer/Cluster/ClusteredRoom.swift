@@ -81,6 +81,9 @@ actor ClusteredRoom: RoomFront {
     /// value): forwards go to it by name.
     var knownOwner: String?
     var afterAcquiring: [(Bool) -> Void] = []
+    /// Since when this node's tries to take the room over failed, and why the last did: a room
+    /// that stays without an owner is logged once (its lease bucket or log not answering).
+    var failedAcquiring: (since: ContinuousClock.Instant, why: String, logged: Bool)?
     /// Set while a check of overdue answers is due (`checkAnswers`).
     var answerCheck: (any ServerTimer)?
 
