@@ -1,3 +1,4 @@
+import TetherContract
 import TetherJSON
 
 /// The server developer's API: a ViewModel is a Swift type with published observables and

@@ -1,4 +1,5 @@
 import Testing
+import TetherContract
 import TetherJSON
 import TetherServer
 import TetherState
