@@ -57,8 +57,12 @@ public enum ActionError: Error, Equatable, CustomStringConvertible {
 /// wants free-form arguments takes `JSON`.)
 public struct ActionTable<Model: ViewModel>: Sendable {
     typealias Handler = @Sendable (Model, JSON, Viewer) throws -> Void
-    private var handlers: [String: Handler] = [:]
-    private var argumentFields: [String: [JSONShape.Field]] = [:]
+    var handlers: [String: Handler] = [:]
+    var argumentFields: [String: [JSONShape.Field]] = [:]
+    /// The contract the table was built from (`init(_ binding:)`); nil for a string-keyed table.
+    public internal(set) var contract: (any Contract.Type)?
+    /// Publishes a new instance's contract members and per-viewer values (ContractTable.swift).
+    var installContract: (@Sendable (Model, ViewModelContext) -> Void)?
 
     public init() {}
 
@@ -140,6 +144,9 @@ public struct ViewModelKind: Sendable {
     public let actionNames: [String]
     /// The actions with their argument fields, for clients discovering the kind.
     public let actions: [ActionDescription]
+    /// The JSON Schema and fingerprint of the ViewModel's contract, for `describe`; nil for a
+    /// ViewModel without one.
+    public let contractSchema: ContractSchema?
     /// Whether its rooms keep presence: shared kinds that did not opt out.
     public let hasPresence: Bool
     /// The instance names (`KIND:INSTANCE`) that exist; a join or action naming another one is
@@ -168,7 +175,17 @@ public struct ViewModelKind: Sendable {
         self.actionNames = Model.actions.names
         self.actions = Model.actions.descriptions
         self.hasPresence = scope == .shared && Model.hasPresence
-        self.make = { context in ViewModelHost(model: make(context), context: context) }
+        let schema = Model.actions.contract.map { ContractSchema($0) }
+        self.contractSchema = schema
+        self.make = { [name] context in
+            let model = make(context)
+            if let install = Model.actions.installContract, let schema {
+                install(model, context)
+                // The one check a hand-written contract leaves to run time (a ViewModel's bug).
+                if let problem = context.contractProblem(kind: name, schema: schema) { preconditionFailure(problem) }
+            }
+            return ViewModelHost(model: model, context: context)
+        }
     }
 
     /// A new instance for `room` ("KIND" or "KIND:INSTANCE").
