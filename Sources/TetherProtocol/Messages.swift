@@ -58,7 +58,8 @@ public enum ClientMessage: Hashable, Sendable {
     }
 }
 
-/// A room kind as clients discover it (`describe`): its scope and its actions' arguments.
+/// A room kind as clients discover it (`describe`): its scope and its actions' arguments, and
+/// for a kind with a contract its schema and fingerprint.
 public struct KindDescription: Hashable, Sendable {
     public var name: String
     /// "shared" or "per-session".
@@ -76,10 +77,18 @@ public struct KindDescription: Hashable, Sendable {
         }
     }
 
-    public init(name: String, scope: String, actions: [Action]) {
+    /// The JSON Schema (2020-12) of its contract: `state`, `views`, `presence`, `actions`,
+    /// `errors`, `$defs`; nil for a kind without a contract (and from older servers).
+    public var schema: JSON?
+    /// `"sha256:"` and the hex SHA-256 of the schema's canonical form; nil without a contract.
+    public var fingerprint: String?
+
+    public init(name: String, scope: String, actions: [Action], schema: JSON? = nil, fingerprint: String? = nil) {
         self.name = name
         self.scope = scope
         self.actions = actions
+        self.schema = schema
+        self.fingerprint = fingerprint
     }
 }
 

@@ -33,6 +33,13 @@ struct CodecTests {
         .presencePatch(room: "todo", from: 3, version: 4, operations: [.remove(path: "/s1"), .replace(path: "/s2/data", value: [:])]),
         .error(ProtocolError(.unknownAction, "unknown action \"fly\"", id: 7, room: "counter")),
         .error(ProtocolError(.badMessage, "not valid JSON")),
+        .description(id: 1, kinds: [KindDescription(name: "counter", scope: "shared", actions: [
+            .init(name: "increment", arguments: [.init(name: "by", shape: .integer, isOptional: true)]), .init(name: "reset", arguments: []),
+        ])]),
+        .description(id: nil, kinds: [KindDescription(
+            name: "tally", scope: "shared", actions: [.init(name: "reset", arguments: [])],
+            schema: ["$schema": "https://json-schema.org/draft/2020-12/schema", "state": ["type": "object", "properties": ["count": ["type": "integer"]]]],
+            fingerprint: "sha256:" + String(repeating: "0f", count: 32))]),
     ]
 
     @Test(arguments: clientMessages)
