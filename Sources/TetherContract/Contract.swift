@@ -1,8 +1,8 @@
 import TetherJSON
 
 /// A ViewModel's contract: its published state, per-viewer values, presence data, actions and
-/// typed errors, declared once in Swift and shared by the server and its clients (docs/DESIGN.md,
-/// "Contracts"). This is the runtime under the contract macro; it can also be written by hand:
+/// typed errors, declared once in Swift and shared by the server and its clients. This is the
+/// runtime a contract macro would write against; it can also be written by hand:
 ///
 /// ```swift
 /// enum CounterContract: Contract {

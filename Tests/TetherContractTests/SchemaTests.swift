@@ -2,7 +2,7 @@ import Testing
 import TetherContract
 import TetherJSON
 
-/// The JSON Schema recorded for the types contracts use (docs/DESIGN.md "Contracts", the table
+/// The JSON Schema recorded for the types contracts use (issue 31's design, the table
 /// of Swift types and their schemas).
 @Suite("JSON Schema of contract types")
 struct SchemaTests {
