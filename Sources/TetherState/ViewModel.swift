@@ -162,6 +162,15 @@ public struct ViewModelKind: Sendable {
         self.init(name, scope: scope, type, instances: instances, expireAfter: expireAfter) { context in Model(context: context) }
     }
 
+    /// A kind named after its ViewModel's contract (`Contract.kind`): `ViewModelKind(scope:
+    /// .shared, Counter.self)` is "counter". The ViewModel's table must come from a contract.
+    public init<Model: ViewModel>(scope: RoomScope, _ type: Model.Type, instances: RoomInstances = .any, expireAfter: Duration? = nil) {
+        guard let contract = Model.actions.contract else {
+            preconditionFailure("\(Model.self) implements no contract: name its kind, ViewModelKind(\"NAME\", scope: ...)")
+        }
+        self.init(contract.kind, scope: scope, type, instances: instances, expireAfter: expireAfter)
+    }
+
     /// A kind whose instances `make` creates: for a ViewModel that needs more than its context,
     /// such as a service handed in by the code that registers the kind. (`Model` still conforms
     /// to `ViewModel`; its `init(context:)` is not called for this kind.)

@@ -94,6 +94,19 @@ struct ContractBindingTests {
         #expect(ViewModelKind("counter", scope: .shared, Plain.self).contractSchema == nil, "a ViewModel without a contract has none")
     }
 
+    @Test func aKindTakesItsNameFromTheContract() {
+        let kind = ViewModelKind(scope: .perSession, Score.self)
+        #expect(kind.name == "score")
+        #expect(kind.scope == .perSession)
+    }
+
+    @Test func presenceDataDecodesAsTheContractsType() {
+        struct Named: Codable, Equatable { var name: String? }
+        #expect(PresenceMember(id: "c1", user: "u1", data: ["name": "kim"]).data(as: Named.self) == Named(name: "kim"))
+        #expect(PresenceMember(id: "c1", user: "u1", data: [:]).data(as: Named.self) == Named(name: nil))
+        #expect(PresenceMember(id: "c1", user: "u1", data: ["name": 7]).data(as: Named.self) == nil, "data that does not fit")
+    }
+
     @Test func aMemberOutsideTheContractIsNamed() {
         let schema = ContractSchema(ScoreContract.self)
         #expect(schema.publicationProblem(kind: "score", published: Set(schema.stateNames)) == nil)
