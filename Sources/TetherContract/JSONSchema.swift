@@ -157,7 +157,8 @@ protocol DictionarySchemaMarker {
     static var empty: Self { get }
 }
 
-extension Dictionary: DictionarySchemaMarker where Key == String, Value: Decodable {
+// String and Int keys (any `CodingKeyRepresentable` key) are an object's member names.
+extension Dictionary: DictionarySchemaMarker where Key: CodingKeyRepresentable, Value: Decodable {
     static var valueType: any Decodable.Type { Value.self }
     static var empty: Self { [:] }
 }

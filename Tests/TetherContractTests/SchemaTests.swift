@@ -33,6 +33,7 @@ struct SchemaTests {
         var names: [String]
         var grid: [[Int]]
         var totals: [String: Int]
+        var byNumber: [Int: Bool]
         var free: JSON
     }
 
@@ -41,6 +42,7 @@ struct SchemaTests {
         #expect(properties?["names"] == ["type": "array", "items": ["type": "string"]])
         #expect(properties?["grid"] == ["type": "array", "items": ["type": "array", "items": ["type": "integer"]]])
         #expect(properties?["totals"] == ["type": "object", "additionalProperties": ["type": "integer"]])
+        #expect(properties?["byNumber"] == ["type": "object", "additionalProperties": ["type": "boolean"]], "Int keys are member names too")
         #expect(properties?["free"] == [:], "a JSON member is any value")
     }
 
