@@ -49,12 +49,13 @@ public final class JSONSchemaRecorder {
 
     /// What `T` was read as, and the neutral value its decoding produced (nil when it threw).
     func record<T: Decodable>(_ type: T.Type, inline: Bool = false) -> (value: T?, schema: JSON) {
-        if let json = JSON.null as? T { return (json, [:]) }
-        if let described = T.self as? any JSONSchemaDescribing.Type { return (try? T(from: SchemaProbe(self)), described.jsonSchema) }
-        if let leaf = Self.leaf(T.self) { return leaf }
+        // Optional first: `"" as? String?` succeeds, and would lose the null.
         if let optional = T.self as? any OptionalSchemaMarker.Type {
             return (optional.noValue as? T, Self.nullable(recordAny(optional.wrappedType)))
         }
+        if let json = JSON.null as? T { return (json, [:]) }
+        if let described = T.self as? any JSONSchemaDescribing.Type { return (try? T(from: SchemaProbe(self)), described.jsonSchema) }
+        if let leaf = Self.leaf(T.self) { return leaf }
         if let array = T.self as? any ArraySchemaMarker.Type {
             return (array.empty as? T, ["type": "array", "items": recordAny(array.elementType)])
         }

@@ -31,6 +31,7 @@ struct SchemaTests {
 
     struct Collections: Codable {
         var names: [String]
+        var gaps: [String?]
         var grid: [[Int]]
         var totals: [String: Int]
         var byNumber: [Int: Bool]
@@ -40,6 +41,7 @@ struct SchemaTests {
     @Test func arraysDictionariesAndJSON() {
         let properties = JSONSchemaRecorder().schema(of: Collections.self)["properties"]
         #expect(properties?["names"] == ["type": "array", "items": ["type": "string"]])
+        #expect(properties?["gaps"] == ["type": "array", "items": ["type": ["string", "null"]]])
         #expect(properties?["grid"] == ["type": "array", "items": ["type": "array", "items": ["type": "integer"]]])
         #expect(properties?["totals"] == ["type": "object", "additionalProperties": ["type": "integer"]])
         #expect(properties?["byNumber"] == ["type": "object", "additionalProperties": ["type": "boolean"]], "Int keys are member names too")
