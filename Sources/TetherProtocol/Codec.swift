@@ -229,7 +229,7 @@ extension ServerMessage {
             let codeName = try fields.string("code")
             guard let code = ErrorCode(rawValue: codeName) else { throw fields.fail(.badMessage, "unknown error code \"\(codeName)\"") }
             return .error(ProtocolError(code, try fields.string("message"), id: try fields.optionalInt("id"), room: try fields.optionalString("room"),
-                                        applied: ProtocolError.Applied(json: fields.object["applied"])))
+                                        applied: ProtocolError.Applied(json: fields.object["applied"]), reason: try fields.optionalString("reason")))
         default:
             throw fields.fail(.badMessage, "unknown message type \"\(type)\"")
         }
@@ -422,6 +422,7 @@ extension ServerMessage {
             writer.optionalField("id", error.id)
             writer.optionalField("room", error.room)
             writer.field("applied", error.applied.json)
+            writer.optionalField("reason", error.reason)
             return writer.finish()
         }
     }

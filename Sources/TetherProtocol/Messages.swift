@@ -145,6 +145,9 @@ public struct ProtocolError: Error, Hashable, Sendable, CustomStringConvertible 
     /// Whether the request this error answers changed anything: `.no` for certain (safe to send
     /// again), or `.unknown` (the server lost track of it: it may have been applied).
     public var applied: Applied
+    /// For an action a contract's ViewModel refused: the case of the contract's `Failure`
+    /// ("overflow"), stable where `message` is free text. Nil for every other error.
+    public var reason: String?
 
     /// An error's claim about its request. There is no "yes": an applied action gets an `ack`.
     public enum Applied: String, Hashable, Sendable {
@@ -160,12 +163,13 @@ public struct ProtocolError: Error, Hashable, Sendable, CustomStringConvertible 
         public init(json: JSON?) { self = json == .bool(false) ? .no : .unknown }
     }
 
-    public init(_ code: ErrorCode, _ message: String, id: Int? = nil, room: String? = nil, applied: Applied = .no) {
+    public init(_ code: ErrorCode, _ message: String, id: Int? = nil, room: String? = nil, applied: Applied = .no, reason: String? = nil) {
         self.code = code
         self.message = message
         self.id = id
         self.room = room
         self.applied = applied
+        self.reason = reason
     }
 
     public var description: String {

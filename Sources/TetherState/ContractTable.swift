@@ -24,9 +24,9 @@ extension ActionTable {
                 } catch let error as InvalidArguments {
                     throw ActionError.invalidArgs(error.message)
                 } catch let refusal as Refusal {
-                    throw ActionError(refusal.code, refusal.message)
+                    throw ActionError.refused(reason: refusal.reason, code: refusal.code, message: refusal.message)
                 } catch let failure as any ContractFailure {
-                    throw ActionError(failure.code, failure.message)
+                    throw ActionError.refused(reason: failure.rawValue, code: failure.code, message: failure.message)
                 }
             }
             func fields<Args: Decodable>(_ type: Args.Type) -> [JSONShape.Field] {
@@ -38,16 +38,6 @@ extension ActionTable {
         installContract = { model, context in
             binding.publish(model, ContextPublication(context: context))
             for view in binding.views(model) { context.perViewer(view.name, view.project) }
-        }
-    }
-}
-
-extension ActionError {
-    /// A contract's refusal as the client sees it.
-    init(_ code: RefusalCode, _ message: String) {
-        switch code {
-        case .invalidArgs: self = .invalidArgs(message)
-        case .tooLarge: self = .tooLarge(message)
         }
     }
 }

@@ -41,11 +41,15 @@ public enum ActionError: Error, Equatable, CustomStringConvertible {
     case invalidArgs(String)
     /// The action would grow the state past a limit the ViewModel sets.
     case tooLarge(String)
+    /// A contract's typed refusal: `reason` is the case of its `Failure`, sent to the client
+    /// beside `message` under the error `code` the case chose.
+    case refused(reason: String, code: RefusalCode, message: String)
 
     public var description: String {
         switch self {
         case .unknownAction(let name): return "unknown action \"\(name)\""
         case .invalidArgs(let reason), .tooLarge(let reason): return reason
+        case .refused(_, _, let message): return message
         }
     }
 }

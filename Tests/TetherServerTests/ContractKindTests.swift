@@ -71,21 +71,37 @@ struct ContractKindTests {
     }
 
     @Test(arguments: [
-        (["to": "bright"] as JSON, ErrorCode.invalidArgs, "args.to"),
-        ([:] as JSON, ErrorCode.invalidArgs, "to"),
-        (["to": 40, "fade": true] as JSON, ErrorCode.invalidArgs, "args.fade"),
-        (["to": 101] as JSON, ErrorCode.invalidArgs, "brightness is 0 to 100"),
+        (["to": "bright"] as JSON, nil as String?, "args.to"),
+        ([:] as JSON, nil, "to"),
+        (["to": 40, "fade": true] as JSON, nil, "args.fade"),
+        (["to": 101] as JSON, "outOfRange", "brightness is 0 to 100"),
     ])
-    func badArgumentsAreRefusedWithAClearError(args: JSON, code: ErrorCode, naming: String) {
+    func badArgumentsAreRefusedWithAClearError(args: JSON, reason: String?, naming: String) {
         let server = Self.server()
         let client = Self.client(server)
         client.send(.join(room: "lamp", id: 1))
         _ = client.receiveAll()
         client.send(.action(room: "lamp", name: "dim", args: args, id: 2))
         let error = client.receiveAll().compactMap(\.error).first
-        #expect(error?.code == code)
+        #expect(error?.code == .invalidArgs)
         #expect(error?.message.contains(naming) == true, "message: \(error?.message ?? "none")")
+        #expect(error?.reason == reason, "the contract's failure case, for a refusal only")
         #expect(client.state(of: "lamp") == ["on": false, "brightness": 0])
+    }
+
+    @Test func aRefusalForwardedToTheRoomsOwnerKeepsItsReason() {
+        let cluster = TestCluster(nodes: 2, kinds: [ViewModelKind("lamp", scope: .shared, Lamp.self)])
+        let alice = cluster.nodes[0].connect()
+        alice.send(.join(room: "lamp"))
+        alice.send(.action(room: "lamp", name: "toggle", args: nil, id: 1))  // node 0 owns the room from here
+        _ = alice.receiveAll()
+        let bob = cluster.nodes[1].connect()
+        bob.send(.join(room: "lamp"))
+        bob.discardReceived()
+        bob.send(.action(room: "lamp", name: "dim", args: ["to": 101], id: 2))
+        let error = bob.receiveAll().compactMap(\.error).first
+        #expect(error?.reason == "outOfRange")
+        #expect(error?.message == "brightness is 0 to 100")
     }
 
     @Test func describeCarriesTheSchemaAndFingerprint() throws {

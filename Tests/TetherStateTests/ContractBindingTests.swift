@@ -59,14 +59,18 @@ struct ContractBindingTests {
     @Test func theContractsFailuresBecomeTheClientsErrors() throws {
         let host = Self.kind.instantiate(room: "score")
         try host.perform("increment", args: ["by": .int(Int.max)])
-        #expect(throws: ActionError.invalidArgs("count would overflow")) { try host.perform("increment", args: nil) }
-        #expect(throws: ActionError.invalidArgs("the label \"too long a label\" is longer than 8 characters")) {
+        #expect(throws: ActionError.refused(reason: "overflow", code: .invalidArgs, message: "count would overflow")) {
+            try host.perform("increment", args: nil)
+        }
+        #expect(throws: ActionError.refused(reason: "tooLong", code: .invalidArgs, message: "the label \"too long a label\" is longer than 8 characters")) {
             try host.perform("setLabel", args: ["label": "too long a label"])
         }
         try host.perform("reset", args: nil)
         try host.perform("increment", args: nil)
         try host.perform("increment", args: nil)
-        #expect(throws: ActionError.tooLarge("the history holds at most 3 entries")) { try host.perform("increment", args: nil) }
+        #expect(throws: ActionError.refused(reason: "full", code: .tooLarge, message: "the history holds at most 3 entries")) {
+            try host.perform("increment", args: nil)
+        }
         #expect(throws: ActionError.unknownAction("fly")) { try host.perform("fly", args: nil) }
     }
 
