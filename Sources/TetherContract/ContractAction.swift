@@ -43,8 +43,8 @@ public struct InvalidArguments: Error, Sendable, Equatable {
 /// Decoding of action arguments, shared by every contract's dispatch.
 public enum ContractArgs {
     /// `json` as `Args`, strictly: a member `Args` does not read is refused, naming it, so a
-    /// misspelt argument is reported rather than ignored. Throws `DecodingError` or
-    /// `InvalidArguments`.
+    /// misspelt argument is reported rather than ignored. Throws `InvalidArguments` only (a
+    /// `DecodingError` from the ViewModel's own code stays the server's fault).
     public static func decode<Args: Decodable>(_ type: Args.Type, from json: JSON, action: String) throws -> Args {
         if let none = NoArgs() as? Args {
             if case .object(let members) = json, let field = members.keys.min() {
@@ -55,6 +55,10 @@ public enum ContractArgs {
         var decoder = JSONValueDecoder()
         decoder.rootPath = ["args"]
         decoder.rejectsUnknownKeys = true
-        return try decoder.decode(Args.self, from: json)
+        do {
+            return try decoder.decode(Args.self, from: json)
+        } catch let error as DecodingError {
+            throw InvalidArguments(error.readableDescription)
+        }
     }
 }

@@ -66,8 +66,8 @@ public struct ViewProjection {
 /// TetherState) turns it into the table and publication a kind needs.
 public struct ContractBinding<Model: AnyObject>: Sendable {
     public let contract: any Contract.Type
-    /// Runs `action` with its `args`: throws `DecodingError` or `InvalidArguments` for arguments
-    /// that do not fit, a `ContractFailure` or `Refusal` when the ViewModel refuses.
+    /// Runs `action` with its `args`: throws `InvalidArguments` for arguments that do not fit
+    /// (`ContractArgs.decode`), a `ContractFailure` or `Refusal` when the ViewModel refuses.
     public let perform: @Sendable (Model, _ action: String, _ args: JSON, Viewer) throws -> Void
     public let publish: @Sendable (Model, any PublicationTarget) -> Void
     public let views: @Sendable (Model) -> [ViewProjection]

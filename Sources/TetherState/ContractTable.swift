@@ -19,8 +19,6 @@ extension ActionTable {
             handlers[name] = { model, args, viewer in
                 do {
                     try binding.perform(model, name, args, viewer)
-                } catch let error as DecodingError {
-                    throw ActionError.invalidArgs(error.readableDescription)
                 } catch let error as InvalidArguments {
                     throw ActionError.invalidArgs(error.message)
                 } catch let refusal as Refusal {

@@ -331,17 +331,3 @@ public final class ViewModelHost {
     /// The stored state (`ViewModelContext.stored`): never published.
     public var storedState: JSON { context.stored.state }
 }
-
-extension DecodingError {
-    /// The decoder's own message ("expected number at args.by, got string"): short enough for
-    /// an error to a client, and it names the member.
-    public var readableDescription: String {
-        switch self {
-        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context),
-            .dataCorrupted(let context):
-            return context.debugDescription
-        @unknown default:
-            return "\(self)"
-        }
-    }
-}

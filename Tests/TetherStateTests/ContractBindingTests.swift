@@ -72,6 +72,9 @@ struct ContractBindingTests {
             try host.perform("increment", args: nil)
         }
         #expect(throws: ActionError.unknownAction("fly")) { try host.perform("fly", args: nil) }
+        #expect(throws: DecodingError.self, "the ViewModel's own decoding error is the server's (internal)") {
+            try host.perform("setLabel", args: ["label": "bug"])
+        }
     }
 
     @Test func writableMembersAreRestoredAndTakenBack() throws {
