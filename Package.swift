@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "TetherBinding", targets: ["TetherBinding"]),
         .library(name: "TetherJSON", targets: ["TetherJSON"]),
+        .library(name: "TetherContract", targets: ["TetherContract"]),
         .library(name: "TetherState", targets: ["TetherState"]),
         .library(name: "TetherProtocol", targets: ["TetherProtocol"]),
         .library(name: "TetherTUI", targets: ["TetherTUI"]),
@@ -47,8 +48,12 @@ let package = Package(
         // JSON: value, parser, writer, JSON Pointer, JSON Patch, the Codable bridge. Plain Swift.
         .target(name: "TetherJSON"),
 
+        // Typed contracts: a ViewModel's state, actions and errors declared once for server and
+        // clients, with their JSON Schema and fingerprint (OpenSSL's SHA-256) for `describe`.
+        .target(name: "TetherContract", dependencies: ["TetherJSON", "TetherBinding", "COpenSSL"]),
+
         // The ViewModel API: observables published as a JSON document, diffs as JSON Patch.
-        .target(name: "TetherState", dependencies: ["TetherBinding", "TetherJSON"]),
+        .target(name: "TetherState", dependencies: ["TetherBinding", "TetherJSON", "TetherContract"]),
 
         // Wire protocol v1: message types and their codec.
         .target(name: "TetherProtocol", dependencies: ["TetherJSON"]),
@@ -124,7 +129,7 @@ let package = Package(
         .target(
             name: "TetherTesting",
             dependencies: [
-                "TetherServer", "TetherState", "TetherJSON", "TetherProtocol",
+                "TetherServer", "TetherState", "TetherContract", "TetherJSON", "TetherProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
@@ -180,12 +185,13 @@ let package = Package(
 
         .testTarget(name: "TetherBindingTests", dependencies: ["TetherBinding"]),
         .testTarget(name: "TetherJSONTests", dependencies: ["TetherJSON", "TetherTestSupport"]),
-        .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherJSON", "TetherBinding", "TetherTestSupport"]),
+        .testTarget(name: "TetherContractTests", dependencies: ["TetherContract", "TetherJSON", "TetherBinding"]),
+        .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherContract", "TetherJSON", "TetherBinding", "TetherTestSupport"]),
         .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherJSON", "TetherTestSupport"]),
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON", "TetherBinding", "TetherTesting"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherJSON", "TetherTestSupport"]),
-        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherProtocol", "TetherJSON", "TetherState", "TetherBinding", "TetherTestSupport"]),
+        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherProtocol", "TetherJSON", "TetherState", "TetherContract", "TetherBinding", "TetherTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTransport", "TetherTestSupport"]

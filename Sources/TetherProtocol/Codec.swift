@@ -229,7 +229,7 @@ extension ServerMessage {
             let codeName = try fields.string("code")
             guard let code = ErrorCode(rawValue: codeName) else { throw fields.fail(.badMessage, "unknown error code \"\(codeName)\"") }
             return .error(ProtocolError(code, try fields.string("message"), id: try fields.optionalInt("id"), room: try fields.optionalString("room"),
-                                        applied: ProtocolError.Applied(json: fields.object["applied"])))
+                                        applied: ProtocolError.Applied(json: fields.object["applied"]), reason: try fields.optionalString("reason")))
         default:
             throw fields.fail(.badMessage, "unknown message type \"\(type)\"")
         }
@@ -422,6 +422,7 @@ extension ServerMessage {
             writer.optionalField("id", error.id)
             writer.optionalField("room", error.room)
             writer.field("applied", error.applied.json)
+            writer.optionalField("reason", error.reason)
             return writer.finish()
         }
     }
@@ -462,11 +463,16 @@ extension ServerMessage {
 
 extension KindDescription {
     /// `{"name": "counter", "scope": "shared", "actions": [{"name": "increment", "args": {...}}]}`
+    /// `schema` and `fingerprint` are written only when set, so a kind without a contract is
+    /// described exactly as before they existed.
     public var json: JSON {
-        .object([
+        var members: [String: JSON] = [
             "name": .string(name), "scope": .string(scope),
             "actions": .array(actions.map { ["name": .string($0.name), "args": JSONShape.fieldsJSON($0.arguments)] }),
-        ])
+        ]
+        if let schema { members["schema"] = schema }
+        if let fingerprint { members["fingerprint"] = .string(fingerprint) }
+        return .object(members)
     }
 
     init(json: JSON, _ message: MessageFields) throws(ProtocolError) {
@@ -487,6 +493,16 @@ extension KindDescription {
                 JSONShape.Field(name: key, shape: JSONShape(described: args[key]!), isOptional: args[key]?["optional"]?.boolValue ?? false)
             }
             actions.append(Action(name: actionName, arguments: arguments))
+        }
+        switch object["schema"] {
+        case nil: schema = nil
+        case .object?: schema = object["schema"]
+        default: throw message.fail(.badMessage, "\"schema\" of \(name) is not an object")
+        }
+        switch object["fingerprint"] {
+        case nil: fingerprint = nil
+        case .string(let text)?: fingerprint = text
+        default: throw message.fail(.badMessage, "\"fingerprint\" of \(name) is not a string")
         }
     }
 }

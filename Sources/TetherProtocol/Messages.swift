@@ -58,7 +58,8 @@ public enum ClientMessage: Hashable, Sendable {
     }
 }
 
-/// A room kind as clients discover it (`describe`): its scope and its actions' arguments.
+/// A room kind as clients discover it (`describe`): its scope and its actions' arguments, and
+/// for a kind with a contract its schema and fingerprint.
 public struct KindDescription: Hashable, Sendable {
     public var name: String
     /// "shared" or "per-session".
@@ -76,10 +77,18 @@ public struct KindDescription: Hashable, Sendable {
         }
     }
 
-    public init(name: String, scope: String, actions: [Action]) {
+    /// The JSON Schema (2020-12) of its contract: `state`, `views`, `presence`, `actions`,
+    /// `errors`, `$defs`; nil for a kind without a contract (and from older servers).
+    public var schema: JSON?
+    /// `"sha256:"` and the hex SHA-256 of the schema's canonical form; nil without a contract.
+    public var fingerprint: String?
+
+    public init(name: String, scope: String, actions: [Action], schema: JSON? = nil, fingerprint: String? = nil) {
         self.name = name
         self.scope = scope
         self.actions = actions
+        self.schema = schema
+        self.fingerprint = fingerprint
     }
 }
 
@@ -136,6 +145,9 @@ public struct ProtocolError: Error, Hashable, Sendable, CustomStringConvertible 
     /// Whether the request this error answers changed anything: `.no` for certain (safe to send
     /// again), or `.unknown` (the server lost track of it: it may have been applied).
     public var applied: Applied
+    /// For an action a contract's ViewModel refused: the case of the contract's `Failure`
+    /// ("overflow"), stable where `message` is free text. Nil for every other error.
+    public var reason: String?
 
     /// An error's claim about its request. There is no "yes": an applied action gets an `ack`.
     public enum Applied: String, Hashable, Sendable {
@@ -151,12 +163,13 @@ public struct ProtocolError: Error, Hashable, Sendable, CustomStringConvertible 
         public init(json: JSON?) { self = json == .bool(false) ? .no : .unknown }
     }
 
-    public init(_ code: ErrorCode, _ message: String, id: Int? = nil, room: String? = nil, applied: Applied = .no) {
+    public init(_ code: ErrorCode, _ message: String, id: Int? = nil, room: String? = nil, applied: Applied = .no, reason: String? = nil) {
         self.code = code
         self.message = message
         self.id = id
         self.room = room
         self.applied = applied
+        self.reason = reason
     }
 
     public var description: String {

@@ -20,6 +20,12 @@ public struct PresenceMember: Hashable, Sendable {
 
     /// Its entry in the presence document: `{"user": ..., "data": {...}}`.
     public var json: JSON { ["user": .string(user), "data": data] }
+
+    /// Its data as a contract's `Presence` type; nil when it does not fit (presence data is not
+    /// checked by the server: a client may send anything).
+    public func data<Data: Decodable>(as type: Data.Type) -> Data? {
+        try? JSONValueDecoder().decode(Data.self, from: data)
+    }
 }
 
 /// Who is in the room, as its ViewModel sees it: an observable map member id → member. The

@@ -19,10 +19,15 @@ final class StateMembers {
 
     func property<Value: Codable & SendableMetatype>(_ name: String, _ initial: Value) -> Observable<Value> {
         let observable = Observable(initial)
+        adopt(name, observable)
+        return observable
+    }
+
+    /// Publishes an observable the ViewModel made itself (a contract's member), writable and restored.
+    func adopt<Value: Codable>(_ name: String, _ observable: Observable<Value>) {
         add(name, observable, restore: { json in
             observable.value = try JSONValueDecoder().decode(Value.self, from: json)
         })
-        return observable
     }
 
     func publish<Value: Encodable>(_ name: String, _ observable: ReadOnlyObservable<Value>) {
@@ -42,11 +47,16 @@ final class StateMembers {
 
     func list<Element: Codable & SendableMetatype>(_ name: String, _ initial: [Element]) -> ObservableList<Element> {
         let list = ObservableList(initial)
+        adopt(name, list)
+        return list
+    }
+
+    func adopt<Element: Codable>(_ name: String, _ list: ObservableList<Element>) {
         let path = JSONPointer(tokens: [name])
-        declare(name, .array(initial.map(ViewModelContext.encode)))
+        declare(name, .array(list.elements.map { ViewModelContext.encode($0) }))
         slots.append(Slot(
             name: name,
-            current: { .array(list.elements.map(ViewModelContext.encode)) },
+            current: { .array(list.elements.map { ViewModelContext.encode($0) }) },
             restore: { json in
                 let restored = try JSONValueDecoder().decode([Element].self, from: json)
                 list.removeAll { _ in true }
@@ -64,16 +74,20 @@ final class StateMembers {
                 for operation in operations { document.record(operation) }
             }
         }.store(in: bindings)
-        return list
     }
 
     func map<Value: Codable & SendableMetatype>(_ name: String, _ initial: [String: Value]) -> ObservableMap<String, Value> {
         let map = ObservableMap(initial)
+        adopt(name, map)
+        return map
+    }
+
+    func adopt<Value: Codable>(_ name: String, _ map: ObservableMap<String, Value>) {
         let path = JSONPointer(tokens: [name])
-        declare(name, .object(initial.mapValues(ViewModelContext.encode)))
+        declare(name, .object(map.dictionary.mapValues { ViewModelContext.encode($0) }))
         slots.append(Slot(
             name: name,
-            current: { .object(map.dictionary.mapValues(ViewModelContext.encode)) },
+            current: { .object(map.dictionary.mapValues { ViewModelContext.encode($0) }) },
             restore: { json in
                 let restored = try JSONValueDecoder().decode([String: Value].self, from: json)
                 for key in Array(map.keys) where restored[key] == nil { map.removeValue(forKey: key) }
@@ -88,7 +102,6 @@ final class StateMembers {
                 document.record(.remove(path: path.appending(key)))
             }
         }.store(in: bindings)
-        return map
     }
 
     private func declare(_ name: String, _ value: JSON) {

@@ -1,3 +1,4 @@
+import TetherContract
 import TetherJSON
 
 /// The server developer's API: a ViewModel is a Swift type with published observables and
@@ -40,11 +41,15 @@ public enum ActionError: Error, Equatable, CustomStringConvertible {
     case invalidArgs(String)
     /// The action would grow the state past a limit the ViewModel sets.
     case tooLarge(String)
+    /// A contract's typed refusal: `reason` is the case of its `Failure`, sent to the client
+    /// beside `message` under the error `code` the case chose.
+    case refused(reason: String, code: RefusalCode, message: String)
 
     public var description: String {
         switch self {
         case .unknownAction(let name): return "unknown action \"\(name)\""
         case .invalidArgs(let reason), .tooLarge(let reason): return reason
+        case .refused(_, _, let message): return message
         }
     }
 }
@@ -56,8 +61,12 @@ public enum ActionError: Error, Equatable, CustomStringConvertible {
 /// wants free-form arguments takes `JSON`.)
 public struct ActionTable<Model: ViewModel>: Sendable {
     typealias Handler = @Sendable (Model, JSON, Viewer) throws -> Void
-    private var handlers: [String: Handler] = [:]
-    private var argumentFields: [String: [JSONShape.Field]] = [:]
+    var handlers: [String: Handler] = [:]
+    var argumentFields: [String: [JSONShape.Field]] = [:]
+    /// The contract the table was built from (`init(_ binding:)`); nil for a string-keyed table.
+    public internal(set) var contract: (any Contract.Type)?
+    /// Publishes a new instance's contract members and per-viewer values (ContractTable.swift).
+    var installContract: (@Sendable (Model, ViewModelContext) -> Void)?
 
     public init() {}
 
@@ -139,6 +148,9 @@ public struct ViewModelKind: Sendable {
     public let actionNames: [String]
     /// The actions with their argument fields, for clients discovering the kind.
     public let actions: [ActionDescription]
+    /// The JSON Schema and fingerprint of the ViewModel's contract, for `describe`; nil for a
+    /// ViewModel without one.
+    public let contractSchema: ContractSchema?
     /// Whether its rooms keep presence: shared kinds that did not opt out.
     public let hasPresence: Bool
     /// The instance names (`KIND:INSTANCE`) that exist; a join or action naming another one is
@@ -154,6 +166,15 @@ public struct ViewModelKind: Sendable {
         self.init(name, scope: scope, type, instances: instances, expireAfter: expireAfter) { context in Model(context: context) }
     }
 
+    /// A kind named after its ViewModel's contract (`Contract.kind`): `ViewModelKind(scope:
+    /// .shared, Counter.self)` is "counter". The ViewModel's table must come from a contract.
+    public init<Model: ViewModel>(scope: RoomScope, _ type: Model.Type, instances: RoomInstances = .any, expireAfter: Duration? = nil) {
+        guard let contract = Model.actions.contract else {
+            preconditionFailure("\(Model.self) implements no contract: name its kind, ViewModelKind(\"NAME\", scope: ...)")
+        }
+        self.init(contract.kind, scope: scope, type, instances: instances, expireAfter: expireAfter)
+    }
+
     /// A kind whose instances `make` creates: for a ViewModel that needs more than its context,
     /// such as a service handed in by the code that registers the kind. (`Model` still conforms
     /// to `ViewModel`; its `init(context:)` is not called for this kind.)
@@ -167,7 +188,17 @@ public struct ViewModelKind: Sendable {
         self.actionNames = Model.actions.names
         self.actions = Model.actions.descriptions
         self.hasPresence = scope == .shared && Model.hasPresence
-        self.make = { context in ViewModelHost(model: make(context), context: context) }
+        let schema = Model.actions.contract.map { ContractSchema($0) }
+        self.contractSchema = schema
+        self.make = { [name] context in
+            let model = make(context)
+            if let install = Model.actions.installContract, let schema {
+                install(model, context)
+                // The one check a hand-written contract leaves to run time (a ViewModel's bug).
+                if let problem = context.contractProblem(kind: name, schema: schema) { preconditionFailure(problem) }
+            }
+            return ViewModelHost(model: model, context: context)
+        }
     }
 
     /// A new instance for `room` ("KIND" or "KIND:INSTANCE").
@@ -299,18 +330,4 @@ public final class ViewModelHost {
 
     /// The stored state (`ViewModelContext.stored`): never published.
     public var storedState: JSON { context.stored.state }
-}
-
-extension DecodingError {
-    /// The decoder's own message ("expected number at args.by, got string"): short enough for
-    /// an error to a client, and it names the member.
-    public var readableDescription: String {
-        switch self {
-        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context),
-            .dataCorrupted(let context):
-            return context.debugDescription
-        @unknown default:
-            return "\(self)"
-        }
-    }
 }

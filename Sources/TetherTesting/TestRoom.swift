@@ -1,4 +1,5 @@
 import Testing
+import TetherContract
 import TetherJSON
 import TetherServer
 import TetherState
@@ -332,6 +333,7 @@ public final class TestRoom<Model: ViewModel> {
         case .unknownAction(let name): return ".unknownAction(\"\(name)\")"
         case .invalidArgs(let reason): return ".invalidArgs(\"\(reason)\")"
         case .tooLarge(let reason): return ".tooLarge(\"\(reason)\")"
+        case .refused(let reason, let code, let message): return ".refused(reason: \"\(reason)\", code: .\(code), message: \"\(message)\")"
         }
     }
 }

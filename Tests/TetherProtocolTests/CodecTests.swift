@@ -33,6 +33,14 @@ struct CodecTests {
         .presencePatch(room: "todo", from: 3, version: 4, operations: [.remove(path: "/s1"), .replace(path: "/s2/data", value: [:])]),
         .error(ProtocolError(.unknownAction, "unknown action \"fly\"", id: 7, room: "counter")),
         .error(ProtocolError(.badMessage, "not valid JSON")),
+        .error(ProtocolError(.tooLarge, "the list is full", id: 4, room: "todo", reason: "full")),
+        .description(id: 1, kinds: [KindDescription(name: "counter", scope: "shared", actions: [
+            .init(name: "increment", arguments: [.init(name: "by", shape: .integer, isOptional: true)]), .init(name: "reset", arguments: []),
+        ])]),
+        .description(id: nil, kinds: [KindDescription(
+            name: "tally", scope: "shared", actions: [.init(name: "reset", arguments: [])],
+            schema: ["$schema": "https://json-schema.org/draft/2020-12/schema", "state": ["type": "object", "properties": ["count": ["type": "integer"]]]],
+            fingerprint: "sha256:" + String(repeating: "0f", count: 32))]),
     ]
 
     @Test(arguments: clientMessages)
@@ -56,6 +64,10 @@ struct CodecTests {
         #expect(String(decoding: ack, as: UTF8.self) == #"{"type":"ack","id":7,"room":"counter","version":5}"#)
         let patch = ServerMessage.patch(room: "counter", epoch: "E", from: 4, version: 5, operations: [.replace(path: "/count", value: 5)]).encoded()
         #expect(String(decoding: patch, as: UTF8.self) == #"{"type":"patch","room":"counter","epoch":"E","from":4,"version":5,"ops":[{"op":"replace","path":"/count","value":5}]}"#)
+        let refused = ServerMessage.error(ProtocolError(.invalidArgs, "count would overflow", id: 2, room: "counter", reason: "overflow")).encoded()
+        #expect(String(decoding: refused, as: UTF8.self) == #"{"type":"error","code":"invalid_args","message":"count would overflow","id":2,"room":"counter","applied":false,"reason":"overflow"}"#)
+        let plain = ServerMessage.error(ProtocolError(.invalidArgs, "bad", id: 2)).encoded()
+        #expect(String(decoding: plain, as: UTF8.self) == #"{"type":"error","code":"invalid_args","message":"bad","id":2,"applied":false}"#, "no reason, no member")
         let hello = try JSONParser().parse(ServerMessage.hello(protocolVersion: 1, server: "s", session: "x").encoded())
         #expect(hello == ["type": "hello", "protocol": 1, "server": "s", "session": "x"])
     }

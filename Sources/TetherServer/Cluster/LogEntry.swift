@@ -165,8 +165,9 @@ enum ForwardedAction {
         switch outcome {
         case .applied(let version): return JSON.object(["version": .int(version)]).encoded()
         case .failed(let error):
-            return JSON.object(["code": .string(error.code.rawValue), "message": .string(error.message),
-                                "applied": error.applied.json]).encoded()
+            var members: [String: JSON] = ["code": .string(error.code.rawValue), "message": .string(error.message), "applied": error.applied.json]
+            members["reason"] = error.reason.map(JSON.string)
+            return JSON.object(members).encoded()
         }
     }
 
@@ -176,6 +177,7 @@ enum ForwardedAction {
         }
         if let version = json["version"]?.intValue { return .applied(version: version) }
         let code = json["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) ?? .internal
-        return .failed(ProtocolError(code, json["message"]?.stringValue ?? "failed", applied: ProtocolError.Applied(json: json["applied"])))
+        return .failed(ProtocolError(code, json["message"]?.stringValue ?? "failed", applied: ProtocolError.Applied(json: json["applied"]),
+                                     reason: json["reason"]?.stringValue))
     }
 }

@@ -275,6 +275,8 @@ actor Room: RoomFront {
             case .unknownAction: failure = ProtocolError(.unknownAction, error.description)
             case .invalidArgs: failure = ProtocolError(.invalidArgs, error.description)
             case .tooLarge: failure = ProtocolError(.tooLarge, error.description)
+            case .refused(let reason, let code, let message):
+                failure = ProtocolError(code == .tooLarge ? .tooLarge : .invalidArgs, message, reason: reason)
             }
         } catch {
             logger.error("action \(action) in room \(name) failed: \(error)")

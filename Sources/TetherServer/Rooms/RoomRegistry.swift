@@ -251,6 +251,7 @@ extension ViewModelKind {
     /// The kind as `describe` answers it.
     var protocolDescription: KindDescription {
         KindDescription(name: name, scope: scope.rawValue,
-                        actions: actions.map { KindDescription.Action(name: $0.name, arguments: $0.arguments) })
+                        actions: actions.map { KindDescription.Action(name: $0.name, arguments: $0.arguments) },
+                        schema: contractSchema?.document, fingerprint: contractSchema?.fingerprint)
     }
 }
