@@ -112,6 +112,8 @@ public final class MemoryCluster: Sendable {
         }
         let ttl: Duration?
         var revision: UInt64 = 0
+        /// Writes time out, as on a bucket whose stream has no leader that can commit them.
+        var refusesWrites = false
         var values: [String: Value] = [:]
 
         /// The key's value unless it has expired (checked lazily, as `now` moves).
@@ -355,6 +357,12 @@ public final class MemoryCluster: Sendable {
         state.withLock { state in
             if state.buckets[name] == nil { state.buckets[name] = Bucket(ttl: ttl) }
         }
+    }
+
+    /// Makes bucket `name`'s writes time out (`refuse`) or be taken again: a stream without a
+    /// working leader, as nats-server 2.9.10's owners bucket was for minutes in a soak.
+    public func refuseWrites(bucket name: String, _ refuse: Bool) {
+        state.withLock { $0.buckets[name]?.refusesWrites = refuse }
     }
 
     /// A KV call: `notConnected`, `invalidArgument` for a key NATS refuses, or `body`'s result.

@@ -90,6 +90,7 @@ private struct MemoryKeyValue: ClusterKeyValue {
 
     func create(_ key: String, _ value: [UInt8], completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
         cluster.keyValue(link, bucket: bucket, key: key, completion) { bucket, now in
+            if let refused = Self.refused(bucket, key) { return .failure(refused) }
             guard bucket.live(key, now: now) == nil else { return .failure(.keyExists(key: key)) }
             return .success(bucket.write(key, value, now: now))
         }
@@ -97,6 +98,7 @@ private struct MemoryKeyValue: ClusterKeyValue {
 
     func update(_ key: String, _ value: [UInt8], lastRevision: UInt64, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
         cluster.keyValue(link, bucket: bucket, key: key, completion) { bucket, now in
+            if let refused = Self.refused(bucket, key) { return .failure(refused) }
             guard lastRevision > 0 else { return .failure(.invalidArgument("update needs a revision > 0; use create")) }
             let current = bucket.live(key, now: now)?.revision
             guard current == lastRevision else { return .failure(.wrongRevision(key: key, current: current)) }
@@ -106,7 +108,8 @@ private struct MemoryKeyValue: ClusterKeyValue {
 
     func put(_ key: String, _ value: [UInt8], completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
         cluster.keyValue(link, bucket: bucket, key: key, completion) { bucket, now in
-            .success(bucket.write(key, value, now: now))
+            if let refused = Self.refused(bucket, key) { return .failure(refused) }
+            return .success(bucket.write(key, value, now: now))
         }
     }
 
@@ -116,6 +119,11 @@ private struct MemoryKeyValue: ClusterKeyValue {
             bucket.values[key] = nil
             return .success(())
         }
+    }
+
+    /// A write to a bucket that refuses writes times out.
+    private static func refused(_ bucket: MemoryCluster.Bucket, _ key: String) -> NATSError? {
+        bucket.refusesWrites ? .timeout(subject: "$KV.\(key)") : nil
     }
 
     func keys() async throws(NATSError) -> [String] {
