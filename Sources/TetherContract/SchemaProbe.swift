@@ -137,7 +137,7 @@ private final class NestedProbe: SchemaProbe {
 }
 
 /// Offers one element, so the element type is read once.
-private struct SchemaUnkeyedProbe: UnkeyedDecodingContainer {
+private struct SchemaUnkeyedProbe: ForwardingUnkeyedDecodingContainer {
     let probe: SchemaProbe
     var codingPath: [any CodingKey] { [] }
     var count: Int? { 1 }
@@ -150,23 +150,8 @@ private struct SchemaUnkeyedProbe: UnkeyedDecodingContainer {
     }
 
     mutating func decodeNil() throws -> Bool { false }
-    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try element(type) }
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try element(type) }
-    mutating func decode(_ type: String.Type) throws -> String { try element(type) }
-    mutating func decode(_ type: Double.Type) throws -> Double { try element(type) }
-    mutating func decode(_ type: Float.Type) throws -> Float { try element(type) }
-    mutating func decode(_ type: Int.Type) throws -> Int { try element(type) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try element(type) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try element(type) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try element(type) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try element(type) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try element(type) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try element(type) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try element(type) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try element(type) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try element(type) }
 
-    private mutating func element<T: Decodable>(_ type: T.Type) throws -> T {
+    mutating func decodeElement<T: Decodable>(_ type: T.Type) throws -> T {
         currentIndex += 1
         let (value, schema) = probe.recorder.record(T.self)
         probe.schema = ["type": "array", "items": schema]
@@ -190,28 +175,13 @@ private struct SchemaUnkeyedProbe: UnkeyedDecodingContainer {
 }
 
 /// A type that decodes one value (a wrapper around a string, say) is described as that value.
-private struct SchemaSingleProbe: SingleValueDecodingContainer {
+private struct SchemaSingleProbe: ForwardingSingleValueDecodingContainer {
     let probe: SchemaProbe
     var codingPath: [any CodingKey] { [] }
 
     func decodeNil() -> Bool { false }
-    func decode<T: Decodable>(_ type: T.Type) throws -> T { try value(type) }
-    func decode(_ type: Bool.Type) throws -> Bool { try value(type) }
-    func decode(_ type: String.Type) throws -> String { try value(type) }
-    func decode(_ type: Double.Type) throws -> Double { try value(type) }
-    func decode(_ type: Float.Type) throws -> Float { try value(type) }
-    func decode(_ type: Int.Type) throws -> Int { try value(type) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try value(type) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try value(type) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try value(type) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try value(type) }
-    func decode(_ type: UInt.Type) throws -> UInt { try value(type) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try value(type) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try value(type) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try value(type) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try value(type) }
 
-    private func value<T: Decodable>(_ type: T.Type) throws -> T {
+    func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
         let (value, schema) = probe.recorder.record(T.self)
         probe.schema = schema
         guard let value else { throw ProbeStopped(schema: schema) }

@@ -229,7 +229,7 @@ private struct _ShapeKeyedProbe<Key: CodingKey>: KeyedDecodingContainerProtocol 
 }
 
 /// Offers one element, so an array's element type is read once.
-private struct _ShapeUnkeyedProbe: UnkeyedDecodingContainer {
+private struct _ShapeUnkeyedProbe: ForwardingUnkeyedDecodingContainer {
     let probe: _ShapeProbe
     var codingPath: [any CodingKey] { [] }
     var count: Int? { 1 }
@@ -243,23 +243,8 @@ private struct _ShapeUnkeyedProbe: UnkeyedDecodingContainer {
 
     mutating func decodeNil() throws -> Bool { false }
 
-    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try element(type) }
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try element(type) }
-    mutating func decode(_ type: String.Type) throws -> String { try element(type) }
-    mutating func decode(_ type: Double.Type) throws -> Double { try element(type) }
-    mutating func decode(_ type: Float.Type) throws -> Float { try element(type) }
-    mutating func decode(_ type: Int.Type) throws -> Int { try element(type) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try element(type) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try element(type) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try element(type) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try element(type) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try element(type) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try element(type) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try element(type) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try element(type) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try element(type) }
 
-    private mutating func element<T: Decodable>(_ type: T.Type) throws -> T {
+    mutating func decodeElement<T: Decodable>(_ type: T.Type) throws -> T {
         currentIndex += 1
         do {
             let (value, shape) = try probe.decodeChild(T.self)
@@ -284,29 +269,14 @@ private struct _ShapeUnkeyedProbe: UnkeyedDecodingContainer {
     mutating func superDecoder() throws -> any Decoder { _ShapeProbe(depth: 1) }
 }
 
-private struct _ShapeSingleProbe: SingleValueDecodingContainer {
+private struct _ShapeSingleProbe: ForwardingSingleValueDecodingContainer {
     let probe: _ShapeProbe
     var codingPath: [any CodingKey] { [] }
 
     func decodeNil() -> Bool { false }
 
-    func decode<T: Decodable>(_ type: T.Type) throws -> T { try value(type) }
-    func decode(_ type: Bool.Type) throws -> Bool { try value(type) }
-    func decode(_ type: String.Type) throws -> String { try value(type) }
-    func decode(_ type: Double.Type) throws -> Double { try value(type) }
-    func decode(_ type: Float.Type) throws -> Float { try value(type) }
-    func decode(_ type: Int.Type) throws -> Int { try value(type) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try value(type) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try value(type) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try value(type) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try value(type) }
-    func decode(_ type: UInt.Type) throws -> UInt { try value(type) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try value(type) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try value(type) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try value(type) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try value(type) }
 
-    private func value<T: Decodable>(_ type: T.Type) throws -> T {
+    func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
         do {
             let (value, shape) = try probe.decodeChild(T.self)
             probe.shape = shape
