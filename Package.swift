@@ -1,4 +1,5 @@
 // swift-tools-version: 6.2
+import CompilerPluginSupport
 import PackageDescription
 
 // One module per part (docs/ARCHITECTURE.md). Libraries live in Sources/ (server side and shared)
@@ -37,6 +38,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         // The config file's parser (YAML, which also reads JSON), so unknown keys can be named.
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // The @Contract macro (docs/DESIGN.md, "Typed contracts"): one declaration, the glue generated.
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
     ],
     targets: [
         // Writes WebAssets.swift (Clients/web as string literals) for TetherServer with Scripts/embed-web.sh.
@@ -50,7 +53,29 @@ let package = Package(
 
         // Typed contracts: a ViewModel's state, actions and errors declared once for server and
         // clients, with their JSON Schema and fingerprint (OpenSSL's SHA-256) for `describe`.
-        .target(name: "TetherContract", dependencies: ["TetherJSON", "TetherBinding", "COpenSSL"]),
+        .target(name: "TetherContract", dependencies: ["TetherJSON", "TetherBinding", "TetherContractMacros", "COpenSSL"]),
+
+        // The @Contract macro's implementation, a library so that its tests need not depend on the
+        // macro target: a test target that does is built for the host with every other test target
+        // (the whole package twice, and `@testable import tether` fails there).
+        .target(
+            name: "TetherContractMacroKit",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+            ]
+        ),
+        // The compiler plugin that runs it.
+        .macro(
+            name: "TetherContractMacros",
+            dependencies: [
+                "TetherContractMacroKit",
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
 
         // The ViewModel API: observables published as a JSON document, diffs as JSON Patch.
         .target(name: "TetherState", dependencies: ["TetherBinding", "TetherJSON", "TetherContract"]),
@@ -186,6 +211,16 @@ let package = Package(
         .testTarget(name: "TetherBindingTests", dependencies: ["TetherBinding"]),
         .testTarget(name: "TetherJSONTests", dependencies: ["TetherJSON", "TetherTestSupport"]),
         .testTarget(name: "TetherContractTests", dependencies: ["TetherContract", "TetherJSON", "TetherBinding"]),
+        .testTarget(
+            name: "TetherContractMacroTests",
+            dependencies: [
+                "TetherContractMacroKit",
+                // The generic variant reports through a handler: the tests use swift-testing, not XCTest.
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+            ]
+        ),
         .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherContract", "TetherJSON", "TetherBinding", "TetherTestSupport"]),
         .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherJSON", "TetherTestSupport"]),
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON", "TetherBinding", "TetherTesting"]),
