@@ -30,6 +30,9 @@ struct ContractDiagnostic: DiagnosticMessage {
         Self(message: "'\(name)' is both a State and a Views member: a document has one member of each name", id: "sharedName")
     }
     static let actionsNotFunctions = Self(message: "protocol Actions holds only action methods", id: "actionsNotFunctions")
+    static func reservedName(_ name: String) -> Self {
+        Self(message: "action '\(name)' has the name of a member @Contract writes; rename it", id: "reservedName")
+    }
     static func unsupportedAction(_ name: String, _ why: String) -> Self {
         Self(message: "action '\(name)' \(why)", id: "unsupportedAction")
     }

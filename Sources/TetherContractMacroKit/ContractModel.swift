@@ -149,6 +149,10 @@ extension ContractModel {
             return nil
         }
         let signature = function.signature
+        if ["kind", "actionList", "defaultState", "binding", "stateFields"].contains(name) {
+            error(function.name, .reservedName(name))
+            return nil
+        }
         if function.modifiers.contains(where: { $0.name.tokenKind == .keyword(.static) }) {
             return refuse(function, "is static: actions are instance methods of the ViewModel")
         }

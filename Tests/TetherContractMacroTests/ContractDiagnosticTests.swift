@@ -140,6 +140,18 @@ struct ContractDiagnosticTests {
             """, "protocol Actions holds only action methods", line: 7, column: 9)
     }
 
+    @Test func anActionNamedLikeAGeneratedMember() {
+        expectError("""
+            @Contract("counter")
+            enum Counter {
+            \(Self.state)
+                protocol Actions {
+                    func binding()
+                }
+            }
+            """, "action 'binding' has the name of a member @Contract writes; rename it", line: 7, column: 14)
+    }
+
     @Test(arguments: [
         ("reset", "func reset() async", "is async: actions run synchronously on the room", 9),
         ("total", "func total() -> Int", "returns a value: an action's result is the patch it produces", 22),
