@@ -68,3 +68,21 @@ final class Tally: ViewModel, TallyContract.Implementation {
 
     func reset() { count.value = 0 }
 }
+
+/// A public contract: the expansion's access levels compile (a public ViewModel may conform).
+@Contract("ping")
+public enum PingContract {
+    public struct State: Codable, Sendable, Equatable {
+        public var pings: Int = 0
+    }
+    public protocol Actions {
+        func ping(times: Int?) throws
+    }
+}
+
+public final class Ping: ViewModel, PingContract.Implementation {
+    public let pings = Observable(0)
+    public init(context: ViewModelContext) {}
+    public static let actions = ActionTable(PingContract.binding(Ping.self))
+    public func ping(times: Int?) { pings.value += times ?? 1 }
+}

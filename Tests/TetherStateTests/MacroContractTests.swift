@@ -51,6 +51,13 @@ struct MacroContractTests {
         }
     }
 
+    @Test func aPublicContractWorksAsWell() throws {
+        let host = ViewModelKind(scope: .shared, Ping.self).instantiate(room: "ping")
+        try host.perform("ping", args: ["times": 2])
+        #expect(host.state == ["pings": 2])
+        #expect(PingContract.PingArgs(times: 2).times == 2)
+    }
+
     @Test func theSchemaIsTheHandWrittenContracts() {
         let generated = ContractSchema(TallyContract.self)
         #expect(Self.kind.contractSchema == generated)
