@@ -69,11 +69,19 @@ final class Tally: ViewModel, TallyContract.Implementation {
     func reset() { count.value = 0 }
 }
 
-/// A public contract: the expansion's access levels compile (a public ViewModel may conform).
+/// A public contract: the expansion's access levels compile (a public ViewModel may conform),
+/// and its own Presence and Failure are the contract's.
 @Contract("ping")
 public enum PingContract {
     public struct State: Codable, Sendable, Equatable {
         public var pings: Int = 0
+    }
+    public struct Presence: Codable, Sendable, Equatable {
+        public var name: String?
+    }
+    public enum Failure: String, ContractFailure {
+        case tooMany
+        public var message: String { "at most 10 pings at once" }
     }
     public protocol Actions {
         func ping(times: Int?) throws
@@ -84,5 +92,8 @@ public final class Ping: ViewModel, PingContract.Implementation {
     public let pings = Observable(0)
     public init(context: ViewModelContext) {}
     public static let actions = ActionTable(PingContract.binding(Ping.self))
-    public func ping(times: Int?) { pings.value += times ?? 1 }
+    public func ping(times: Int?) throws {
+        guard (times ?? 1) <= 10 else { throw PingContract.Failure.tooMany }
+        pings.value += times ?? 1
+    }
 }

@@ -56,6 +56,12 @@ struct MacroContractTests {
         try host.perform("ping", args: ["times": 2])
         #expect(host.state == ["pings": 2])
         #expect(PingContract.PingArgs(times: 2).times == 2)
+        #expect(throws: ActionError.refused(reason: "tooMany", code: .invalidArgs, message: "at most 10 pings at once")) {
+            try host.perform("ping", args: ["times": 11])
+        }
+        let schema = ContractSchema(PingContract.self).document
+        #expect(schema["presence"]?["properties"]?["name"] != nil, "the nested Presence is the contract's")
+        #expect(schema["errors"] == ["tooMany": ["code": "invalid_args"]])
     }
 
     @Test func theSchemaIsTheHandWrittenContracts() {
