@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "TetherBinding", targets: ["TetherBinding"]),
         .library(name: "TetherJSON", targets: ["TetherJSON"]),
         .library(name: "TetherContract", targets: ["TetherContract"]),
+        .library(name: "TetherContractMacro", targets: ["TetherContractMacro"]),
         .library(name: "TetherState", targets: ["TetherState"]),
         .library(name: "TetherProtocol", targets: ["TetherProtocol"]),
         .library(name: "TetherTUI", targets: ["TetherTUI"]),
@@ -53,7 +54,11 @@ let package = Package(
 
         // Typed contracts: a ViewModel's state, actions and errors declared once for server and
         // clients, with their JSON Schema and fingerprint (OpenSSL's SHA-256) for `describe`.
-        .target(name: "TetherContract", dependencies: ["TetherJSON", "TetherBinding", "TetherContractMacros", "COpenSSL"]),
+        .target(name: "TetherContract", dependencies: ["TetherJSON", "TetherBinding", "COpenSSL"]),
+
+        // The @Contract macro's declaration, apart from the runtime so that only a package that
+        // imports it builds swift-syntax (TetherContract and TetherState work without it).
+        .target(name: "TetherContractMacro", dependencies: ["TetherContract", "TetherContractMacros"]),
 
         // The @Contract macro's implementation, a library so that its tests need not depend on the
         // macro target: a test target that does is built for the host with every other test target
@@ -221,7 +226,7 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
             ]
         ),
-        .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherContract", "TetherJSON", "TetherBinding", "TetherTestSupport"]),
+        .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherContract", "TetherContractMacro", "TetherJSON", "TetherBinding", "TetherTestSupport"]),
         .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherJSON", "TetherTestSupport"]),
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON", "TetherBinding", "TetherTesting"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),

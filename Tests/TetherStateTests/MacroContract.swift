@@ -1,5 +1,6 @@
 import TetherBinding
 import TetherContract
+import TetherContractMacro
 import TetherJSON
 import TetherState
 
