@@ -309,7 +309,9 @@ struct ClusterTests {
             let client = try await cluster.client(at: name)
             observers.append(StreamObserver(client: client, room: client.room(room)))
         }
-        try await eventually("synced", timeout: .seconds(30)) { observers.allSatisfy(\.room.isSynced) }
+        try await eventually("synced: \(observers.map(\.room.isSynced))\n\(cluster.logs)", timeout: .seconds(30)) {
+            observers.allSatisfy(\.room.isSynced)
+        }
         _ = try await observers[0].client.send("add", to: room, args: ["id": "first", "by": 1])
         try await eventually("an owner", timeout: .seconds(10)) { cluster.owner(of: room) != nil }
         let owner = try #require(cluster.owner(of: room))
