@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "TetherTUI", targets: ["TetherTUI"]),
         .library(name: "TetherClient", targets: ["TetherClient"]),
         .library(name: "TetherServer", targets: ["TetherServer"]),
+        .library(name: "TetherDemoContracts", targets: ["TetherDemoContracts"]),
         .library(name: "TetherDemos", targets: ["TetherDemos"]),
         .library(name: "TetherTesting", targets: ["TetherTesting"]),
         .executable(name: "tetherd", targets: ["tetherd"]),
@@ -88,8 +89,14 @@ let package = Package(
         // Wire protocol v1: message types and their codec.
         .target(name: "TetherProtocol", dependencies: ["TetherJSON"]),
 
+        // The demos' contracts: what their ViewModels (TetherDemos) and the terminal client share.
+        .target(name: "TetherDemoContracts", dependencies: ["TetherContract", "TetherContractMacro", "TetherJSON"]),
+
         // The demo ViewModels, written with the public ViewModel API only.
-        .target(name: "TetherDemos", dependencies: ["TetherState", "TetherBinding", "TetherJSON", .product(name: "BigInt", package: "BigInt")]),
+        .target(
+            name: "TetherDemos",
+            dependencies: ["TetherDemoContracts", "TetherContract", "TetherState", "TetherBinding", "TetherJSON", .product(name: "BigInt", package: "BigInt")]
+        ),
 
         // Transport: libwebsockets (system library + shim header) wrapped for server and client.
         .systemLibrary(name: "CLibWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev", "libssl-dev"])]),
@@ -231,7 +238,7 @@ let package = Package(
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON", "TetherBinding", "TetherTesting"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherJSON", "TetherTestSupport"]),
-        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherProtocol", "TetherJSON", "TetherState", "TetherContract", "TetherBinding", "TetherTestSupport"]),
+        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherDemoContracts", "TetherProtocol", "TetherJSON", "TetherState", "TetherContract", "TetherBinding", "TetherTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTransport", "TetherTestSupport"]

@@ -1,26 +1,26 @@
 import TetherBinding
-import TetherJSON
+import TetherContract
+import TetherDemoContracts
 import TetherState
 
-/// `{"count": 0}`: the smallest shared room.
-public final class Counter: ViewModel {
-    public let count: Observable<Int>
+/// `CounterContract`'s ViewModel.
+public final class Counter: ViewModel, CounterContract.Implementation {
+    public let count = Observable(CounterContract.State().count)
 
-    public init(context: ViewModelContext) {
-        count = context.property("count", 0)
+    public init(context: ViewModelContext) {}
+
+    public static let actions = ActionTable(CounterContract.binding(Counter.self))
+
+    public func increment(by: Int?) throws {
+        let (sum, overflow) = count.value.addingReportingOverflow(by ?? 1)
+        guard !overflow else { throw CounterContract.Failure.overflow }
+        count.value = sum
     }
 
-    struct Step: Decodable { var by: Int? }
+    public func decrement() throws {
+        guard count.value > Int.min else { throw CounterContract.Failure.overflow }
+        count.value -= 1
+    }
 
-    public static let actions = ActionTable<Counter>()
-        .on("increment", Step.self) { model, args in
-            let (sum, overflow) = model.count.value.addingReportingOverflow(args.by ?? 1)
-            guard !overflow else { throw ActionError.invalidArgs("count would overflow") }
-            model.count.value = sum
-        }
-        .on("decrement") { model in
-            guard model.count.value > Int.min else { throw ActionError.invalidArgs("count would overflow") }
-            model.count.value -= 1
-        }
-        .on("reset") { model in model.count.value = 0 }
+    public func reset() { count.value = 0 }
 }

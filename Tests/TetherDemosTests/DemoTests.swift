@@ -39,9 +39,9 @@ struct DemoTests {
     @Test func counterRefusesToOverflow() throws {
         let room = TestRoom(Counter.self, restoring: ["count": .int(Int.max - 1)])
         try room.send("increment", produces: [.replace(path: "/count", value: .int(Int.max))])
-        room.send("increment", fails: .invalidArgs("count would overflow"))
+        room.send("increment", fails: .refused(reason: "overflow", code: .invalidArgs, message: "count would overflow"))
         let bottom = TestRoom(Counter.self, restoring: ["count": .int(Int.min)])
-        bottom.send("decrement", fails: .invalidArgs("count would overflow"))
+        bottom.send("decrement", fails: .refused(reason: "overflow", code: .invalidArgs, message: "count would overflow"))
     }
 
     // MARK: Clock

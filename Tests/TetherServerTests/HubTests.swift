@@ -1,4 +1,6 @@
 import Testing
+import TetherContract
+import TetherDemoContracts
 import TetherDemos
 import TetherJSON
 import TetherProtocol
@@ -131,11 +133,13 @@ struct HubTests {
         client.send(.describe(kind: "counter", id: 1))
         guard case .description(let id, let kinds)? = client.receive() else { Issue.record("no description"); return }
         #expect(id == 1)
+        // The counter implements a contract: its schema and fingerprint come with its actions.
+        let schema = ContractSchema(CounterContract.self)
         #expect(kinds == [KindDescription(name: "counter", scope: "shared", actions: [
             .init(name: "decrement", arguments: []),
             .init(name: "increment", arguments: [.init(name: "by", shape: .integer, isOptional: true)]),
             .init(name: "reset", arguments: []),
-        ])])
+        ], schema: schema.document, fingerprint: schema.fingerprint)])
         client.send(.describe(id: 2))
         guard case .description(_, let all)? = client.receive() else { Issue.record("no description"); return }
         #expect(all.map(\.name) == ((Demos.kinds + Demos.testKinds).map(\.name) + ["tether.server"]).sorted(), "the server's own room too")
