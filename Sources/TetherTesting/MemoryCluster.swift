@@ -70,6 +70,12 @@ public final class MemoryCluster: Sendable {
         }
     }
 
+    /// Fault: the next `count` messages the log republishes are not delivered to `node`, as
+    /// when its new subscription's interest has not yet reached the NATS server that republishes.
+    public func loseRepublished(to node: String, count: Int = 1) {
+        state.withLock { $0.republishedToLose[node, default: 0] += count }
+    }
+
     /// For tests: the messages stored on a log subject, in order.
     public func storedMessages(subject: String) -> [StoredMessage] {
         state.withLock { $0.logs[subject]?.messages ?? [] }
@@ -115,6 +121,8 @@ public final class MemoryCluster: Sendable {
         /// One counter for every log subject, as a stream has (callers compare within a subject).
         var sequence: UInt64 = 0
         var buckets: [String: Bucket] = [:]
+        /// Node → republished messages still to lose on the way to it (`loseRepublished`).
+        var republishedToLose: [String: Int] = [:]
         /// Work for the nodes' `deliver`, in the order produced; `flush` hands it out.
         var outbox: [(deliver: Deliver, work: @Sendable () -> Void)] = []
         var flushing = false
@@ -170,8 +178,13 @@ public final class MemoryCluster: Sendable {
     /// Queues `message` for each connected subscriber of its subject. A subscription that is gone
     /// by the time its node runs the delivery gets nothing (as the C client drops a closed
     /// subscription's pending messages).
-    private func fanOut(_ state: inout State, _ message: NATSMessage) {
+    private func fanOut(_ state: inout State, _ message: NATSMessage, republished: Bool = false) {
         for (id, subscriber) in state.receivers(message.subject) {
+            let node = state.links[subscriber.link]!.node
+            if republished, let lose = state.republishedToLose[node], lose > 0 {
+                state.republishedToLose[node] = lose - 1
+                continue
+            }
             state.outbox.append((state.links[subscriber.link]!.deliver, { [weak self] in
                 guard let self, self.state.withLock({ $0.subscribers[id] != nil }) else { return }
                 subscriber.handler(message)
@@ -307,7 +320,7 @@ public final class MemoryCluster: Sendable {
                 var republished = headers
                 republished["Nats-Sequence"] = String(sequence)
                 republished["Nats-Last-Sequence"] = String(last)
-                fanOut(&state, NATSMessage(subject: destination, headers: republished, data: data))
+                fanOut(&state, NATSMessage(subject: destination, headers: republished, data: data), republished: true)
             }
             return .success(sequence)
         }

@@ -32,6 +32,8 @@ extension ClusteredRoom {
                 ensureOwner()
                 serveWaiting()
                 drainWaitingActions()
+            case .verify(let delay):
+                later(delay) { $0.perform($0.replica.verify()) }
             }
         }
     }

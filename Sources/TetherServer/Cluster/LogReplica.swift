@@ -19,6 +19,8 @@ struct LogReplica {
         /// Feed these messages, which arrived during the read, through `live` again.
         case replay([NATSMessage])
         case becameReady
+        /// Call `verify` after this delay.
+        case verify(after: Duration)
     }
 
     private(set) var phase = Phase.loading
@@ -35,6 +37,12 @@ struct LogReplica {
     private var lastReload: ContinuousClock.Instant?
 
     static let retryDelay: Duration = .milliseconds(500)
+    /// How long after first becoming ready the log is read once more. A new subscription's
+    /// interest reaches the other NATS servers a moment after the subscribing one took it: a
+    /// message the log republished in that moment (say, a new room's first entry) never came,
+    /// and no later message shows the gap in a room that stays quiet.
+    static let verifyDelay: Duration = .seconds(1)
+    private var verified = false
 
     mutating func start() -> [Action] {
         isCatchingUp = true
@@ -70,7 +78,14 @@ struct LogReplica {
     mutating func finishLoading() -> [Action] {
         guard !isCatchingUp, phase == .loading else { return [] }
         phase = .ready
-        return [.becameReady]
+        guard !verified else { return [.becameReady] }
+        verified = true
+        return [.becameReady, .verify(after: Self.verifyDelay)]
+    }
+
+    /// The read `verifyDelay` after becoming ready: catches up unless a read is under way.
+    mutating func verify() -> [Action] {
+        phase == .ready && !isCatchingUp ? catchUp() : []
     }
 
     /// A message republished by the log.

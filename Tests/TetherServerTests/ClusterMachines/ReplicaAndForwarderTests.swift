@@ -18,6 +18,7 @@ struct ReplicaAndForwarderTests {
             case .apply(_, let sequence): "apply \(sequence)"
             case .replay(let messages): "replay \(messages.compactMap { $0.headers["Nats-Sequence"] }.joined(separator: ","))"
             case .becameReady: "ready"
+            case .verify(let delay): "verify in \(delay)"
             }
         }
     }
@@ -33,12 +34,18 @@ struct ReplicaAndForwarderTests {
             ("the read fails", { $0.caughtUp(.failure(.timeout(subject: "s")), generation: 0) }, ["catch up in 0.5 seconds"]),
             ("the read applied 11", { r in r.applied(11); return r.caughtUp(.success(11), generation: 0) }, ["replay 12"]),
             ("replayed", { $0.live(Self.message(12, after: 11)) }, ["apply 12"]),
-            ("done loading", { r in r.applied(12); return r.finishLoading() }, ["ready"]),
+            ("done loading", { r in r.applied(12); return r.finishLoading() }, ["ready", "verify in 1.0 seconds"]),
             ("an old message", { $0.live(Self.message(12, after: 11)) }, []),
             ("a gap: 15 after 14", { $0.live(Self.message(15, after: 14)) }, ["catch up in 0.0 seconds"]),
             ("read 13 and 14", { r in r.applied(14); return r.caughtUp(.success(14), generation: 0) }, ["replay 15"]),
             ("15 continues", { $0.live(Self.message(15, after: 14)) }, ["apply 15"]),
             ("ready already", { $0.finishLoading() }, []),
+            // The read a second after the first ready: a message republished before this
+            // node's interest reached the log's server is read, not waited for.
+            ("verify", { $0.verify() }, ["catch up in 0.0 seconds"]),
+            ("verify during a read", { $0.verify() }, []),
+            ("nothing new", { r in r.applied(15); return r.caughtUp(.success(nil), generation: 0) }, []),
+            ("16 arrives", { $0.live(Self.message(16, after: 15)) }, ["apply 16"]),
         ]
         for (event, apply, expected) in table {
             #expect(Self.describe(apply(&replica)) == expected, "\(event)")
