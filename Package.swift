@@ -235,7 +235,7 @@ let package = Package(
         ),
         .testTarget(name: "TetherStateTests", dependencies: ["TetherState", "TetherContract", "TetherContractMacro", "TetherJSON", "TetherBinding", "TetherTestSupport"]),
         .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherJSON", "TetherTestSupport"]),
-        .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherState", "TetherJSON", "TetherBinding", "TetherTesting"]),
+        .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherDemoContracts", "TetherContract", "TetherState", "TetherJSON", "TetherBinding", "TetherTesting"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherJSON", "TetherTestSupport"]),
         .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherDemoContracts", "TetherProtocol", "TetherJSON", "TetherState", "TetherContract", "TetherBinding", "TetherTestSupport"]),

@@ -19,6 +19,11 @@ public class ReadOnlyObservable<Value> {
 
     public var value: Value { storage }
 
+    /// A value that never changes (a ViewModel's constant member, published read-only).
+    public static func constant(_ value: Value) -> ReadOnlyObservable<Value> {
+        ReadOnlyObservable(storage: value)
+    }
+
     /// Calls `listener` at once with the current value, then on every change, until the
     /// returned token is cancelled or released.
     public func bind(_ listener: @escaping (Value) -> Void) -> Cancellable {

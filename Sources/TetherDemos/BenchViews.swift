@@ -1,4 +1,5 @@
 import TetherBinding
+import TetherDemoContracts
 import TetherJSON
 import TetherState
 
@@ -8,7 +9,7 @@ import TetherState
 /// {"group": G, "turn": N}}`: with `groups` 10, viewers fall into 10 groups (10 distinct frames
 /// per turn); with nil, each viewer is a group of their own (one frame per subscriber).
 public final class BenchViews: ViewModel {
-    let bench: Bench
+    let fields: ObservableMap<String, JSON>
     /// Turns so far: every viewer's value changes with it.
     private(set) var turns = 0
 
@@ -17,7 +18,7 @@ public final class BenchViews: ViewModel {
     }
 
     init(context: ViewModelContext, groups: Int?) {
-        bench = Bench(context: context)
+        fields = context.map("fields", [String: JSON]())
         context.perViewer("view") { [unowned self] viewer in
             ["group": .string(groups.map { String(Self.stableHash(viewer.id) % UInt64($0)) } ?? viewer.id), "turn": .int(self.turns)] as JSON
         }
@@ -28,9 +29,10 @@ public final class BenchViews: ViewModel {
         text.utf8.reduce(14_695_981_039_346_656_037) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 }
     }
 
+    /// The runtime API underneath contracts, on purpose: a per-viewer value no contract declares.
     public static let actions = ActionTable<BenchViews>()
-        .on("set", Bench.Set.self) { model, args in
-            try Bench.set(args, in: model.bench)
+        .on("set", BenchContract.SetArgs.self) { model, args in
+            guard Bench.put(args.value, at: args.key, in: model.fields) else { throw ActionError.tooLarge(BenchContract.Failure.full.message) }
             model.turns += 1
         }
 }

@@ -1,35 +1,32 @@
 import BigInt
 import TetherBinding
-import TetherJSON
+import TetherContract
+import TetherDemoContracts
 import TetherState
 
 /// The MVP calculator: keys edit the display; `=` evaluates it exactly and adds "EXPR = RESULT"
 /// to the history. A malformed expression or a division by zero shows `Error: why`.
-public final class Calculator: ViewModel {
-    public static let keys: Set<String> = Set((0...9).map(String.init) + ["+", "-", "*", "/", "%", ".", "back", "clear", "="])
+public final class Calculator: ViewModel, CalculatorContract.Implementation {
+    public static let keys = Set(CalculatorContract.keys)
     static let maximumDisplayLength = 64
     static let maximumHistory = 100
     static let errorText = "Error"
 
-    let display: Observable<String>
-    let history: ObservableList<String>
+    public let display = Observable("")
+    public let history = ObservableList<String>()
     /// The display shows a result: the next digit starts a new number.
     private var justEvaluated = false
 
-    public init(context: ViewModelContext) {
-        display = context.property("display", "")
-        history = context.list("history", [String]())
-    }
+    public init(context: ViewModelContext) {}
 
-    struct Key: Decodable { var key: String }
+    public static let actions = ActionTable(CalculatorContract.binding(Calculator.self))
 
-    public static let actions = ActionTable<Calculator>()
-        .on("press", Key.self) { model, args in
-            guard keys.contains(args.key) else {
-                throw ActionError.invalidArgs("unknown key \"\(args.key)\"; keys are 0-9 + - * / % . back clear =")
-            }
-            model.press(args.key)
+    public func press(key: String) throws {
+        guard Self.keys.contains(key) else {
+            throw Refusal(CalculatorContract.Failure.unknownKey, "unknown key \"\(key)\"; keys are 0-9 + - * / % . back clear =")
         }
+        press(key)
+    }
 
     func press(_ key: String) {
         // After an error, the next key starts over; after `=`, a digit starts a new number while

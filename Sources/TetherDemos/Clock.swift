@@ -1,14 +1,14 @@
 import Glibc
 import TetherBinding
-import TetherJSON
+import TetherContract
+import TetherDemoContracts
 import TetherState
 
-/// `{"time": "HH:mm:ss"}` in the server's local time, kept current by a timer.
-public final class Clock: ViewModel {
-    public let time: Observable<String>
+/// `ClockContract`'s ViewModel: the server's local time, kept current by a timer.
+public final class Clock: ViewModel, ClockContract.Implementation {
+    public let time = Observable(Clock.now())
 
     public init(context: ViewModelContext) {
-        time = context.property("time", Clock.now())
         // Ticking four times a second keeps the label within 250 ms of the wall clock; ticks
         // that don't change the text produce no patch.
         context.every(.milliseconds(250)) { [unowned self] in
@@ -16,7 +16,7 @@ public final class Clock: ViewModel {
         }
     }
 
-    public static let actions = ActionTable<Clock>()
+    public static let actions = ActionTable(ClockContract.binding(Clock.self))
 
     static func now() -> String {
         var seconds = Glibc.time(nil)

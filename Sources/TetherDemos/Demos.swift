@@ -20,7 +20,3 @@ public enum Demos {
     ]
 }
 
-/// Arguments of actions that take one `value`.
-public struct ValueArgs<Value: Decodable & Sendable>: Decodable, Sendable {
-    public var value: Value
-}

@@ -1,32 +1,31 @@
 import Foundation
 import TetherBinding
-import TetherJSON
+import TetherContract
+import TetherDemoContracts
 import TetherState
 
-/// The exchange calculator: `result` follows the typed `amount` at once, with no button. The
-/// pair (`from` → `to`) can be switched among `currencies`; when the amount can't be read,
+/// `ExchangeContract`'s ViewModel: `result` follows the typed `amount` at once, with no button.
+/// The pair (`from` → `to`) can be switched among `currencies`; when the amount can't be read,
 /// `error` says why and `result` is empty.
-public final class Exchange: ViewModel {
+public final class Exchange: ViewModel, ExchangeContract.Implementation {
     /// Units of each currency per US dollar (fixed demo rates).
     static let perDollar: [String: Double] = ["USD": 1, "KRW": 1350, "EUR": 0.92, "JPY": 150, "GBP": 0.79]
-    static let currencies = ["USD", "KRW", "EUR", "JPY", "GBP"]
+    static let initial = ExchangeContract.State()
 
-    let amount: Observable<String>
-    let from: Observable<String>
-    let to: Observable<String>
-    let rate: Observable<Double>
+    public let amount = Observable(initial.amount)
+    public let from = Observable(initial.from)
+    public let to = Observable(initial.to)
+    public let rate = Observable(initial.rate)
+    public let currencies = ReadOnlyObservable.constant(initial.currencies)
+    public let result: ReadOnlyObservable<String>
+    public let error: ReadOnlyObservable<String?>
 
     public init(context: ViewModelContext) {
-        amount = context.property("amount", "")
-        from = context.property("from", "USD")
-        to = context.property("to", "KRW")
-        rate = context.property("rate", 1350.0)
-        context.publish("currencies", Observable(Self.currencies))
         let conversion = combineLatest(amount, rate).map(Exchange.convert)
-        context.publish("result", conversion.map { (try? $0.get()) ?? "" }.removeDuplicates())
-        context.publish("error", conversion.map { result -> String? in
+        result = conversion.map { (try? $0.get()) ?? "" }.removeDuplicates()
+        error = conversion.map { result -> String? in
             if case .failure(let problem) = result { return problem.message } else { return nil }
-        }.removeDuplicates())
+        }.removeDuplicates()
     }
 
     struct Unreadable: Error, Equatable {
@@ -54,27 +53,28 @@ public final class Exchange: ViewModel {
         return .success(String(format: "%.2f", result))
     }
 
-    struct Pair: Decodable { var from: String; var to: String }
+    public static let actions = ActionTable(ExchangeContract.binding(Exchange.self))
 
-    public static let actions = ActionTable<Exchange>()
-        .on("setAmount", ValueArgs<String>.self) { model, args in
-            guard args.value.utf8.count <= 64 else { throw ActionError.invalidArgs("amount is longer than 64 characters") }
-            model.amount.value = args.value
+    public func setAmount(value: String) throws {
+        guard value.utf8.count <= 64 else { throw ExchangeContract.Failure.amountTooLong }
+        amount.value = value
+    }
+
+    public func setRate(value: Double) throws {
+        guard value.isFinite, value > 0 else { throw ExchangeContract.Failure.badRate }
+        rate.value = value
+    }
+
+    public func setPair(from: String, to: String) throws {
+        guard let fromRate = Self.perDollar[from], let toRate = Self.perDollar[to] else {
+            throw ExchangeContract.Failure.unknownCurrency
         }
-        .on("setRate", ValueArgs<Double>.self) { model, args in
-            guard args.value.isFinite, args.value > 0 else { throw ActionError.invalidArgs("rate must be a positive number") }
-            model.rate.value = args.value
+        // A currency against itself would show "10 EUR = 20.00 EUR" after a setRate.
+        guard from != to else {
+            throw Refusal(ExchangeContract.Failure.samePair, "from and to must be two different currencies (both are \(from))")
         }
-        .on("setPair", Pair.self) { model, args in
-            guard let from = perDollar[args.from], let to = perDollar[args.to] else {
-                throw ActionError.invalidArgs("currencies are \(currencies.joined(separator: ", "))")
-            }
-            // A currency against itself would show "10 EUR = 20.00 EUR" after a setRate.
-            guard args.from != args.to else {
-                throw ActionError.invalidArgs("from and to must be two different currencies (both are \(args.from))")
-            }
-            model.from.value = args.from
-            model.to.value = args.to
-            model.rate.value = (to / from * 10_000).rounded() / 10_000
-        }
+        self.from.value = from
+        self.to.value = to
+        rate.value = (toRate / fromRate * 10_000).rounded() / 10_000
+    }
 }

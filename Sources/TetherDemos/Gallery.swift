@@ -1,10 +1,11 @@
 import TetherBinding
-import TetherJSON
+import TetherContract
+import TetherDemoContracts
 import TetherState
 
-/// The gallery: "next" and "previous" cycle through three people; name and picture follow the
-/// index.
-public final class Gallery: ViewModel {
+/// `GalleryContract`'s ViewModel: "next" and "previous" cycle through three people; name and
+/// picture follow the index.
+public final class Gallery: ViewModel, GalleryContract.Implementation {
     struct Person {
         let name: String
         let picture: String
@@ -35,20 +36,23 @@ public final class Gallery: ViewModel {
             """),
     ]
 
-    let index: Observable<Int>
+    public let index = Observable(0)
+    public let count = ReadOnlyObservable.constant(Gallery.people.count)
+    public let name: ReadOnlyObservable<String>
+    public let picture: ReadOnlyObservable<String>
 
     public init(context: ViewModelContext) {
-        index = context.property("index", 0)
-        context.publish("count", Observable(Gallery.people.count))
-        context.publish("name", index.map { Gallery.person(at: $0).name })
-        context.publish("picture", index.map { Gallery.person(at: $0).picture })
+        name = index.map { Gallery.person(at: $0).name }
+        picture = index.map { Gallery.person(at: $0).picture }
     }
 
     static func person(at index: Int) -> Person {
         people[((index % people.count) + people.count) % people.count]
     }
 
-    public static let actions = ActionTable<Gallery>()
-        .on("next") { model in model.index.value = (model.index.value + 1) % people.count }
-        .on("previous") { model in model.index.value = (model.index.value + people.count - 1) % people.count }
+    public static let actions = ActionTable(GalleryContract.binding(Gallery.self))
+
+    public func next() { index.value = (index.value + 1) % Self.people.count }
+
+    public func previous() { index.value = (index.value + Self.people.count - 1) % Self.people.count }
 }

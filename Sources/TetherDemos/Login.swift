@@ -1,5 +1,6 @@
 import TetherBinding
-import TetherJSON
+import TetherContract
+import TetherDemoContracts
 import TetherState
 
 /// The seeds' sign-in form, per session: every connection gets its own private instance.
@@ -9,26 +10,24 @@ import TetherState
 /// text before it, a domain with a dot inside after it, no spaces) and a password of at least 6
 /// characters. While a typed field breaks it, `errorMessage` says how (the seeds' Korean message
 /// for the password).
-public final class Login: ViewModel {
+public final class Login: ViewModel, LoginContract.Implementation {
     public static let shortPasswordMessage = "6자리 이상 비밀번호를 입력해주세요."
     public static let minimumPasswordLength = 6
     public static let emailMessage = "Enter an e-mail address such as name@example.com."
-    public static let signInRule = "sign-in needs an e-mail address (name@example.com) and a password of at least 6 characters"
 
-    let email: Observable<String>
+    public let email = Observable("")
     let password = Observable("")
-    let signedIn: Observable<Bool>
-    private let signInEnabled: ReadOnlyObservable<Bool>
+    public let signedIn = Observable(false)
+    public let passwordLength: ReadOnlyObservable<Int>
+    public let errorMessage: ReadOnlyObservable<String?>
+    public let signInEnabled: ReadOnlyObservable<Bool>
 
     public init(context: ViewModelContext) {
-        email = context.property("email", "")
-        signedIn = context.property("signedIn", false)
-        context.publish("passwordLength", password.map(\.count).removeDuplicates())
-        context.publish("errorMessage", combineLatest(email, password).map { Self.problem(email: $0, passwordLength: $1.count) }.removeDuplicates())
+        passwordLength = password.map(\.count).removeDuplicates()
+        errorMessage = combineLatest(email, password).map { Self.problem(email: $0, passwordLength: $1.count) }.removeDuplicates()
         signInEnabled = combineLatest(email, password)
             .map { Self.isEmailAddress($0) && $1.count >= Self.minimumPasswordLength }
             .removeDuplicates()
-        context.publish("signInEnabled", signInEnabled)
     }
 
     public static func isEmailAddress(_ text: String) -> Bool {
@@ -45,20 +44,20 @@ public final class Login: ViewModel {
         return nil
     }
 
-    public static let actions = ActionTable<Login>()
-        .on("setEmail", ValueArgs<String>.self) { model, args in
-            model.email.value = args.value
-        }
-        .on("setPassword", ValueArgs<String>.self) { model, args in
-            model.password.value = args.value
-        }
-        .on("signIn") { model in
-            guard model.signInEnabled.value else { throw ActionError.invalidArgs(signInRule) }
-            model.signedIn.value = true
-        }
-        .on("signOut") { model in
-            model.signedIn.value = false
-            model.email.value = ""
-            model.password.value = ""
-        }
+    public static let actions = ActionTable(LoginContract.binding(Login.self))
+
+    public func setEmail(value: String) { email.value = value }
+
+    public func setPassword(value: String) { password.value = value }
+
+    public func signIn() throws {
+        guard signInEnabled.value else { throw LoginContract.Failure.notSignable }
+        signedIn.value = true
+    }
+
+    public func signOut() {
+        signedIn.value = false
+        email.value = ""
+        password.value = ""
+    }
 }

@@ -1,29 +1,24 @@
 import Foundation
 import TetherBinding
-import TetherJSON
+import TetherContract
+import TetherDemoContracts
 import TetherState
 
-/// A shared to-do list. Every change addresses one item (`add /items/3`,
+/// `TodoContract`'s ViewModel. Every change addresses one item (`add /items/3`,
 /// `replace /items/2/done`, `remove /items/1`), never the whole array.
-public final class Todo: ViewModel {
-    public struct Item: Codable, Equatable, Sendable {
-        public var id: String
-        public var title: String
-        public var done: Bool
-    }
+public final class Todo: ViewModel, TodoContract.Implementation {
+    public typealias Item = TodoContract.Item
 
     static let maximumItems = 1_000
     static let maximumTitleLength = 200
 
-    let items: ObservableList<Item>
+    public let items = ObservableList<Item>()
 
-    public init(context: ViewModelContext) {
-        items = context.list("items", [Item]())
-    }
+    public init(context: ViewModelContext) {}
 
     func index(of id: String) throws -> Int {
         guard let index = items.firstIndex(where: { $0.id == id }) else {
-            throw ActionError.invalidArgs("no item with id \"\(id)\"")
+            throw Refusal(TodoContract.Failure.noSuchItem, "no item with id \"\(id)\"")
         }
         return index
     }
@@ -37,36 +32,33 @@ public final class Todo: ViewModel {
 
     static func checkedTitle(_ title: String) throws -> String {
         let trimmed = title.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { throw ActionError.invalidArgs("title must not be empty") }
-        guard trimmed.count <= maximumTitleLength else {
-            throw ActionError.invalidArgs("title is longer than \(maximumTitleLength) characters")
-        }
+        guard !trimmed.isEmpty else { throw TodoContract.Failure.emptyTitle }
+        guard trimmed.count <= maximumTitleLength else { throw TodoContract.Failure.titleTooLong }
         return trimmed
     }
 
-    struct Title: Decodable { var title: String }
-    struct ID: Decodable { var id: String }
-    struct Rename: Decodable { var id: String; var title: String }
+    public static let actions = ActionTable(TodoContract.binding(Todo.self))
 
-    public static let actions = ActionTable<Todo>()
-        .on("add", Title.self) { model, args in
-            let title = try checkedTitle(args.title)
-            guard model.items.count < maximumItems else {
-                throw ActionError.tooLarge("the list holds at most \(maximumItems) items")
-            }
-            model.items.append(Item(id: model.nextID(), title: title, done: false))
-        }
-        .on("toggle", ID.self) { model, args in
-            try model.items.update(at: model.index(of: args.id)) { $0.done.toggle() }
-        }
-        .on("rename", Rename.self) { model, args in
-            let title = try checkedTitle(args.title)
-            try model.items.update(at: model.index(of: args.id)) { $0.title = title }
-        }
-        .on("remove", ID.self) { model, args in
-            try model.items.remove(at: model.index(of: args.id))
-        }
-        .on("clearCompleted") { model in
-            model.items.removeAll { $0.done }
-        }
+    public func add(title: String) throws {
+        let title = try Self.checkedTitle(title)
+        guard items.count < Self.maximumItems else { throw TodoContract.Failure.full }
+        items.append(Item(id: nextID(), title: title, done: false))
+    }
+
+    public func toggle(id: String) throws {
+        try items.update(at: index(of: id)) { $0.done.toggle() }
+    }
+
+    public func rename(id: String, title: String) throws {
+        let title = try Self.checkedTitle(title)
+        try items.update(at: index(of: id)) { $0.title = title }
+    }
+
+    public func remove(id: String) throws {
+        try items.remove(at: index(of: id))
+    }
+
+    public func clearCompleted() {
+        items.removeAll { $0.done }
+    }
 }

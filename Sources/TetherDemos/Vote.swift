@@ -1,5 +1,6 @@
 import TetherBinding
-import TetherJSON
+import TetherContract
+import TetherDemoContracts
 import TetherState
 
 /// A vote: everyone sees the question, the options and the totals; each voter sees their own
@@ -17,17 +18,17 @@ import TetherState
 /// The open ballots are the ViewModel's stored state (`context.stored`): never published, but
 /// stored with every vote, so a restart, a crash or a cluster's failover during an open vote
 /// forgets nobody's choice (a voter who changes their mind still moves one vote).
-public final class Vote: ViewModel {
-    static let defaultOptions = ["pizza", "noodles", "salad"]
+public final class Vote: ViewModel, VoteContract.Implementation {
+    static let initial = VoteContract.State()
 
-    let question: Observable<String>
-    let options: Observable<[String]>
-    let totals: ObservableMap<String, Int>
-    let open: Observable<Bool>
+    public let question = Observable(initial.question)
+    public let options = Observable(initial.options)
+    public let totals = ObservableMap(initial.totals)
+    public let open = Observable(initial.open)
     /// Who chose what: null while the vote is open.
-    let ballots: Observable<[String: String]?>
+    public let ballots = Observable(initial.ballots)
     /// The voters' names, published with the ballots: null while the vote is open.
-    let voters: Observable<[String: String]?>
+    public let voters = Observable(initial.voters)
     /// Each voter's choice (stored, never published as such).
     let choices: ObservableMap<String, String>
     /// Each voter's name when they voted, from their presence (stored).
@@ -35,54 +36,48 @@ public final class Vote: ViewModel {
     private let presence: Presence
 
     public init(context: ViewModelContext) {
-        question = context.property("question", "Where do we eat?")
-        options = context.property("options", Self.defaultOptions)
-        totals = context.map("totals", Dictionary(uniqueKeysWithValues: Self.defaultOptions.map { ($0, 0) }))
-        open = context.property("open", true)
-        ballots = context.property("ballots", nil)
-        voters = context.property("voters", nil)
         choices = context.stored.map("choices")
         names = context.stored.map("names")
         presence = context.presence
-        context.perViewer("mine") { [unowned self] viewer in self.choice(of: viewer) }
     }
 
+    public static let actions = ActionTable(VoteContract.binding(Vote.self))
+
     /// What `viewer` chose, if anything (from the published ballots once the vote is closed).
-    func choice(of viewer: Viewer) -> String? {
+    public func mine(for viewer: Viewer) -> String? {
         ballots.value?[viewer.id] ?? choices[viewer.id]
     }
 
-    struct Choice: Decodable { var option: String }
+    public func vote(option: String, viewer: Viewer) throws {
+        guard open.value else { throw VoteContract.Failure.closed }
+        guard options.value.contains(option) else {
+            throw Refusal(VoteContract.Failure.noSuchOption, "no option \"\(option)\"; the options are \(options.value.joined(separator: ", "))")
+        }
+        guard !viewer.id.isEmpty else { throw VoteContract.Failure.anonymous }
+        let previous = choices[viewer.id]
+        guard previous != option else { return }
+        if let previous { totals[previous] = max(0, (totals[previous] ?? 0) - 1) }
+        totals[option] = (totals[option] ?? 0) + 1
+        choices[viewer.id] = option
+        if let name = presence.members(ofUser: viewer.id).lazy.compactMap({ $0.data(as: VoteContract.Presence.self)?.name }).first {
+            names[viewer.id] = name
+        }
+    }
 
-    public static let actions = ActionTable<Vote>()
-        .on("vote", Choice.self) { model, args, viewer in
-            guard model.open.value else { throw ActionError.invalidArgs("the vote is closed") }
-            guard model.options.value.contains(args.option) else {
-                throw ActionError.invalidArgs("no option \"\(args.option)\"; the options are \(model.options.value.joined(separator: ", "))")
-            }
-            guard !viewer.id.isEmpty else { throw ActionError.invalidArgs("this vote needs to know who votes") }
-            let previous = model.choices[viewer.id]
-            guard previous != args.option else { return }
-            if let previous { model.totals[previous] = max(0, (model.totals[previous] ?? 0) - 1) }
-            model.totals[args.option] = (model.totals[args.option] ?? 0) + 1
-            model.choices[viewer.id] = args.option
-            if let name = model.presence.members(ofUser: viewer.id).lazy.compactMap({ $0.data["name"]?.stringValue }).first {
-                model.names[viewer.id] = name
-            }
-        }
-        .on("close") { model in
-            guard model.open.value else { return }
-            model.open.value = false
-            model.ballots.value = model.choices.dictionary
-            model.voters.value = model.names.dictionary.filter { model.choices[$0.key] != nil }
-        }
-        .on("reopen") { model in
-            guard !model.open.value else { return }
-            // A vote closed by a version that kept no stored state has its choices only in `ballots`.
-            for (voter, option) in model.ballots.value ?? [:] where model.choices[voter] == nil { model.choices[voter] = option }
-            for (voter, name) in model.voters.value ?? [:] where model.names[voter] == nil { model.names[voter] = name }
-            model.ballots.value = nil
-            model.voters.value = nil
-            model.open.value = true
-        }
+    public func close() {
+        guard open.value else { return }
+        open.value = false
+        ballots.value = choices.dictionary
+        voters.value = names.dictionary.filter { choices[$0.key] != nil }
+    }
+
+    public func reopen() {
+        guard !open.value else { return }
+        // A vote closed by a version that kept no stored state has its choices only in `ballots`.
+        for (voter, option) in ballots.value ?? [:] where choices[voter] == nil { choices[voter] = option }
+        for (voter, name) in voters.value ?? [:] where names[voter] == nil { names[voter] = name }
+        ballots.value = nil
+        voters.value = nil
+        open.value = true
+    }
 }

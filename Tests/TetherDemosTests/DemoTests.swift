@@ -1,4 +1,5 @@
 import Testing
+import TetherDemoContracts
 import TetherDemos
 import TetherJSON
 import TetherState
@@ -70,7 +71,7 @@ struct DemoTests {
         try room.send("setPassword", ["value": "abc"], produces: [
             .replace(path: "/passwordLength", value: 3), .replace(path: "/errorMessage", value: .string(Login.shortPasswordMessage)),
         ])
-        room.send("signIn", fails: .invalidArgs(Login.signInRule))
+        room.send(LoginContract.signIn, fails: .notSignable)
         try room.send("setPassword", ["value": "abcdef"], produces: [
             .replace(path: "/passwordLength", value: 6), .replace(path: "/errorMessage", value: nil), .replace(path: "/signInEnabled", value: true),
         ])
@@ -84,22 +85,22 @@ struct DemoTests {
         try room.send("setPassword", ["value": "abcdef"], produces: [.replace(path: "/passwordLength", value: 6)])
         // "x" signed in as "x" before.
         try room.send("setEmail", ["value": "x"], produces: [
-            .replace(path: "/email", value: "x"), .replace(path: "/errorMessage", value: .string(Login.emailMessage)),
+            .replace(path: "/errorMessage", value: .string(Login.emailMessage)), .replace(path: "/email", value: "x"),
         ])
-        room.send("signIn", fails: .invalidArgs(Login.signInRule))
+        room.send(LoginContract.signIn, fails: .notSignable)
         for bad in ["x@", "@b.c", "a@b", "a@.b", "a@b.", "a b@c.d", "a@b@c.d", "a@b..c"] {
             #expect(!Login.isEmailAddress(bad), "\(bad)")
         }
         try room.send("setEmail", ["value": "ann@example.com"], produces: [
-            .replace(path: "/email", value: "ann@example.com"), .replace(path: "/errorMessage", value: nil),
-            .replace(path: "/signInEnabled", value: true),
+            .replace(path: "/errorMessage", value: nil), .replace(path: "/signInEnabled", value: true),
+            .replace(path: "/email", value: "ann@example.com"),
         ])
     }
 
     @Test func loginRefusesSignInWithAnEmptyField() throws {
         let room = TestRoom(Login.self)
         try room.send("setEmail", ["value": "a@b.c"], produces: [.replace(path: "/email", value: "a@b.c")])
-        room.send("signIn", fails: .invalidArgs(Login.signInRule))
+        room.send(LoginContract.signIn, fails: .notSignable)
         room.send("setEmail", ["value": 1], fails: .invalidArgs("expected string at args.value, got number"))
     }
 
@@ -110,59 +111,61 @@ struct DemoTests {
                       produces: [.replace(path: "/passwordLength", value: 6), .replace(path: "/signInEnabled", value: true)])
         try room.send("signIn", produces: [.replace(path: "/signedIn", value: true)])
         try room.send("signOut", produces: [
-            .replace(path: "/signedIn", value: false), .replace(path: "/email", value: ""),
-            .replace(path: "/signInEnabled", value: false), .replace(path: "/passwordLength", value: 0),
+            .replace(path: "/signedIn", value: false), .replace(path: "/signInEnabled", value: false),
+            .replace(path: "/email", value: ""), .replace(path: "/passwordLength", value: 0),
         ], state: Self.signedOut)
     }
 
     // MARK: Exchange
+    // A contract's derived members are bound to their sources in `init`, before the contract
+    // publishes the sources: a turn lists their operations first (a client applies it whole).
 
     @Test func exchangeResultFollowsTheAmount() throws {
         let room = TestRoom(Exchange.self)
         #expect(room.state == ["amount": "", "from": "USD", "to": "KRW", "rate": 1350.0, "result": "", "error": nil,
                                "currencies": ["USD", "KRW", "EUR", "JPY", "GBP"]])
-        try room.send("setAmount", ["value": "2"], produces: [.replace(path: "/amount", value: "2"), .replace(path: "/result", value: "2700.00")])
-        try room.send("setAmount", ["value": "1.5"], produces: [.replace(path: "/amount", value: "1.5"), .replace(path: "/result", value: "2025.00")])
-        try room.send("setRate", ["value": 0.5], produces: [.replace(path: "/rate", value: 0.5), .replace(path: "/result", value: "0.75")])
-        try room.send("setAmount", ["value": ""], produces: [.replace(path: "/amount", value: ""), .replace(path: "/result", value: "")])
+        try room.send("setAmount", ["value": "2"], produces: [.replace(path: "/result", value: "2700.00"), .replace(path: "/amount", value: "2")])
+        try room.send("setAmount", ["value": "1.5"], produces: [.replace(path: "/result", value: "2025.00"), .replace(path: "/amount", value: "1.5")])
+        try room.send("setRate", ["value": 0.5], produces: [.replace(path: "/result", value: "0.75"), .replace(path: "/rate", value: 0.5)])
+        try room.send("setAmount", ["value": ""], produces: [.replace(path: "/result", value: ""), .replace(path: "/amount", value: "")])
     }
 
     @Test func exchangeSaysWhyItCannotReadTheAmount() throws {
         let room = TestRoom(Exchange.self)
         try room.send("setAmount", ["value": "1,000"], produces: [
-            .replace(path: "/amount", value: "1,000"),
             .replace(path: "/error", value: "\"1,000\" has a comma: write 1000 without separators"),
+            .replace(path: "/amount", value: "1,000"),
         ])
         let notANumber = "is not a number: use digits and at most one decimal point"
         // The rule is what the message says: digits and at most one decimal point, no sign.
         for bad in ["abc", "1e20", "1-", "+5", "1.2.3"] {
             try room.send("setAmount", ["value": .string(bad)], produces: [
-                .replace(path: "/amount", value: .string(bad)), .replace(path: "/error", value: .string("\"\(bad)\" \(notANumber)")),
+                .replace(path: "/error", value: .string("\"\(bad)\" \(notANumber)")), .replace(path: "/amount", value: .string(bad)),
             ])
         }
         try room.send("setAmount", ["value": "-5"], produces: [
-            .replace(path: "/amount", value: "-5"),
             .replace(path: "/error", value: "\"-5\" is negative: type an amount without a sign"),
+            .replace(path: "/amount", value: "-5"),
         ])
         try room.send("setAmount", ["value": "99999999999999"], produces: [
-            .replace(path: "/amount", value: "99999999999999"),
             .replace(path: "/error", value: "\"99999999999999\" is too large to convert"),
+            .replace(path: "/amount", value: "99999999999999"),
         ])
         try room.send("setAmount", ["value": "3"], produces: [
-            .replace(path: "/amount", value: "3"), .replace(path: "/result", value: "4050.00"), .replace(path: "/error", value: nil),
+            .replace(path: "/result", value: "4050.00"), .replace(path: "/error", value: nil), .replace(path: "/amount", value: "3"),
         ])
     }
 
     @Test func exchangeSwitchesThePair() throws {
         let room = TestRoom(Exchange.self)
-        try room.send("setAmount", ["value": "3"], produces: [.replace(path: "/amount", value: "3"), .replace(path: "/result", value: "4050.00")])
+        try room.send("setAmount", ["value": "3"], produces: [.replace(path: "/result", value: "4050.00"), .replace(path: "/amount", value: "3")])
         try room.send("setPair", ["from": "EUR", "to": "USD"], produces: [
             .replace(path: "/from", value: "EUR"), .replace(path: "/to", value: "USD"),
-            .replace(path: "/rate", value: 1.087), .replace(path: "/result", value: "3.26"),
+            .replace(path: "/result", value: "3.26"), .replace(path: "/rate", value: 1.087),
         ])
-        room.send("setPair", ["from": "XXX", "to": "USD"], fails: .invalidArgs("currencies are USD, KRW, EUR, JPY, GBP"))
+        room.send(ExchangeContract.setPair, .init(from: "XXX", to: "USD"), fails: .unknownCurrency)
         room.send("setPair", ["from": "EUR"], fails: .invalidArgs("missing field args.to"))
-        room.send("setRate", ["value": -1], fails: .invalidArgs("rate must be a positive number"))
+        room.send(ExchangeContract.setRate, .init(value: -1), fails: .badRate)
         room.send("setAmount", ["value": 5], fails: .invalidArgs("expected string at args.value, got number"))
         #expect(room.state["rate"] == 1.087)
     }
@@ -170,7 +173,7 @@ struct DemoTests {
     @Test func exchangeRefusesAPairOfOneCurrency() throws {
         let room = TestRoom(Exchange.self)
         // Accepted before, then setRate gave "10 EUR = 20.00 EUR".
-        room.send("setPair", ["from": "EUR", "to": "EUR"], fails: .invalidArgs("from and to must be two different currencies (both are EUR)"))
+        room.send(ExchangeContract.setPair, .init(from: "EUR", to: "EUR"), fails: .samePair, message: "from and to must be two different currencies (both are EUR)")
         #expect(room.state["from"] == "USD" && room.state["to"] == "KRW")
     }
 
@@ -214,7 +217,7 @@ struct DemoTests {
         try clear(room)
         try type("12", into: room)
         try room.send("press", ["key": "back"], produces: [.replace(path: "/display", value: "1")])
-        room.send("press", ["key": "sqrt"], fails: .invalidArgs("unknown key \"sqrt\"; keys are 0-9 + - * / % . back clear ="))
+        room.send(CalculatorContract.press, .init(key: "sqrt"), fails: .unknownKey, message: "unknown key \"sqrt\"; keys are 0-9 + - * / % . back clear =")
     }
 
     @Test func calculatorShowsErrorInsteadOfCrashing() throws {
@@ -270,8 +273,8 @@ struct DemoTests {
         #expect(firstPicture.contains("\n"))
         func step(_ action: String, to index: Int, _ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
             try room.send(action, produces: { state in
-                [.replace(path: "/index", value: .int(index)), .replace(path: "/name", value: .string(name)),
-                 .replace(path: "/picture", value: state["picture"] ?? nil)]
+                [.replace(path: "/name", value: .string(name)), .replace(path: "/picture", value: state["picture"] ?? nil),
+                 .replace(path: "/index", value: .int(index))]
             }, sourceLocation: sourceLocation)
         }
         try step("next", to: 1, "Alan Turing")
@@ -294,8 +297,8 @@ struct DemoTests {
         try room.send("rename", ["id": "t3", "title": "rye"], produces: [.replace(path: "/items/2/title", value: "rye")])
         try room.send("remove", ["id": "t1"], produces: [.remove(path: "/items/0")])
         try room.send("clearCompleted", produces: [.remove(path: "/items/0")], state: ["items": [["id": "t3", "title": "rye", "done": false]]])
-        room.send("toggle", ["id": "zz"], fails: .invalidArgs("no item with id \"zz\""))
-        room.send("add", ["title": "  "], fails: .invalidArgs("title must not be empty"))
+        room.send(TodoContract.toggle, .init(id: "zz"), fails: .noSuchItem, message: "no item with id \"zz\"")
+        room.send(TodoContract.add, .init(title: "  "), fails: .emptyTitle)
         room.send("rename", ["id": "t3"], fails: .invalidArgs("missing field args.title"))
     }
 

@@ -1,4 +1,5 @@
 import Testing
+import TetherDemoContracts
 import TetherDemos
 import TetherJSON
 import TetherState
@@ -58,7 +59,7 @@ struct VoteTests {
                       views: [ana: [.add(path: "/mine", value: "pizza")]])
         try room.send("close", produces: [.replace(path: "/open", value: false), .replace(path: "/ballots", value: ["ana": "pizza"]),
                                           .replace(path: "/voters", value: [:])])
-        room.send("vote", ["option": "salad"], as: ana, fails: .invalidArgs("the vote is closed"))
+        room.send(VoteContract.vote, .init(option: "salad"), as: ana, fails: .closed)
         #expect(room.state(for: ana)["mine"] == "pizza", "still mine after closing")
         try room.send("reopen", produces: [.replace(path: "/ballots", value: nil), .replace(path: "/voters", value: nil),
                                            .replace(path: "/open", value: true)])
@@ -90,8 +91,8 @@ struct VoteTests {
 
     @Test func badVotesAreRefused() {
         let room = TestRoom(Vote.self)
-        room.send("vote", ["option": "tacos"], as: ana, fails: .invalidArgs("no option \"tacos\"; the options are pizza, noodles, salad"))
-        room.send("vote", ["option": "pizza"], fails: .invalidArgs("this vote needs to know who votes"))
+        room.send(VoteContract.vote, .init(option: "tacos"), as: ana, fails: .noSuchOption, message: "no option \"tacos\"; the options are pizza, noodles, salad")
+        room.send(VoteContract.vote, .init(option: "pizza"), fails: .anonymous)
         room.send("vote", ["option": "pizza", "weight": 2], as: ana, fails: .invalidArgs("unknown field args.weight (known: option)"))
     }
 
