@@ -154,7 +154,7 @@ let package = Package(
         .executableTarget(
             name: "hello-tether",
             dependencies: [
-                "TetherServer", "TetherDemos", "TetherState", "TetherBinding",
+                "TetherServer", "TetherDemos", "TetherState", "TetherBinding", "TetherContract", "TetherContractMacro",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -14,6 +14,8 @@ PACKAGES=(
     openssl             # test certificates
     python3-websockets  # interop test client
     python3-jsonpatch
+    python3-jsonschema  # the contract schemas' property test (Tests/Interop/schema_property.py)
+    python3-hypothesis
     curl                # the cluster script and tests read nats-server monitoring
     tmux                # end-to-end tests of the terminal client
     chromium            # the dashboard's tests in a real browser (headless)

@@ -20,6 +20,8 @@ let package = Package(
                 .product(name: "TetherDemos", package: "Tether"),
                 .product(name: "TetherState", package: "Tether"),
                 .product(name: "TetherBinding", package: "Tether"),
+                .product(name: "TetherContract", package: "Tether"),
+                .product(name: "TetherContractMacro", package: "Tether"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

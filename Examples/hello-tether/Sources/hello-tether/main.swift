@@ -2,26 +2,43 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import TetherBinding
+import TetherContract
+import TetherContractMacro
 import TetherDemos
 import TetherServer
 import TetherState
 
-final class Counter: ViewModel {
-    let count: Observable<Int>
+// The contract: what clients see and may do, declared once for the server and its clients.
+@Contract("counter2")
+enum CounterContract {
+    struct State: Codable, Sendable, Equatable {
+        var count: Int = 0                           // published as {"count": 0}
+    }
+    enum Failure: String, ContractFailure {          // refusals clients can tell apart ("reason")
+        case overflow
+        var message: String { "count would overflow" }
+    }
+    protocol Actions {
+        func increment(by: Int?) throws              // {"by": 2}; an unknown field is invalid_args
+        func reset()
+    }
+}
 
-    init(context: ViewModelContext) {
-        count = context.property("count", 0)          // published as {"count": 0}
+// The ViewModel implements it: the compiler checks each member and action against the contract.
+final class Counter: ViewModel, CounterContract.Implementation {
+    let count = Observable(0)
+
+    init(context: ViewModelContext) {}
+
+    static let actions = ActionTable(CounterContract.binding(Counter.self))
+
+    func increment(by: Int?) throws {
+        let (sum, overflow) = count.value.addingReportingOverflow(by ?? 1)
+        guard !overflow else { throw CounterContract.Failure.overflow }  // the sender gets invalid_args
+        count.value = sum
     }
 
-    struct Step: Decodable { var by: Int? }          // typed arguments; an unknown field is invalid_args
-
-    static let actions = ActionTable<Counter>()
-        .on("increment", Step.self) { model, args in
-            let (sum, overflow) = model.count.value.addingReportingOverflow(args.by ?? 1)
-            guard !overflow else { throw ActionError.invalidArgs("count would overflow") }  // the sender gets invalid_args
-            model.count.value = sum
-        }
-        .on("reset") { model in model.count.value = 0 }
+    func reset() { count.value = 0 }
 }
 
 // Settings as tetherd reads them: flags (--port 9000), TETHERD_* variables, --config FILE, defaults.
