@@ -14,6 +14,7 @@ PACKAGES=(
     openssl             # test certificates
     python3-websockets  # interop test client
     python3-jsonpatch
+    node-typescript     # tsc: the tests check `tether codegen typescript`'s output with it
     curl                # the cluster script and tests read nats-server monitoring
     tmux                # end-to-end tests of the terminal client
     chromium            # the dashboard's tests in a real browser (headless)
