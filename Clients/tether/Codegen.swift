@@ -6,7 +6,7 @@ import TetherTUI
 struct Codegen: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a server's room kinds as types for a client library.",
-        usage: "tether codegen typescript [<options>] [--output <file>] [--tether-module <path>]",
+        usage: "tether codegen typescript [<options>] [--output <file>]",
         subcommands: [TypeScript.self])
 }
 
@@ -16,7 +16,7 @@ extension Codegen {
         static let configuration = CommandConfiguration(
             commandName: "typescript",
             abstract: "Write TypeScript declarations of the server's kinds for tether.js.",
-            usage: "tether codegen typescript [<options>] [--output <file>] [--tether-module <path>]",
+            usage: "tether codegen typescript [<options>] [--output <file>]",
             discussion: """
                 Asks the server with `describe` and writes, per kind, <Kind>State, <Kind>Actions \
                 (each action's arguments), <Kind>Room and, for a kind with a typed contract, \
