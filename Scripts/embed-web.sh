@@ -5,7 +5,7 @@
 #
 #   Scripts/embed-web.sh /tmp/WebAssets.swift
 #
-# URL paths: /tether.js, /examples/NAME, /NAME for the dashboard's files and / for its index.html.
+# URL paths: /tether.js (and its declarations, /tether.d.ts), /examples/NAME, /NAME for the dashboard's files and / for its index.html.
 # Text files only (UTF-8, LF line endings): a multi-line string literal would turn CRLF into LF.
 set -euo pipefail
 if [ $# -ne 1 ]; then echo "usage: $0 OUTPUT.swift" >&2; exit 2; fi
@@ -23,6 +23,8 @@ content_type() {
         *.svg) echo "image/svg+xml" ;;
         *.json) echo "application/json" ;;
         *.txt) echo "text/plain; charset=utf-8" ;;
+        # tether.d.ts: served for TypeScript users to copy beside tether.js, never run.
+        *.d.ts) echo "text/plain; charset=utf-8" ;;
         *) echo "embed-web.sh: $1: no content type for this extension (add one to Scripts/embed-web.sh)" >&2; return 1 ;;
     esac
 }
@@ -31,6 +33,7 @@ content_type() {
 url_path() {
     case "$1" in
         "$web/tether.js") echo "/tether.js" ;;
+        "$web/tether.d.ts") echo "/tether.d.ts" ;;
         "$web/dashboard/index.html") echo "/" ;;
         "$web/dashboard/"*) echo "/${1#"$web/dashboard/"}" ;;
         "$web/examples/"*) echo "/examples/${1#"$web/examples/"}" ;;

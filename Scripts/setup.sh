@@ -16,6 +16,7 @@ PACKAGES=(
     python3-jsonpatch
     python3-jsonschema  # the contract schemas' property test (Tests/Interop/schema_property.py)
     python3-hypothesis
+    node-typescript     # tsc: the tests check `tether codegen typescript`'s output with it
     curl                # the cluster script and tests read nats-server monitoring
     tmux                # end-to-end tests of the terminal client
     chromium            # the dashboard's tests in a real browser (headless)

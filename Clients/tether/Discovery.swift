@@ -28,6 +28,11 @@ enum Discovery {
         for line in text(of: description) { Output.writeLine(Array(line.utf8)) }
     }
 
+    /// Every kind the server describes (`tether codegen`).
+    static func allKinds(options: ClientOptions, timeout: Duration) async throws -> [KindDescription] {
+        try await ask(kind: nil, options: options, timeout: timeout, json: false)
+    }
+
     /// "todo (shared)", then one line per action: its name and each argument with its type.
     static func text(of kind: KindDescription) -> [String] {
         var lines = ["\(kind.name) (\(kind.scope))"]

@@ -8,7 +8,8 @@ import TetherTUI
 /// `tether`: the terminal client. `tether ROOM` opens the room's screen (or prints its messages
 /// when there is no terminal), `tether inspect ROOM` the inspector, `tether watch ROOM...` prints
 /// messages or states, `tether send ROOM ACTION` acts once, `tether kinds` and
-/// `tether describe KIND` show what the server's rooms do, `tether rooms` lists (and
+/// `tether describe KIND` show what the server's rooms do, `tether codegen typescript` writes
+/// their types for tether.js, `tether rooms` lists (and
 /// `tether rooms delete NAME` deletes) the server's rooms.
 @main
 struct Tether: AsyncParsableCommand {
@@ -23,6 +24,7 @@ struct Tether: AsyncParsableCommand {
             tether send [--url <url>] <room> <action> [<json-args>]
             tether kinds [--url <url>] [--json]
             tether describe [--url <url>] [--json] <kind>
+            tether codegen typescript [--url <url>] [--output <file>]
             tether rooms [--url <url>] [--token-file <file>] [--json]
             tether rooms delete [--url <url>] [--token-file <file>] <room>
             """,
@@ -45,7 +47,7 @@ struct Tether: AsyncParsableCommand {
             before its answer, or the server says it no longer knows: stale_action), 64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self, Rooms.self],
+        subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self, Codegen.self, Rooms.self],
         defaultSubcommand: Open.self)
 
     static func main() async {

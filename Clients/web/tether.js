@@ -267,15 +267,17 @@ class PatchEditor {
  * `applied`: `false` when the request certainly changed nothing (the server said so, or the
  * client never sent it), `"unknown"` when it may have been applied (the server says so or does
  * not say, e.g. `stale_action`; the client was closed after sending it; a request other than an
- * action got no answer in time). */
+ * action got no answer in time). An action a kind's typed contract refused also has `reason`,
+ * the refusal's name ("overflow"). */
 export class TetherError extends Error {
-  constructor(code, message, { id, room, applied } = {}) {
+  constructor(code, message, { id, room, applied, reason } = {}) {
     super(message);
     this.name = "TetherError";
     this.code = code;
     if (id !== undefined) this.id = id;
     if (room !== undefined) this.room = room;
     if (applied !== undefined) this.applied = applied;
+    if (reason !== undefined) this.reason = reason;
   }
 }
 
@@ -1284,7 +1286,9 @@ export class TetherClient extends Emitter {
     const text = typeof message.message === "string" ? message.message : code;
     // A server that does not say whether the request was applied is taken as not knowing.
     const applied = message.applied === false ? false : "unknown";
-    const error = new TetherError(code, text, { id: message.id, room: message.room, applied });
+    // A typed contract's refusal names its case ("overflow"), stable where the message is not.
+    const reason = typeof message.reason === "string" ? message.reason : undefined;
+    const error = new TetherError(code, text, { id: message.id, room: message.room, applied, reason });
     if (message.id !== undefined && this.#answer(message.id, error)) return;
     const room = typeof message.room === "string" ? this.#rooms.get(message.room) : undefined;
     if (room && code === "room_deleted") {

@@ -12,6 +12,7 @@ struct WebAssetsTests {
             "/dashboard.js": ("Clients/web/dashboard/dashboard.js", "text/javascript; charset=utf-8"),
             "/dashboard.css": ("Clients/web/dashboard/dashboard.css", "text/css; charset=utf-8"),
             "/tether.js": ("Clients/web/tether.js", "text/javascript; charset=utf-8"),
+            "/tether.d.ts": ("Clients/web/tether.d.ts", "text/plain; charset=utf-8"),
             "/examples/counter.html": ("Clients/web/examples/counter.html", "text/html; charset=utf-8"),
         ]
         for (path, (source, type)) in expected {

@@ -256,6 +256,12 @@ describe("followed to the answer", { timeout: 30_000 }, () => {
     await waitFor(() => refused.outcome === "rejected", "the error");
     assert.equal(refused.value.code, "invalid_args");
     assert.equal(refused.value.applied, false);
+    assert.equal(refused.value.reason, undefined, "only a contract's refusal has a reason");
+    const overflow = track(client.send("counter", "increment", { by: 1 }));
+    const big = await connection.next();
+    connection.send({ type: "error", code: "invalid_args", message: "count would overflow", id: big.id, room: "counter", applied: false, reason: "overflow" });
+    await waitFor(() => overflow.outcome === "rejected", "the refusal");
+    assert.equal(overflow.value.reason, "overflow");
     const stale = track(client.send("counter", "increment"));
     const old = await connection.next();
     connection.send({ type: "error", code: "stale_action", message: "no longer remembered", id: old.id, room: "counter", applied: "unknown" });
