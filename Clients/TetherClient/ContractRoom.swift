@@ -130,8 +130,13 @@ public struct ContractMember<Presence: Decodable & Equatable & Sendable>: Equata
 }
 
 extension TetherClient {
-    /// The room `name` (default: the contract's kind, `C.kind`) seen through contract `C`.
+    /// The room `name` (default: the contract's kind, `C.kind`) seen through contract `C`: one
+    /// per room and contract, kept while the room is joined, as `room(_:)` keeps its mirror.
     public func room<C: Contract>(_ contract: C.Type, _ name: String? = nil) -> ContractRoom<C> {
-        ContractRoom(remote: room(name ?? C.kind))
+        let remote = room(name ?? C.kind)
+        if let existing = remote.contractRooms[ObjectIdentifier(C.self)] as? ContractRoom<C> { return existing }
+        let typed = ContractRoom<C>(remote: remote)
+        remote.contractRooms[ObjectIdentifier(C.self)] = typed
+        return typed
     }
 }

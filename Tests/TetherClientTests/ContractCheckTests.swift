@@ -36,7 +36,7 @@ struct ContractCheckTests {
             try await room.double()
             Issue.record("double was acknowledged")
         } catch TetherClientError.server(let error) {
-            #expect(error.code == .unknownAction && error.applied == .no, "\(error)")
+            #expect(error.code == .unknownAction && error.applied == .no && error.message.contains("checked at join"), "\(error)")
         }
         #expect(client.pendingActions.value.isEmpty)
         try await room.increment(.init(by: 1))  // what both have still works

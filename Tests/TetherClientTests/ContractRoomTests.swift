@@ -22,8 +22,9 @@ struct ContractRoomTests {
         let (client, other) = (try await server.client(), try await server.client())
         let counter = client.room(CounterContract.self)
         #expect(counter.count.value == 0, "the default state before the snapshot")
+        #expect(client.room(CounterContract.self, "counter") === counter, "one per room and contract")
         let seen = Recorder<Int>()
-        counter.count.bind { seen.values.append($0) }.store(in: seen.bag)
+        client.room(CounterContract.self).count.bind { seen.values.append($0) }.store(in: seen.bag)  // the client keeps the room
         try await eventually("the snapshot") { counter.remote.isSynced }
 
         try await other.room("counter").send("increment", ["by": 3])
