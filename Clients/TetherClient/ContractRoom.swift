@@ -64,7 +64,7 @@ public final class ContractRoom<C: Contract> {
     }
 
     /// The kind whose contract this room has: its name up to the first `:`.
-    public var kind: String { String(remote.name.prefix { $0 != ":" }) }
+    var kind: String { String(remote.name.prefix { $0 != ":" }) }
 
     // MARK: Members of the state
 
