@@ -89,13 +89,13 @@ public final class ContractRoom<C: Contract> {
             let decoded = try JSONValueDecoder().decode(C.State.self, from: shown)
             if decoded != stateStorage.value { stateStorage.value = decoded }
         } catch {
-            problems.append("the state does not decode as \(C.self).State: \(Self.describe(error))")
+            problems.append("the state does not decode as \(C.self).State: \(Self.readable(error))")
         }
         do {
             let decoded = try JSONValueDecoder().decode(C.Views.self, from: shown)
             if decoded != viewsStorage.value { viewsStorage.value = decoded }
         } catch {
-            problems.append("the views do not decode as \(C.self).Views: \(Self.describe(error))")
+            problems.append("the views do not decode as \(C.self).Views: \(Self.readable(error))")
         }
         let problem = problems.isEmpty ? nil : "room \(remote.name): " + problems.joined(separator: "; ")
         guard problem != problemStorage.value else { return }
@@ -108,7 +108,7 @@ public final class ContractRoom<C: Contract> {
         if typed != membersStorage.value { membersStorage.value = typed }
     }
 
-    static func describe(_ error: any Error) -> String {
+    static func readable(_ error: any Error) -> String {
         (error as? DecodingError)?.readableDescription ?? "\(error)"
     }
 }

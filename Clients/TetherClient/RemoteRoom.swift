@@ -47,7 +47,7 @@ public final class RemoteRoom {
     /// The presence document as received, and what this client sends with its joins.
     var presenceDocument: JSON = .object([:])
     var presenceData: JSON?
-    /// The `ContractRoom`s over this mirror, by contract: they live as long as it is joined.
+    /// The `ContractRoom`s over this mirror, by contract: kept while it is joined and the client open.
     var contractRooms: [ObjectIdentifier: AnyObject] = [:]
 
     private(set) weak var client: TetherClient?

@@ -36,6 +36,19 @@ struct ContractRoomTests {
         await server.stop()
     }
 
+    @Test func aRoomLeftOrOfAClosedClientIsReleased() async throws {
+        let server = try DemoServer()
+        let client = try await server.client()
+        weak let left = client.room(CounterContract.self, "counter:left")
+        weak let open = client.room(CounterContract.self, "counter:open")
+        #expect(left != nil && open != nil, "the client keeps them")
+        left?.remote.leave()
+        #expect(left == nil)
+        await client.close()
+        #expect(open == nil)
+        await server.stop()
+    }
+
     @Test func aPredictionShowsAtOnceAndTheServersValueReplacesIt() async throws {
         let server = try DemoServer()
         let client = try await server.client()
