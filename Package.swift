@@ -176,7 +176,7 @@ let package = Package(
         .target(
             name: "TetherClient",
             dependencies: [
-                "TetherBinding", "TetherJSON", "TetherProtocol", "TetherTransport",
+                "TetherBinding", "TetherJSON", "TetherProtocol", "TetherTransport", "TetherContract",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -237,7 +237,14 @@ let package = Package(
         .testTarget(name: "TetherProtocolTests", dependencies: ["TetherProtocol", "TetherJSON", "TetherTestSupport"]),
         .testTarget(name: "TetherDemosTests", dependencies: ["TetherDemos", "TetherDemoContracts", "TetherContract", "TetherState", "TetherJSON", "TetherBinding", "TetherTesting"]),
         .testTarget(name: "TetherTransportTests", dependencies: ["TetherTransport", "TetherTestSupport"]),
-        .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherBinding", "TetherJSON", "TetherTestSupport"]),
+        // The typed rooms run against the demo counter on an in-process server (TetherServer, TetherDemos).
+        .testTarget(
+            name: "TetherClientTests",
+            dependencies: [
+                "TetherClient", "TetherBinding", "TetherJSON", "TetherProtocol", "TetherContract", "TetherTestSupport",
+                "TetherServer", "TetherDemos", "TetherDemoContracts", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherDemoContracts", "TetherProtocol", "TetherJSON", "TetherState", "TetherContract", "TetherBinding", "TetherTestSupport"]),
         .testTarget(
             name: "EndToEndTests",

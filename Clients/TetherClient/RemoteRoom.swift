@@ -47,6 +47,8 @@ public final class RemoteRoom {
     /// The presence document as received, and what this client sends with its joins.
     var presenceDocument: JSON = .object([:])
     var presenceData: JSON?
+    /// The `ContractRoom`s over this mirror, by contract: kept while it is joined and the client open.
+    var contractRooms: [ObjectIdentifier: AnyObject] = [:]
 
     private(set) weak var client: TetherClient?
     private let changes = ListenerSet<RoomChange>()
@@ -140,6 +142,7 @@ public final class RemoteRoom {
     public func leave() {
         client?.leave(self)
         forgetPresence()
+        contractRooms = [:]
     }
 
     // MARK: From the client
@@ -149,6 +152,7 @@ public final class RemoteRoom {
         version = nil
         isRejoining = false
         forgetPresence()
+        contractRooms = [:]
         lastError.value = error
     }
 

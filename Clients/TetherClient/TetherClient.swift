@@ -111,6 +111,7 @@ public final class TetherClient {
         }
         publishPending()
         stateStorage.value = .closed(reason: "closed by the client")
+        for room in rooms.values { room.contractRooms = [:] }  // they hold their mirror: a cycle to break
     }
 
     // MARK: Actions
