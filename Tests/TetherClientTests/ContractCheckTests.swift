@@ -71,7 +71,7 @@ struct ContractCheckTests {
     @Test func aKindWithoutASchemaIsUnchecked() async throws {
         let server = try DemoServer()
         let client = try await server.client()
-        let room = client.room(SmallerCounter.self, "clock")
+        let room = client.room(SmallerCounter.self, "ledger")  // a test kind on the runtime API: no schema
         guard case .unchecked(let reason) = try await verdict(room) else { throw TestFailure("\(room.contractCheck.value)") }
         #expect(reason.contains("no contract schema"), "\(reason)")
         await client.close()

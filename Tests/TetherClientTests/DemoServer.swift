@@ -4,7 +4,7 @@ import TetherDemos
 import TetherJSON
 import TetherServer
 
-/// The demo kinds (the counter among them) on a `TetherServer` in this process, in memory, on
+/// The demo and test kinds (the counter among them) on a `TetherServer` in this process, in memory, on
 /// a port of its own: a real server for the typed rooms to check their contract against.
 @MainActor
 final class DemoServer {
@@ -18,7 +18,7 @@ final class DemoServer {
         configuration.dataDirectory = nil
         configuration.presenceWindow = .zero
         configuration.shutdownGracePeriod = .milliseconds(100)
-        server = try TetherServer(configuration: configuration, kinds: Demos.kinds, logger: Logger(label: "demo") { _ in SwiftLogNoOpLogHandler() })
+        server = try TetherServer(configuration: configuration, kinds: Demos.kinds + Demos.testKinds, logger: Logger(label: "demo") { _ in SwiftLogNoOpLogHandler() })
         self.port = try server.start()
     }
 
