@@ -4,7 +4,7 @@ import TetherDemoContracts
 import TetherTUI
 
 /// `vote` (shared, with a per-viewer value): the question, each option with its total, and
-/// "← your vote" beside the option this viewer chose (`/mine`, which only they receive). Keys
+/// "← your vote" beside the option this viewer chose (`mine`, which only they receive). Keys
 /// 1–N vote (N options), c closes the vote, o reopens it; once closed, everyone's ballots are
 /// listed, each voter by the name they voted with (`tether --name`).
 @MainActor
