@@ -190,7 +190,8 @@ let package = Package(
         .executableTarget(
             name: "tether",
             dependencies: [
-                "TetherClient", "TetherTUI", "TetherBinding", "TetherJSON", "TetherProtocol",
+                "TetherClient", "TetherTUI", "TetherBinding", "TetherJSON", "TetherProtocol", "TetherContract",
+                "TetherDemoContracts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

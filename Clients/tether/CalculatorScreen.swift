@@ -1,5 +1,5 @@
 import TetherClient
-import TetherJSON
+import TetherDemoContracts
 import TetherTUI
 
 /// `calculator` (shared): a keypad of buttons (arrow keys move on it; typed keys press it too)
@@ -9,6 +9,7 @@ import TetherTUI
 final class CalculatorScreen: Screen {
     let body: Widget
     private let context: ScreenContext
+    private let calculator: ContractRoom<CalculatorContract>
 
     static let keypad = [
         ["7", "8", "9", "/", "back"],
@@ -21,6 +22,7 @@ final class CalculatorScreen: Screen {
 
     init(_ context: ScreenContext) {
         self.context = context
+        calculator = context.room(CalculatorContract.self)
         let display = Label("", style: Style(bold: true), alignment: .right, truncation: .head)
         let history = ListView([], isSelectable: false)
         history.followsEnd = true
@@ -38,11 +40,11 @@ final class CalculatorScreen: Screen {
             }
         }
 
-        context.bind("/display", as: String.self, default: "") { text in
+        context.bind(CalculatorContract.Fields.display, default: "") { text in
             display.text = text.isEmpty ? "0" : text
             display.style = Style(fg: text.hasPrefix("Error") ? .red : nil, bold: true)
         }
-        context.bind(context.value("/history", as: [String].self, default: [])) { lines in
+        context.bind(CalculatorContract.Fields.history, default: []) { lines in
             history.items = lines.map { Line($0) }
         }
         context.hints.value = ["type 0-9 + - * / % . =", "arrows move on the keypad", "Backspace back", "Esc clear", "% is the remainder"]
@@ -51,18 +53,18 @@ final class CalculatorScreen: Screen {
     /// Presses `key` on the server's calculator (which starts a new number when a digit
     /// follows `=`).
     func press(_ key: String) async {
-        await context.send("press", ["key": .string(key)], predict: Self.prediction(for: key))
+        await context.send(calculator.press, .init(key: key), predict: Self.prediction(for: key))
     }
 
     /// What a key does to the display, as the server's calculator does it, so it shows at once;
     /// `=` is left to the server (it evaluates). After `=` (the display is the last history
     /// line's result) a digit starts a new number.
-    static func prediction(for key: String) -> ((inout JSON) -> Void)? {
+    static func prediction(for key: String) -> ((inout CalculatorContract.State) -> Void)? {
         guard key != "=" else { return nil }
         return { state in
-            var text = state["display"]?.stringValue ?? ""
+            var text = state.display
             if text.hasPrefix("Error") { text = "" }
-            let showsResult = !text.isEmpty && state["history"]?.arrayValue?.last?.stringValue?.hasSuffix(" = \(text)") == true
+            let showsResult = !text.isEmpty && state.history.last?.hasSuffix(" = \(text)") == true
             if showsResult, key.first?.isNumber == true || key == "." { text = "" }
             switch key {
             case "clear": text = ""
@@ -71,7 +73,7 @@ final class CalculatorScreen: Screen {
                 guard text.count < maximumDisplayLength else { return }
                 text += key
             }
-            state.set("/display", to: .string(text))
+            state.display = text
         }
     }
 

@@ -1,3 +1,4 @@
+import TetherDemoContracts
 import TetherTUI
 
 /// `clock`: the server's time, ticking, in big digits (plain text on a low terminal).
@@ -9,7 +10,7 @@ final class ClockScreen: Screen {
         let big = BigText("")
         big.showsPlainFallback = false  // the line below shows the value too
         let label = Label("waiting for the time…", alignment: .center)
-        context.bind(context.value("/time", as: String.self)) { time in
+        context.bind(context.value(ClockContract.Fields.time)) { time in
             big.text = time ?? ""
             label.text = time.map { "server time \($0)" } ?? "waiting for the time…"
         }

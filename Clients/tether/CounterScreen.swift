@@ -1,4 +1,5 @@
-import TetherJSON
+import TetherClient
+import TetherDemoContracts
 import TetherTUI
 
 /// `counter`: the shared count in big digits, and buttons (or + - r) to change it. The buttons
@@ -8,17 +9,20 @@ import TetherTUI
 final class CounterScreen: Screen {
     let body: Widget
     private let context: ScreenContext
+    private let counter: ContractRoom<CounterContract>
 
     init(_ context: ScreenContext) {
         self.context = context
+        let counter = context.room(CounterContract.self)
+        self.counter = counter
         let big = BigText("")
         big.showsPlainFallback = false  // the line below shows the value too
         let label = Label("waiting for the count…", alignment: .center)
-        let plus = Button("+").onPress(context.action("increment", predict: Self.adding(1)))
-        let minus = Button("-").onPress(context.action("decrement", predict: Self.adding(-1)))
-        let reset = Button("reset").onPress(context.action("reset", predict: { $0.set("/count", to: 0) }))
+        let plus = Button("+").onPress(context.action(counter.increment, .init(), predict: Self.adding(1)))
+        let minus = Button("-").onPress(context.action(counter.decrement, predict: Self.adding(-1)))
+        let reset = Button("reset").onPress(context.action(counter.reset, predict: Self.zero))
 
-        context.bind(context.value("/count", as: Int.self)) { count in
+        context.bind(context.value(CounterContract.Fields.count)) { count in
             // Nothing big before the first snapshot: a lone "-" would read as a minus sign.
             big.text = count.map(String.init) ?? ""
             label.text = count.map { "count: \($0)" } ?? "waiting for the count…"
@@ -34,19 +38,18 @@ final class CounterScreen: Screen {
 
     func handleKey(_ key: Key) -> Bool {
         switch key {
-        case .char("+"): context.perform("increment", predict: Self.adding(1))
-        case .char("-"): context.perform("decrement", predict: Self.adding(-1))
-        case .char("r"): context.perform("reset", predict: { $0.set("/count", to: 0) })
+        case .char("+"): context.perform(counter.increment, .init(), predict: Self.adding(1))
+        case .char("-"): context.perform(counter.decrement, predict: Self.adding(-1))
+        case .char("r"): context.perform(counter.reset, predict: Self.zero)
         default: return false
         }
         return true
     }
 
     /// The prediction of a press: the count moves at once, the server's answer settles it.
-    static func adding(_ step: Int) -> (inout JSON) -> Void {
-        { state in
-            guard let count = state["count"]?.intValue else { return }
-            state.set("/count", to: .int(count &+ step))
-        }
+    static func adding(_ step: Int) -> (inout CounterContract.State) -> Void {
+        { $0.count &+= step }
     }
+
+    static func zero(_ state: inout CounterContract.State) { state.count = 0 }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import TetherBinding
-import TetherJSON
+import TetherClient
+import TetherDemoContracts
 import TetherTUI
 
 /// `exchange` (shared): the result follows the amount as it is typed, with no button; the pair
@@ -14,6 +15,7 @@ import TetherTUI
 final class ExchangeScreen: Screen {
     let body: Widget
     private let context: ScreenContext
+    private let exchange: ContractRoom<ExchangeContract>
     private let fromRow = Stack.row([], spacing: 1)
     private let toRow = Stack.row([], spacing: 1)
     /// The room's pair now: a button acts on it when pressed, not on the pair it was drawn with
@@ -22,6 +24,8 @@ final class ExchangeScreen: Screen {
 
     init(_ context: ScreenContext) {
         self.context = context
+        let exchange = context.room(ExchangeContract.self)
+        self.exchange = exchange
         let amount = TextField(placeholder: "amount, e.g. 1000")
         let amountBox = Box(title: "Amount", amount)
         let result = Label("")
@@ -33,12 +37,11 @@ final class ExchangeScreen: Screen {
         let currencies = Fallback(Stack(.vertical, [fromRow, toRow]), otherwise: narrow)
         body = Stack(.vertical, [amountBox, result, rateLabel, currencies, rateBox])
 
-        context.bindTwoWay(amount, to: "/amount", action: "setAmount")
-        let pair = combineLatest(context.value("/from", as: String.self), context.value("/to", as: String.self))
+        context.bindTwoWay(amount, to: Field.amount, sending: exchange.setAmount) { .init(value: $0) }
+        let pair = combineLatest(context.value(Field.from), context.value(Field.to))
         let outcome = combineLatest(
-            context.value("/amount", as: String.self, default: ""), context.value("/result", as: String.self, default: ""),
-            context.value("/error", as: String.self))
-        context.bind(combineLatest(pair, outcome, context.value("/rate", as: Double.self))) { pair, outcome, rateValue in
+            context.value(Field.amount, default: ""), context.value(Field.result, default: ""), context.value(Field.error))
+        context.bind(combineLatest(pair, outcome, context.value(Field.rate))) { pair, outcome, rateValue in
             let (from, to) = pair
             let (typed, converted, error) = outcome
             amountBox.title = from.map { "Amount in \($0)" + (to.map { " → \($0)" } ?? "") } ?? "Amount"
@@ -50,7 +53,7 @@ final class ExchangeScreen: Screen {
             result.text = text.line
             result.style = text.isProblem ? Style(fg: .red, bold: true) : (typed.isEmpty ? Style(dim: true) : Style(bold: true))
         }
-        context.bind(combineLatest(context.value("/currencies", as: [String].self, default: []), pair)) { [unowned self] list, pair in
+        context.bind(combineLatest(context.value(Field.currencies, default: []), pair)) { [unowned self] list, pair in
             self.pair = pair
             fill(fromRow, label: "from", currencies: list, selected: pair.0) { [unowned self] chosen in
                 chosen == self.pair.to ? (chosen, self.pair.from) : (chosen, self.pair.to)
@@ -70,7 +73,7 @@ final class ExchangeScreen: Screen {
                 return
             }
             rate.text = ""
-            if await context.send("setRate", ["value": .double(value)]) == nil, rate.text.isEmpty { rate.text = text }
+            if await context.send(exchange.setRate, .init(value: value)) == nil, rate.text.isEmpty { rate.text = text }
         }
     }
 
@@ -87,10 +90,12 @@ final class ExchangeScreen: Screen {
             row.add(Button(title).onPress { [unowned self] in
                 let (from, to) = pairFor(currency)
                 guard let from, let to else { return }
-                await context.send("setPair", ["from": .string(from), "to": .string(to)])
+                await context.send(exchange.setPair, .init(from: from, to: to))
             })
         }
     }
+
+    private typealias Field = ExchangeContract.Fields
 
     /// "1350.0" stays, "1350.123456" too; no exponent for ordinary rates.
     static func number(_ value: Double) -> String {

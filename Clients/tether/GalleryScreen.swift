@@ -1,4 +1,6 @@
 import TetherBinding
+import TetherClient
+import TetherDemoContracts
 import TetherTUI
 
 /// `gallery` (shared): the picture and name of the current person, "2 of 3", and previous / next.
@@ -6,18 +8,21 @@ import TetherTUI
 final class GalleryScreen: Screen {
     let body: Widget
     private let context: ScreenContext
+    private let gallery: ContractRoom<GalleryContract>
 
     init(_ context: ScreenContext) {
         self.context = context
+        let gallery = context.room(GalleryContract.self)
+        self.gallery = gallery
         let picture = Label("")
         let name = Label("", style: Style(bold: true), alignment: .center)
         let position = Label("", style: Style(dim: true), alignment: .center)
-        let previous = Button("< previous").onPress(context.action("previous"))
-        let next = Button("next >").onPress(context.action("next"))
+        let previous = Button("< previous").onPress(context.action(gallery.previous))
+        let next = Button("next >").onPress(context.action(gallery.next))
 
-        context.bind("/picture", as: String.self, default: "") { picture.text = $0 }
-        context.bind("/name", as: String.self, default: "") { name.text = $0 }
-        let place = combineLatest(context.value("/index", as: Int.self), context.value("/count", as: Int.self))
+        context.bind(GalleryContract.Fields.picture, default: "") { picture.text = $0 }
+        context.bind(GalleryContract.Fields.name, default: "") { name.text = $0 }
+        let place = combineLatest(context.value(GalleryContract.Fields.index), context.value(GalleryContract.Fields.count))
         context.bind(place) { index, count in
             position.text = Self.position(index: index, count: count)
         }
@@ -39,8 +44,8 @@ final class GalleryScreen: Screen {
 
     func handleKey(_ key: Key) -> Bool {
         switch key {
-        case .char("n"), .right: context.perform("next")
-        case .char("p"), .left: context.perform("previous")
+        case .char("n"), .right: context.perform(gallery.next)
+        case .char("p"), .left: context.perform(gallery.previous)
         default: return false
         }
         return true

@@ -1,5 +1,6 @@
 import TetherBinding
-import TetherJSON
+import TetherClient
+import TetherDemoContracts
 import TetherTUI
 
 /// `login` (per session): email and password fields that send every edit, a sign-in button
@@ -11,6 +12,7 @@ final class LoginScreen: Screen {
     let body: Widget
 
     init(_ context: ScreenContext) {
+        let login = context.room(LoginContract.self)
         let email = TextField(placeholder: "you@example.com")
         let password = TextField(placeholder: "at least 6 characters", isMasked: true)
         let signIn = Button("Sign in", isEnabled: false)
@@ -19,27 +21,27 @@ final class LoginScreen: Screen {
             Box(title: "Email", email), Box(title: "Password", password), Stack.row([signIn]), Label(), error,
         ])
         let welcome = Label("", style: Style(fg: .green, bold: true), alignment: .center)
-        let signOut = Button("Sign out").onPress(context.action("signOut"))
+        let signOut = Button("Sign out").onPress(context.action(login.signOut))
         let signedIn = Stack(.vertical, spacing: 1, [
             Spacer(.vertical), welcome, Label("(signed in on the server)", alignment: .center), Stack.centeredRow([signOut]), Spacer(.vertical),
         ])
 
         // Predicted, so the button enables as the fields fill: a burst of typing, Tab and Enter
         // (a paste, a fast typist far from the server) signs in without waiting for the server.
-        context.sendEdits(of: email, as: "setEmail", predict: Self.predictEmail)
-        context.sendEdits(of: password, as: "setPassword", predict: Self.predictPassword)
-        signIn.onPress(context.action("signIn"))
+        context.sendEdits(of: email, to: login.setEmail, { .init(value: $0) }, predict: Self.predictEmail)
+        context.sendEdits(of: password, to: login.setPassword, { .init(value: $0) }, predict: Self.predictPassword)
+        signIn.onPress(context.action(login.signIn))
 
-        context.bind("/signInEnabled", as: Bool.self, default: false) { enabled in
+        context.bind(LoginContract.Fields.signInEnabled, default: false) { enabled in
             signIn.isEnabled = enabled
             signIn.title = enabled ? "Sign in" : "Sign in (disabled)"  // visible without colors too
         }
-        context.bind(context.value("/errorMessage", as: String.self)) { message in
+        context.bind(context.value(LoginContract.Fields.errorMessage)) { message in
             error.text = message.map { message in Self.english[message].map { "\($0)\n\(message)" } ?? message } ?? ""
         }
         var wasSignedIn = false
-        context.bind(combineLatest(context.value("/signedIn", as: Bool.self, default: false), context.value("/email", as: String.self, default: ""))) {
-            isSignedIn, address in
+        let account = combineLatest(context.value(LoginContract.Fields.signedIn, default: false), context.value(LoginContract.Fields.email, default: ""))
+        context.bind(account) { isSignedIn, address in
             form.isHidden = isSignedIn
             signedIn.isHidden = !isSignedIn
             welcome.text = "Signed in as \(address)"
@@ -57,8 +59,8 @@ final class LoginScreen: Screen {
         // so hand it what is typed again.
         context.room.observeChanges { [unowned context] change in
             guard case .snapshot(_, resynced: true) = change else { return }
-            if !email.text.isEmpty { context.perform("setEmail", ["value": .string(email.text)]) }
-            if !password.text.isEmpty { context.perform("setPassword", ["value": .string(password.text)]) }
+            if !email.text.isEmpty { context.perform(login.setEmail, .init(value: email.text)) }
+            if !password.text.isEmpty { context.perform(login.setPassword, .init(value: password.text)) }
         }.store(in: context.bag)
         body = Stack(.vertical, [form, signedIn])
     }
@@ -66,26 +68,25 @@ final class LoginScreen: Screen {
     /// The server's rule for `setEmail` and `setPassword` (the Login view model in TetherDemos,
     /// which this client does not link): enabled for an e-mail address and a password of at least
     /// 6 characters; `errorMessage` says what a typed field lacks.
-    static func predictEmail(_ text: String) -> (inout JSON) -> Void {
+    static func predictEmail(_ text: String) -> (inout LoginContract.State) -> Void {
         { state in
-            state.set("/email", to: .string(text))
-            predictRule(&state, email: text, passwordLength: state["passwordLength"]?.intValue ?? 0)
+            state.email = text
+            predictRule(&state)
         }
     }
 
-    static func predictPassword(_ text: String) -> (inout JSON) -> Void {
+    static func predictPassword(_ text: String) -> (inout LoginContract.State) -> Void {
         { state in
-            state.set("/passwordLength", to: .int(text.count))
-            predictRule(&state, email: state["email"]?.stringValue ?? "", passwordLength: text.count)
+            state.passwordLength = text.count
+            predictRule(&state)
         }
     }
 
-    private static func predictRule(_ state: inout JSON, email: String, passwordLength: Int) {
-        let emailProblem = !email.isEmpty && !isEmailAddress(email)
-        let passwordProblem = passwordLength > 0 && passwordLength < 6
-        let message = emailProblem ? emailMessage : passwordProblem ? shortPasswordMessage : nil
-        state.set("/errorMessage", to: message.map(JSON.string) ?? .null)
-        state.set("/signInEnabled", to: .bool(isEmailAddress(email) && passwordLength >= 6))
+    private static func predictRule(_ state: inout LoginContract.State) {
+        let emailProblem = !state.email.isEmpty && !isEmailAddress(state.email)
+        let passwordProblem = state.passwordLength > 0 && state.passwordLength < 6
+        state.errorMessage = emailProblem ? emailMessage : passwordProblem ? shortPasswordMessage : nil
+        state.signInEnabled = isEmailAddress(state.email) && state.passwordLength >= 6
     }
 
     static func isEmailAddress(_ text: String) -> Bool {

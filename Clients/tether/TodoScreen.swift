@@ -1,5 +1,7 @@
 import Foundation
 import TetherBinding
+import TetherClient
+import TetherDemoContracts
 import TetherJSON
 import TetherTUI
 
@@ -9,14 +11,11 @@ import TetherTUI
 /// (a new to-do), so typing never acts on the list unseen.
 @MainActor
 final class TodoScreen: Screen {
-    struct Item: Decodable, Equatable {
-        var id: String
-        var title: String
-        var done: Bool
-    }
+    typealias Item = TodoContract.Item
 
     let body: Widget
     private let context: ScreenContext
+    private let todo: ContractRoom<TodoContract>
     private let items: ObservableList<Item>
     let list = ListView([])
     let input = TextField(placeholder: "a new to-do, then Enter")
@@ -26,7 +25,8 @@ final class TodoScreen: Screen {
 
     init(_ context: ScreenContext) {
         self.context = context
-        items = context.room.list("/items", of: Item.self)
+        todo = context.room(TodoContract.self)
+        items = context.list(TodoContract.Fields.items)
         inputBox = Box(title: "Add", input)
         let summary = Label("", style: Style(dim: true))
         // Where the row does not fit (40 columns: its last button read "[ Cle…"), compact buttons.
@@ -60,12 +60,12 @@ final class TodoScreen: Screen {
             if let item = renaming, !items.contains(where: { $0.id == item.id }) { renamedItemWasDeleted(item) }
         }.store(in: context.bag)
         input.onSubmit { [unowned self] text in await self.submit(text) }
-        list.onSelect { [unowned self] _ in await self.act(on: "toggle") }
+        list.onSelect { [unowned self] _ in await self.toggleSelected() }
         for row in buttons {
-            row[0].onPress { [unowned self] in await self.act(on: "toggle") }
+            row[0].onPress { [unowned self] in await self.toggleSelected() }
             row[1].onPress { [unowned self] in self.startRenaming() }
-            row[2].onPress { [unowned self] in await self.act(on: "remove") }
-            row[3].onPress(context.action("clearCompleted"))
+            row[2].onPress { [unowned self] in await self.removeSelected() }
+            row[3].onPress(context.action(todo.clearCompleted))
         }
         focusDidChange(to: input)
         if here != nil { markOthersEditing() }
@@ -115,19 +115,21 @@ final class TodoScreen: Screen {
         return items.first { $0.id == id }
     }
 
-    /// Sends `action` with the selected item's id.
-    private func act(on action: String) async {
+    private func toggleSelected() async {
         guard let item = selected else { return }
-        let predict = action == "toggle" ? Self.changing(item.id) { $0.set("/done", to: .bool(!($0["done"]?.boolValue ?? false))) } : nil
-        await context.send(action, ["id": .string(item.id)], predict: predict)
+        await context.send(todo.toggle, .init(id: item.id), predict: Self.changing(item.id) { $0.done.toggle() })
     }
 
-    /// A prediction that changes the item `id` of `/items` with `change`, wherever it is now.
-    static func changing(_ id: String, _ change: @escaping (inout JSON) -> Void) -> (inout JSON) -> Void {
+    private func removeSelected() async {
+        guard let item = selected else { return }
+        await context.send(todo.remove, .init(id: item.id))
+    }
+
+    /// A prediction that changes the item `id` with `change`, wherever it is now.
+    static func changing(_ id: String, _ change: @escaping (inout Item) -> Void) -> (inout TodoContract.State) -> Void {
         { state in
-            guard var items = state["items"]?.arrayValue, let index = items.firstIndex(where: { $0["id"]?.stringValue == id }) else { return }
-            change(&items[index])
-            state.set("/items", to: .array(items))
+            guard let index = state.items.firstIndex(where: { $0.id == id }) else { return }
+            change(&state.items[index])
         }
     }
 
@@ -165,22 +167,21 @@ final class TodoScreen: Screen {
             stopRenaming()
             context.application?.focus(list)  // back where the rename started
             // Deleted by someone else after Enter, before the rename arrived: say so in words.
-            await context.send("rename", ["id": .string(item.id), "title": .string(title)],
-                               predict: Self.changing(item.id) { $0.set("/title", to: .string(title)) },
-                               explain: { [unowned self] _ in
+            let retitle = Self.changing(item.id) { $0.title = title }
+            await context.send(todo.rename, .init(id: item.id, title: title), predict: retitle) { [unowned self] _ in
                 items.contains { $0.id == item.id } ? nil : "\(item.title) was deleted while you were renaming it"
-            })
+            }
             return
         }
         // Cleared at once, so typing the next one can start before the ack; given back on failure.
         input.text = ""
-        if await context.send("add", ["title": .string(title)]) == nil, input.text.isEmpty { input.text = text }
+        if await context.send(todo.add, .init(title: title)) == nil, input.text.isEmpty { input.text = text }
     }
 
     func handleKey(_ key: Key) -> Bool {
         switch key {
-        case .char(" "): context.run { [unowned self] in await self.act(on: "toggle") }
-        case .delete: context.run { [unowned self] in await self.act(on: "remove") }
+        case .char(" "): context.run { [unowned self] in await self.toggleSelected() }
+        case .delete: context.run { [unowned self] in await self.removeSelected() }
         case .char("e"): startRenaming()
         case .escape where renaming != nil: stopRenaming()
         case .char(let c) where c != "q" && !c.isWhitespace:

@@ -1,15 +1,17 @@
 import TetherBinding
-import TetherJSON
+import TetherClient
+import TetherDemoContracts
 import TetherTUI
 
 /// `vote` (shared, with a per-viewer value): the question, each option with its total, and
-/// "← your vote" beside the option this viewer chose (`/mine`, which only they receive). Keys
+/// "← your vote" beside the option this viewer chose (`mine`, which only they receive). Keys
 /// 1–N vote (N options), c closes the vote, o reopens it; once closed, everyone's ballots are
 /// listed, each voter by the name they voted with (`tether --name`).
 @MainActor
 final class VoteScreen: Screen {
     let body: Widget
     private let context: ScreenContext
+    private let vote: ContractRoom<VoteContract>
     private var options: [String] = []
     private var votes: [String: String]?
     /// The names the room published with the ballots (voter → name).
@@ -18,12 +20,14 @@ final class VoteScreen: Screen {
 
     init(_ context: ScreenContext) {
         self.context = context
+        let vote = context.room(VoteContract.self)
+        self.vote = vote
         let question = Label("waiting for the vote…", style: Style(bold: true), alignment: .center)
         let table = Label("", alignment: .left)
         // Wraps at 40 columns ("secret until…" was cut there).
         let status = Label("", style: Style(dim: true), alignment: .center, wraps: true)
-        let close = Button("close the vote").onPress(context.action("close"))
-        let reopen = Button("reopen").onPress(context.action("reopen"))
+        let close = Button("close the vote").onPress(context.action(vote.close))
+        let reopen = Button("reopen").onPress(context.action(vote.reopen))
         let gaps = [Label(), Label(), Label(), Label()]
         var rows: [Widget] = [
             Spacer(.vertical), question, gaps[0], Stack.centeredRow([table]), gaps[1], status, ballots, gaps[2],
@@ -35,15 +39,13 @@ final class VoteScreen: Screen {
         for gap in gaps { stack.setCollapsible(gap) }
         body = stack
 
-        context.bind("/question", as: String.self, default: "waiting for the vote…") { question.text = $0 }
-        let counts = combineLatest(context.value("/options", as: [String].self, default: []),
-                                   context.value("/totals", as: [String: Int].self, default: [:]),
-                                   context.value("/mine", as: String.self))
+        context.bind(Field.question, default: "waiting for the vote…") { question.text = $0 }
+        let counts = combineLatest(context.value(Field.options, default: []), context.value(Field.totals, default: [:]), context.value(Field.mine))
         context.bind(counts) { [weak self] options, totals, mine in
             self?.options = options
             table.text = Self.table(options: options, totals: totals, mine: mine)
         }
-        let state = combineLatest(context.value("/open", as: Bool.self), context.value("/ballots", as: [String: String].self))
+        let state = combineLatest(context.value(Field.open), context.value(Field.ballots))
         context.bind(state) { [weak self] open, votes in
             switch open {
             case true?: status.text = "open: one vote per person, secret until the vote closes"
@@ -53,16 +55,18 @@ final class VoteScreen: Screen {
             self?.votes = votes
             self?.showBallots()
         }
-        context.bind("/voters", as: [String: String].self, default: [:]) { [weak self] names in
-            self?.voterNames = names
+        context.bind(context.value(Field.voters)) { [weak self] names in
+            self?.voterNames = names ?? [:]
             self?.showBallots()
         }
         // Who is here now names voters the room did not (they voted without a name).
-        context.room.members.bind { [weak self] _ in self?.showBallots() }.store(in: context.bag)
-        context.bind("/options", as: [String].self, default: []) { options in
+        context.bind(vote.members) { [weak self] _ in self?.showBallots() }
+        context.bind(Field.options, default: []) { options in
             context.hints.value = [options.count > 1 ? "1-\(min(options.count, 9)) vote" : "1 votes", "c closes", "o reopens"]
         }
     }
+
+    private typealias Field = VoteContract.Fields
 
     /// One line per option: its number, name, a bar and the total, and "← your vote" on mine.
     static func table(options: [String], totals: [String: Int], mine: String?) -> String {
@@ -77,7 +81,7 @@ final class VoteScreen: Screen {
 
     private func showBallots() {
         var names = voterNames
-        for member in context.room.members.dictionary.values where names[member.user] == nil { names[member.user] = member.displayName }
+        for member in vote.members.value where names[member.user] == nil { names[member.user] = member.data?.name ?? member.user }
         ballots.text = votes.map { Self.ballots($0, names: names) } ?? ""
     }
 
@@ -93,11 +97,11 @@ final class VoteScreen: Screen {
         switch key {
         case .char(let character):
             if let digit = character.wholeNumberValue, digit >= 1, digit <= options.count {
-                context.perform("vote", ["option": .string(options[digit - 1])])
+                context.perform(vote.vote, .init(option: options[digit - 1]))
             } else if character == "c" {
-                context.perform("close")
+                context.perform(vote.close)
             } else if character == "o" {
-                context.perform("reopen")
+                context.perform(vote.reopen)
             } else {
                 return false
             }

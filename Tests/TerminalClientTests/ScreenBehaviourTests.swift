@@ -412,6 +412,30 @@ struct ScreenBehaviourTests {
         await client.close()
     }
 
+    /// A refusal the screen's contract names (`CounterContract.Failure.overflow`, thrown typed by
+    /// the ContractRoom) reaches the notice line as any refusal does: action, code and message.
+    @Test func aRefusalTheContractNamesIsShownAsTheServersRefusal() async throws {
+        let server = try ScriptedServer(greeting: [Self.hello]) { text in
+            guard let message = try? JSONParser().parse(text) else { return [] }
+            switch message["type"]?.stringValue {
+            case "join": return [#"{"type":"snapshot","room":"counter","epoch":"E","version":0,"state":{"count":0}}"#]
+            case "action":
+                let id = message["id"]?.intValue ?? 0
+                return [#"{"type":"error","code":"invalid_args","message":"count would overflow","reason":"overflow","id":\#(id),"room":"counter","applied":false}"#]
+            default: return []
+            }
+        }
+        defer { server.stop() }
+        let (client, shell, app, screen) = try await open("counter", url: server.url)
+        app.handle(.char("+"))
+        await app.settle()
+        app.redraw()
+        #expect(screen.lines.contains { $0.hasPrefix("✗ increment: invalid_args: count would overflow") }, "\(screen.lines)")
+        #expect(screen.lines.contains { $0.contains("count: 0") }, "the prediction is dropped")
+        #expect(actions(server).last?["name"] == "increment" && shell.context.room.state["count"] == 0)
+        await client.close()
+    }
+
     // MARK: Notices of unknown outcome
 
     /// A press without an answer waits, and after `waitingDelay` the screen says so; the answer
