@@ -18,6 +18,9 @@ final class DemoServer {
         configuration.dataDirectory = nil
         configuration.presenceWindow = .zero
         configuration.shutdownGracePeriod = .milliseconds(100)
+        // One socket thread: TetherTransportTests' shard tests count this process's "tether-io-"
+        // threads while other suites run beside them.
+        configuration.ioThreads = 1
         server = try TetherServer(configuration: configuration, kinds: Demos.kinds + Demos.testKinds, logger: Logger(label: "demo") { _ in SwiftLogNoOpLogHandler() })
         self.port = try server.start()
     }
