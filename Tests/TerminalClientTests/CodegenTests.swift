@@ -78,6 +78,27 @@ struct CodegenTests {
         #expect(errors.contains { $0.hasPrefix("bad.ts(8,") && $0.contains("error TS2322") }, "\(bad.output)")
     }
 
+    /// Clients/web/examples/counter.js is checked against tether-types.d.ts beside it, which must be
+    /// what codegen writes for the demo server today: else the check would pass on stale types.
+    @Test func theCounterExampleTypeChecksAgainstTheDemoServersCurrentTypes() async throws {
+        let tsc = try typeScriptCompiler()
+        let daemon = try Daemon(arguments: ["--memory-only"])
+        defer { daemon.stop() }
+        let generated = try await runTether(["codegen", "typescript", "--url", daemon.url, "--tether-module", "/tether.js"])
+        #expect(generated.status == 0, "\(generated.stderr)")
+        let checkedIn = try Repository.text("Clients/web/examples/tether-types.d.ts")
+        let current = generated.stdout == checkedIn  // a Bool: the failure shows the command, not both files
+        #expect(current, """
+            Clients/web/examples/tether-types.d.ts is not what the demo server's describe gives now. Refresh it: \
+            with `.build/debug/tetherd --memory-only` running, \
+            `.build/debug/tether codegen typescript --tether-module /tether.js --output Clients/web/examples/tether-types.d.ts`
+            """)
+
+        // tsconfig.json there: strict and checkJs, with /tether.js mapped to ../tether.d.ts.
+        let checked = try await run(tsc, in: Repository.root, ["-p", "Clients/web/examples", "--pretty", "false"])
+        #expect(checked.status == 0, "counter.js type-checks:\n\(checked.output)")
+    }
+
     @Test func aMissingOutputFolderIsAUsageError() async throws {
         let result = try await runTether(["codegen", "typescript", "--output", "/no/such/folder/types.d.ts"])
         #expect(result.status == 64 && result.stderr.contains("no folder /no/such/folder"), "\(result.stderr)")
@@ -97,8 +118,12 @@ struct CodegenTests {
 
     func compile(_ tsc: URL, in folder: URL, _ files: [String]) async throws -> (status: Int32, output: String) {
         let arguments = ["--strict", "--noEmit", "--pretty", "false", "--target", "es2022", "--module", "es2022", "--moduleResolution", "node"]
+        return try await run(tsc, in: folder, arguments + files)
+    }
+
+    func run(_ tsc: URL, in folder: URL, _ arguments: [String]) async throws -> (status: Int32, output: String) {
         // Run in the folder, so the errors name the files as the expectations do.
-        let child = try ChildProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", #"cd "$1" && shift && exec "$@""#, "sh", folder.path, tsc.path] + arguments + files)
+        let child = try ChildProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", #"cd "$1" && shift && exec "$@""#, "sh", folder.path, tsc.path] + arguments)
         guard let status = try await child.waitForExit(timeout: .seconds(90)) else {
             throw TestFailure("tsc did not finish within 90 s\n\(child.stdout)\(child.stderr)")
         }

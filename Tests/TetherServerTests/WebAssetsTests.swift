@@ -14,6 +14,9 @@ struct WebAssetsTests {
             "/tether.js": ("Clients/web/tether.js", "text/javascript; charset=utf-8"),
             "/tether.d.ts": ("Clients/web/tether.d.ts", "text/plain; charset=utf-8"),
             "/examples/counter.html": ("Clients/web/examples/counter.html", "text/html; charset=utf-8"),
+            // What counter.js is type-checked with, beside it as in the repository (CodegenTests).
+            "/examples/tether-types.d.ts": ("Clients/web/examples/tether-types.d.ts", "text/plain; charset=utf-8"),
+            "/examples/tsconfig.json": ("Clients/web/examples/tsconfig.json", "application/json"),
         ]
         for (path, (source, type)) in expected {
             let asset = try #require(WebAssets.files[path], "\(path)")
