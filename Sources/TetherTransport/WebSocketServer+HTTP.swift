@@ -1,0 +1,110 @@
+import CLibWebSockets
+
+/// An HTTP connection handed to another thread only to come back to the loop with an answer.
+struct HTTPConnection: @unchecked Sendable {
+    let wsi: OpaquePointer
+}
+
+/// Plain HTTP on the WebSocket port: the request handed to the delegate, its answer written
+/// now or later (from any thread, through `HTTPResponder`).
+extension ServerLoop {
+    func serveHTTP(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+        let method = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 ? "GET"
+            : lws_hdr_total_length(wsi, WSI_TOKEN_DELETE_URI) > 0 ? "DELETE" : nil
+        guard phase == .running, let method, let delegate else {
+            let refusal = phase != .running ? HTTPResponse(status: 503, text: "shutting down\n")
+                : HTTPResponse(status: 405, text: "method not allowed\n", headers: ["Allow": "GET, DELETE"])
+            return finishHTTP(wsi, refusal)
+        }
+        // A browser asks before it sends a page's DELETE to another site (a preflight OPTIONS,
+        // refused here); the Origin check of upgrades refuses such a page all the same.
+        if method != "GET", !configuration.allowedOrigins.allows(origin: header(wsi, WSI_TOKEN_ORIGIN), host: header(wsi, WSI_TOKEN_HOST)) {
+            return finishHTTP(wsi, HTTPResponse(status: 403, text: "pages of other origins may not change anything here (tetherd --allowed-origins)\n"))
+        }
+        let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: max(0, len)), as: UTF8.self) } ?? "/"
+        httpRequestCount += 1
+        let id = httpRequestCount
+        pendingHTTP[wsi] = (id, nil)
+        let connection = HTTPConnection(wsi: wsi)
+        answeringNow = wsi
+        delegate.httpRequest(HTTPRequest(method: method, path: path, authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION)),
+                             responder: HTTPResponder { [self] response in answer(connection, id: id, with: response) })
+        answeringNow = nil
+        if let response = pendingHTTP[wsi]?.response {
+            pendingHTTP[wsi] = nil
+            return finishHTTP(wsi, response)
+        }
+        return 0  // answered later, in LWS_CALLBACK_HTTP_WRITEABLE
+    }
+
+    /// Keeps `response` for its request, if that is still waiting, and asks for the writable
+    /// callback that sends it (unless the delegate answered within its call). Any thread.
+    func answer(_ connection: HTTPConnection, id: Int, with response: HTTPResponse) {
+        guard isOnLoopThread else {
+            execute { self.answer(connection, id: id, with: response) }
+            return
+        }
+        let wsi = connection.wsi
+        guard pendingHTTP[wsi]?.id == id, pendingHTTP[wsi]?.response == nil else { return }
+        pendingHTTP[wsi]?.response = response
+        if answeringNow != wsi { lws_callback_on_writable(wsi) }
+    }
+
+    /// Writes a whole answer and ends the HTTP transaction (the connection may carry another).
+    func finishHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
+        guard writeHTTP(wsi, response) else { return -1 }
+        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+    }
+
+    /// A request header's value (repeated headers joined by commas), or nil when absent.
+    func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let length = Int(lws_hdr_total_length(wsi, token))
+        guard length > 0 else { return nil }
+        // lws_hdr_copy adds a comma between repeated headers, not counted in the total length.
+        let capacity = length * 2 + 2
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: capacity) { buffer -> String? in
+            guard let base = buffer.baseAddress, lws_hdr_copy(wsi, base, Int32(capacity), token) >= 0 else { return nil }
+            return String(cString: base)
+        }
+    }
+
+    /// Writes the status line, headers and body; false when lws refused them.
+    func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Bool {
+        let headerSpace = 4096
+        let pre = Int(TETHER_LWS_PRE)
+        let headersOK = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pre + headerSpace) { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            let start = base + pre
+            let end = start + headerSpace
+            var cursor: UnsafeMutablePointer<UInt8>? = start
+            let status = UInt32(clamping: (100...599).contains(response.status) ? response.status : 500)
+            let added = response.contentType.withCString { type in
+                lws_add_http_common_headers(wsi, status, type, lws_filepos_t(response.body.count), &cursor, end)
+            }
+            if added != 0 { return false }
+            for (name, value) in response.headers.sorted(by: { $0.key < $1.key }) {
+                let nameBytes = Array("\(name):".utf8) + [0]  // lws writes the name as given, colon included
+                let valueBytes = Array(value.utf8) + [0]
+                let failed = nameBytes.withUnsafeBufferPointer { name in
+                    valueBytes.withUnsafeBufferPointer { value in
+                        lws_add_http_header_by_name(wsi, name.baseAddress, value.baseAddress, Int32(value.count - 1), &cursor, end)
+                    }
+                }
+                if failed != 0 { return false }
+            }
+            return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
+        }
+        guard headersOK else { return false }
+        if !response.body.isEmpty {
+            let destination = scratchPayload(capacity: response.body.count)
+            response.body.withUnsafeBytes { body in
+                if let source = body.baseAddress {
+                    UnsafeMutableRawPointer(destination).copyMemory(from: source, byteCount: body.count)
+                }
+            }
+            let written = lws_write(wsi, destination, response.body.count, LWS_WRITE_HTTP_FINAL)
+            if written < 0 || Int(written) < response.body.count { return false }
+        }
+        return true
+    }
+}
