@@ -51,19 +51,22 @@ public enum TLSTrust: Sendable, Equatable {
     case insecure
 }
 
-/// A plain HTTP request on the WebSocket port (not an upgrade): a GET or a DELETE; other
-/// methods are answered 405 by the transport.
+/// A plain HTTP request on the WebSocket port (not an upgrade): a GET, a DELETE or a POST (with
+/// its whole body, up to `maxHTTPBodyBytes`); other methods are answered 405 by the transport.
 public struct HTTPRequest: Sendable, Equatable {
     public var method: String
     /// Without the query string, percent-decoded by lws (`/rooms/a%3Ab` arrives as `/rooms/a:b`).
     public var path: String
     /// The `Authorization` header, when sent.
     public var authorization: String?
+    /// A POST's body; empty otherwise.
+    public var body: [UInt8]
 
-    public init(method: String, path: String, authorization: String? = nil) {
+    public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = []) {
         self.method = method
         self.path = path
         self.authorization = authorization
+        self.body = body
     }
 }
 
@@ -117,6 +120,8 @@ public struct WebSocketServerConfiguration: Sendable {
     public var allowedOrigins: OriginPolicy = .ownOriginOnly
     /// A message (all fragments together) larger than this closes the connection with 1009.
     public var maxMessageBytes: Int = 1 << 20
+    /// A POST body larger than this is answered 413 (at once when its Content-Length says so).
+    public var maxHTTPBodyBytes: Int = 1 << 20
     /// Open WebSocket connections beyond this are refused at accept time (TCP close) without
     /// affecting the others. The fd table is sized from it, below RLIMIT_NOFILE.
     public var maxConnections: Int = 10_000

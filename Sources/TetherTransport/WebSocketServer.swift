@@ -163,6 +163,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     var httpRequestCount = 0
     /// The connection whose request the delegate is answering right now (loop thread).
     var answeringNow: OpaquePointer?
+    /// POSTs whose body is being read, by connection.
+    var pendingBodies: [OpaquePointer: (reader: HTTPBodyReader, request: HTTPRequest)] = [:]
 
     /// Open connections of every shard of this server, against `maxConnections`.
     private let serverOpen: AtomicCount
@@ -307,8 +309,13 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
             }
             pendingHTTP[wsi] = nil
             return finishHTTP(wsi, response)
+        case LWS_CALLBACK_HTTP_BODY:
+            return bodyArrived(wsi, input, len)
+        case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+            return bodyCompleted(wsi)
         case LWS_CALLBACK_CLOSED_HTTP:
             pendingHTTP[wsi] = nil
+            pendingBodies[wsi] = nil
             return lws_callback_http_dummy(wsi, reason, user, input, len)
         case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
             return confirmUpgrade(wsi)

@@ -145,6 +145,7 @@ final class EchoServer: WebSocketServerDelegate, @unchecked Sendable {
             let count = state.withLock { $0.opened.count - $0.closed.count }
             responder.respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4",
                                            text: "# TYPE tether_connections gauge\ntether_connections \(count)\n"))
+        case ("POST", "/echo"): responder.respond(HTTPResponse(status: 200, body: request.body))
         case ("GET", "/big"): responder.respond(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 300_000)))
         case ("GET", "/later"):
             // Answered from another thread a moment later, as a request that waits for the network.

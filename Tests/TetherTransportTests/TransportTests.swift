@@ -233,10 +233,10 @@ struct TransportTests {
         #expect(big.status == 200)
         #expect(big.body.count == 300_000)
 
-        let post = try RawSocket(port: port)
-        try post.write("POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nhi")
-        let refused = try post.readHTTPHeaders()
-        #expect(refused.hasPrefix("HTTP/1.1 405") && refused.lowercased().contains("allow: get, delete"))
+        let put = try RawSocket(port: port)
+        try put.write("PUT /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nhi")
+        let refused = try put.readHTTPHeaders()
+        #expect(refused.hasPrefix("HTTP/1.1 405") && refused.lowercased().contains("allow: get, post, delete"))
     }
 
     @Test func deleteRequestsCarryTheirAuthorizationAndAnswersMayComeLater() async throws {
@@ -272,7 +272,7 @@ struct TransportTests {
         #expect(later.status == 200 && String(decoding: later.body, as: UTF8.self) == "later")
         let big = try await client.request("GET", path: "/big", on: "ws://127.0.0.1:\(port)")
         #expect(big.body.count == 300_000)
-        let refused = try await client.request("POST", path: "/healthz", on: "ws://127.0.0.1:\(port)")
+        let refused = try await client.request("PUT", path: "/healthz", on: "ws://127.0.0.1:\(port)")
         #expect(refused.status == 405)
 
         let nobody = try RefusingPort()
