@@ -61,12 +61,23 @@ public struct HTTPRequest: Sendable, Equatable {
     public var authorization: String?
     /// A POST's body; empty otherwise.
     public var body: [UInt8]
+    /// The query string's arguments as sent, `&`-separated, percent-decoded by lws; nil without one.
+    public var query: String?
+    /// The headers an API reads (`HTTPRequest.readHeaders`, names in lower case); no other
+    /// header is copied.
+    public var headers: [String: String]
 
-    public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = []) {
+    /// The request headers the transport hands on (besides `Authorization`).
+    public static let readHeaders = ["content-type", "accept", "if-none-match", "idempotency-key", "tether-client", "last-event-id"]
+
+    public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], query: String? = nil,
+                headers: [String: String] = [:]) {
         self.method = method
         self.path = path
         self.authorization = authorization
         self.body = body
+        self.query = query
+        self.headers = headers
     }
 }
 

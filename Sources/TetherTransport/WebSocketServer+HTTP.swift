@@ -23,7 +23,8 @@ extension ServerLoop {
             return finishHTTP(wsi, HTTPResponse(status: 403, text: "pages of other origins may not change anything here (tetherd --allowed-origins)\n"))
         }
         let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: max(0, len)), as: UTF8.self) } ?? "/"
-        let request = HTTPRequest(method: method, path: path, authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION))
+        let request = HTTPRequest(method: method, path: path, authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
+                                  query: query(wsi), headers: readHeaders(wsi))
         guard method == "POST" else { return dispatch(wsi, request) }
         // lws 4.1 hands a chunked request body to no callback (measured): ask for a length.
         if let encoding = header(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING), encoding.lowercased().contains("chunked") {
@@ -153,5 +154,47 @@ extension ServerLoop {
             if written < 0 || Int(written) < response.body.count { return false }
         }
         return true
+    }
+
+    /// The query string's arguments (lws keeps each as a fragment of `URI_ARGS`), joined by `&`.
+    private func query(_ wsi: OpaquePointer) -> String? {
+        let total = Int(lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_URI_ARGS))
+        guard total > 0 else { return nil }
+        var arguments: [String] = []
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: total + 1) { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var index: Int32 = 0
+            while lws_hdr_copy_fragment(wsi, base, Int32(total + 1), WSI_TOKEN_HTTP_URI_ARGS, index) > 0 {
+                arguments.append(String(cString: base))
+                index += 1
+            }
+        }
+        return arguments.joined(separator: "&")
+    }
+
+    /// The allow-listed headers present: lws parses the common ones into tokens and keeps the
+    /// others by name (custom headers, named with their colon).
+    private func readHeaders(_ wsi: OpaquePointer) -> [String: String] {
+        let tokens: [String: lws_token_indexes] = ["content-type": WSI_TOKEN_HTTP_CONTENT_TYPE, "accept": WSI_TOKEN_HTTP_ACCEPT,
+                                                   "if-none-match": WSI_TOKEN_HTTP_IF_NONE_MATCH]
+        var headers: [String: String] = [:]
+        for name in HTTPRequest.readHeaders {
+            if let token = tokens[name] {
+                headers[name] = header(wsi, token)
+            } else {
+                headers[name] = customHeader(wsi, name)
+            }
+        }
+        return headers
+    }
+
+    private func customHeader(_ wsi: OpaquePointer, _ name: String) -> String? {
+        let key = name + ":"
+        let length = Int(lws_hdr_custom_length(wsi, key, Int32(key.utf8.count)))
+        guard length > 0 else { return nil }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: length + 1) { buffer -> String? in
+            guard let base = buffer.baseAddress, lws_hdr_custom_copy(wsi, base, Int32(length + 1), key, Int32(key.utf8.count)) >= 0 else { return nil }
+            return String(cString: base)
+        }
     }
 }

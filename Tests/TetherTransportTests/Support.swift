@@ -146,6 +146,9 @@ final class EchoServer: WebSocketServerDelegate, @unchecked Sendable {
             responder.respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4",
                                            text: "# TYPE tether_connections gauge\ntether_connections \(count)\n"))
         case ("POST", "/echo"): responder.respond(HTTPResponse(status: 200, body: request.body))
+        case ("GET", "/request"):
+            let headers = request.headers.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+            responder.respond(HTTPResponse(status: 200, text: "query \(request.query ?? "-") headers \(headers)"))
         case ("GET", "/big"): responder.respond(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 300_000)))
         case ("GET", "/later"):
             // Answered from another thread a moment later, as a request that waits for the network.

@@ -3,10 +3,11 @@ import Testing
 @testable import TetherTransport
 import TetherTestSupport
 
-/// POST bodies on the WebSocket port, as curl and backends send them: whole to the delegate,
-/// refused with 413 past the bound (before reading it, when Content-Length says so).
-@Suite("HTTP POST bodies")
-struct HTTPBodyTests {
+/// Plain HTTP requests on the WebSocket port, as curl and backends send them: POST bodies whole
+/// to the delegate, refused with 413 past the bound (before reading it, when Content-Length says
+/// so); the query string and the allow-listed headers handed on.
+@Suite("HTTP requests: bodies, the query and the headers an API reads")
+struct HTTPRequestTests {
     @Test func aBodyReachesTheDelegateWholeAndTheConnectionCarriesOn() throws {
         let (server, port, _) = try startServer()
         defer { server.shutdown(deadline: .seconds(2)) }
@@ -40,4 +41,17 @@ struct HTTPBodyTests {
         let answer = try socket.readHTTPHeaders()
         #expect(answer.hasPrefix("HTTP/1.1 411"), "\(answer)")
     }
+
+    /// The query string and the allow-listed headers reach the delegate; no other header does.
+    @Test func theQueryAndTheHeadersAnAPIReadsReachTheDelegate() throws {
+        let (server, port, _) = try startServer()
+        defer { server.shutdown(deadline: .seconds(2)) }
+        let answer = try RawSocket(port: port).http("GET /request?x=1&name=a%3Ab HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+            + "If-None-Match: \"e1:7\"\r\nIdempotency-Key: 42\r\nTether-Client: backend-1\r\nLast-Event-ID: e1:7\r\nX-Other: no\r\n\r\n")
+        #expect(String(decoding: answer.body, as: UTF8.self)
+            == #"query x=1&name=a:b headers accept=text/event-stream; idempotency-key=42; if-none-match="e1:7"; last-event-id=e1:7; tether-client=backend-1"#)
+        let bare = try RawSocket(port: port).httpGET("/request")
+        #expect(String(decoding: bare.body, as: UTF8.self) == "query - headers ")
+    }
 }
+
