@@ -167,14 +167,7 @@ public struct TokenAuthority: Sendable, Equatable {
     }
 
     private static func signature(of input: [UInt8], secret: [UInt8]) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        _ = secret.withUnsafeBytes { key in
-            input.withUnsafeBytes { data in
-                HMAC(EVP_sha256(), key.baseAddress, Int32(key.count), data.baseAddress?.assumingMemoryBound(to: UInt8.self), data.count, &output, &length)
-            }
-        }
-        return Array(output[..<Int(length)])
+        HMACSHA256.mac(input, key: secret)
     }
 }
 

@@ -1,4 +1,3 @@
-import COpenSSL
 import Foundation
 
 /// A webhook endpoint's signing secret, as Standard Webhooks writes it: `whsec_` and the key
@@ -48,17 +47,6 @@ public enum WebhookSignature {
     /// `v1,` and the signature of `id.timestamp.body`.
     public static func sign(id: String, timestamp: Int, body: [UInt8], secret: WebhookSecret) -> String {
         let signed = Array("\(id).\(timestamp).".utf8) + body
-        return "v1," + Data(hmacSHA256(signed, key: secret.key)).base64EncodedString()
-    }
-
-    static func hmacSHA256(_ input: [UInt8], key: [UInt8]) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        _ = key.withUnsafeBytes { key in
-            input.withUnsafeBytes { data in
-                HMAC(EVP_sha256(), key.baseAddress, Int32(key.count), data.baseAddress?.assumingMemoryBound(to: UInt8.self), data.count, &output, &length)
-            }
-        }
-        return Array(output[..<Int(length)])
+        return "v1," + Data(HMACSHA256.mac(signed, key: secret.key)).base64EncodedString()
     }
 }
