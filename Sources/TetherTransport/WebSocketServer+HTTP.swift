@@ -8,13 +8,22 @@ struct HTTPConnection: @unchecked Sendable {
 /// Plain HTTP on the WebSocket port: the request handed to the delegate, its answer written
 /// now or later (from any thread, through `HTTPResponder`).
 extension ServerLoop {
+    /// What the transport serves; other methods are answered 405 with this.
+    static let allowedMethods = "GET, HEAD, POST, DELETE, OPTIONS"
+
     func serveHTTP(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
-        let method = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 ? "GET"
+        let isHead = lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0
+        // A HEAD is the GET of the same path, answered without its body.
+        let method = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 || isHead ? "GET"
             : lws_hdr_total_length(wsi, WSI_TOKEN_DELETE_URI) > 0 ? "DELETE"
             : lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0 ? "POST" : nil
+        if isHead { headRequests.insert(wsi) }
+        if phase == .running, lws_hdr_total_length(wsi, WSI_TOKEN_OPTIONS_URI) > 0 {
+            return finishHTTP(wsi, HTTPResponse(status: 200, body: [], headers: ["Allow": Self.allowedMethods]))
+        }
         guard phase == .running, let method, delegate != nil else {
             let refusal = phase != .running ? HTTPResponse(status: 503, text: "shutting down\n")
-                : HTTPResponse(status: 405, text: "method not allowed\n", headers: ["Allow": "GET, POST, DELETE"])
+                : HTTPResponse(status: 405, text: "method not allowed\n", headers: ["Allow": Self.allowedMethods])
             return finishHTTP(wsi, refusal)
         }
         // A browser asks before it sends a page's DELETE to another site (a preflight OPTIONS,
@@ -100,7 +109,7 @@ extension ServerLoop {
 
     /// Writes a whole answer and ends the HTTP transaction (the connection may carry another).
     func finishHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
-        guard writeHTTP(wsi, response) else { return -1 }
+        guard writeHTTP(wsi, response, body: headRequests.remove(wsi) == nil) else { return -1 }
         return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }
 
@@ -117,7 +126,7 @@ extension ServerLoop {
     }
 
     /// Writes the status line, headers and body; false when lws refused them.
-    func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Bool {
+    func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse, body includesBody: Bool = true) -> Bool {
         let headerSpace = 4096
         let pre = Int(TETHER_LWS_PRE)
         let headersOK = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pre + headerSpace) { buffer -> Bool in
@@ -143,7 +152,7 @@ extension ServerLoop {
             return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
         }
         guard headersOK else { return false }
-        if !response.body.isEmpty {
+        if includesBody, !response.body.isEmpty {
             let destination = scratchPayload(capacity: response.body.count)
             response.body.withUnsafeBytes { body in
                 if let source = body.baseAddress {

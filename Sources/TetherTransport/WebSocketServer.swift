@@ -163,6 +163,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     var httpRequestCount = 0
     /// The connection whose request the delegate is answering right now (loop thread).
     var answeringNow: OpaquePointer?
+    /// Requests that came as HEAD: answered without their body.
+    var headRequests: Set<OpaquePointer> = []
     /// POSTs whose body is being read, by connection.
     var pendingBodies: [OpaquePointer: (reader: HTTPBodyReader, request: HTTPRequest)] = [:]
 
@@ -316,6 +318,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         case LWS_CALLBACK_CLOSED_HTTP:
             pendingHTTP[wsi] = nil
             pendingBodies[wsi] = nil
+            headRequests.remove(wsi)
             return lws_callback_http_dummy(wsi, reason, user, input, len)
         case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
             return confirmUpgrade(wsi)

@@ -53,5 +53,20 @@ struct HTTPRequestTests {
         let bare = try RawSocket(port: port).httpGET("/request")
         #expect(String(decoding: bare.body, as: UTF8.self) == "query - headers ")
     }
+
+    /// HEAD is the GET's answer without its body; OPTIONS names the methods.
+    @Test func headAnswersWithoutTheBodyAndOptionsNamesTheMethods() throws {
+        let (server, port, _) = try startServer()
+        defer { server.shutdown(deadline: .seconds(2)) }
+        let socket = try RawSocket(port: port)
+        try socket.write("HEAD /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let head = try socket.readHTTPHeaders()
+        #expect(head.hasPrefix("HTTP/1.1 200") && head.lowercased().contains("content-length: 300000"), "\(head)")
+        // No body came: the next answer on the connection is the GET's, whole.
+        let big = try socket.httpGET("/big")
+        #expect(big.status == 200 && big.body.count == 300_000)
+        let options = try RawSocket(port: port).http("OPTIONS /rooms HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(options.status == 200 && options.headers.lowercased().contains("allow: get, head, post, delete, options"), "\(options.headers)")
+    }
 }
 
