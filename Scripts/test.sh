@@ -10,7 +10,12 @@ Scripts/setup.sh debug
 
 echo "== unit, property and end-to-end tests"
 swift build --build-tests
-swift test --skip-build --skip 'EndToEndTests\.|TetherNATSTests\.'
+swift test --skip-build --skip 'EndToEndTests\.|TetherNATSTests\.|TetherTransportTests\.'
+# The transport's own tests one at a time: lws keeps OpenSSL's per-connection index in one
+# process-wide variable and renews it with each context's global TLS init, so a context made in
+# one test while another test's TLS handshake runs makes that handshake fail ("can't get wsi
+# from ssl privdata"). tetherd and tether make their contexts before any connection.
+swift test --skip-build --no-parallel --filter 'TetherTransportTests\.'
 echo "== the in-process server suites again, every TestServer on 3 socket shards"
 TETHER_TEST_SHARDS=3 swift test --skip-build --filter 'TetherServerTests\.|TetherClientTests\.|TerminalClientTests\.|TetherDemosTests\.'
 # The suites that start daemons and NATS clusters measure latency, kill processes and wait on
