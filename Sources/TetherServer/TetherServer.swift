@@ -104,7 +104,7 @@ public final class TetherServer: Service, Sendable {
         self.rooms = rooms
         let transport = self.transport
         hubs = (0..<transport.shardCount).map { SessionHub(rooms: rooms, queue: TransportQueue(server: transport, shard: $0)) }
-        bridges = hubs.map { TransportBridge(hub: $0, routes: HTTPRoutes(rooms: rooms, cluster: cluster, transport: transport)) }
+        bridges = hubs.map { TransportBridge(hub: $0, routes: HTTPRoutes(rooms: rooms, cluster: cluster, transport: transport, hub: $0)) }
         rooms.statusBoard.servingShards { transport.shardStatistics }
         if let cluster {
             cluster.startHeartbeat { rooms.hubs.openConnections }

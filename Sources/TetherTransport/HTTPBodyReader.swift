@@ -2,7 +2,8 @@
 /// (events in, an action out), so that the limits are tested by tables, not by sockets.
 ///
 /// - `Content-Length` over the bound is refused at once (413), before a byte is read.
-/// - A body sent without a length (chunked) is read up to the bound, then refused.
+/// - Without `Content-Length` there is no body (HTTP/1.1; a chunked one is refused before,
+///   since lws 4.1 hands it to no callback).
 /// - A body that ends before its declared length is a bad request (400).
 struct HTTPBodyReader: Equatable {
     enum Action: Equatable {
@@ -15,15 +16,20 @@ struct HTTPBodyReader: Equatable {
     }
 
     let maxBytes: Int
-    /// The declared length; nil for a chunked body.
-    let declaredLength: Int?
+    /// The declared length.
+    let declaredLength: Int
     private(set) var body: [UInt8] = []
     private(set) var isDone = false
 
     /// The reader for a request whose headers declare `contentLength` (nil: none), and the
     /// action to take before any byte: `.refuse` when the declared length is over the bound.
     static func start(contentLength: String?, maxBytes: Int) -> (HTTPBodyReader, Action) {
-        guard let contentLength else { return (HTTPBodyReader(maxBytes: maxBytes, declaredLength: nil), .wait) }
+        // HTTP/1.1 without a length (and not chunked, refused earlier): no body at all.
+        guard let contentLength else {
+            var reader = HTTPBodyReader(maxBytes: maxBytes, declaredLength: 0)
+            reader.isDone = true
+            return (reader, .dispatch([]))
+        }
         guard let length = Int(contentLength), length >= 0 else {
             var reader = HTTPBodyReader(maxBytes: maxBytes, declaredLength: 0)
             reader.isDone = true
@@ -44,9 +50,9 @@ struct HTTPBodyReader: Equatable {
     /// Bytes of the body arrived (`LWS_CALLBACK_HTTP_BODY`).
     mutating func received(_ bytes: some Collection<UInt8>) -> Action {
         guard !isDone else { return .wait }
-        guard body.count + bytes.count <= min(maxBytes, declaredLength ?? maxBytes) else {
+        guard body.count + bytes.count <= min(maxBytes, declaredLength) else {
             isDone = true
-            return declaredLength == nil ? Self.tooLarge(maxBytes) : .refuse(status: 400, reason: "the body is longer than its Content-Length")
+            return .refuse(status: 400, reason: "the body is longer than its Content-Length")
         }
         body.append(contentsOf: bytes)
         return .wait
@@ -56,7 +62,7 @@ struct HTTPBodyReader: Equatable {
     mutating func completed() -> Action {
         guard !isDone else { return .wait }
         isDone = true
-        if let declaredLength, body.count != declaredLength {
+        if body.count != declaredLength {
             return .refuse(status: 400, reason: "the body ended after \(body.count) of its \(declaredLength) bytes")
         }
         return .dispatch(body)

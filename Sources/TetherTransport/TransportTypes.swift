@@ -66,12 +66,15 @@ public struct HTTPRequest: Sendable, Equatable {
     /// The headers an API reads (`HTTPRequest.readHeaders`, names in lower case); no other
     /// header is copied.
     public var headers: [String: String]
+    /// The peer's IP address.
+    public var remoteAddress: String
 
     /// The request headers the transport hands on (besides `Authorization`).
     public static let readHeaders = ["content-type", "accept", "if-none-match", "idempotency-key", "tether-client", "last-event-id"]
 
     public init(method: String, path: String, authorization: String? = nil, body: [UInt8] = [], query: String? = nil,
-                headers: [String: String] = [:]) {
+                headers: [String: String] = [:], remoteAddress: String = "") {
+        self.remoteAddress = remoteAddress
         self.method = method
         self.path = path
         self.authorization = authorization
@@ -86,12 +89,19 @@ public struct HTTPRequest: Sendable, Equatable {
 /// the handshake timeout.
 public struct HTTPResponder: Sendable {
     let answer: @Sendable (HTTPResponse) -> Void
+    let startStream: (@Sendable (HTTPResponse) -> HTTPStream?)?
 
-    public init(_ answer: @escaping @Sendable (HTTPResponse) -> Void) {
+    public init(_ answer: @escaping @Sendable (HTTPResponse) -> Void, stream: (@Sendable (HTTPResponse) -> HTTPStream?)? = nil) {
         self.answer = answer
+        self.startStream = stream
     }
 
     public func respond(_ response: HTTPResponse) { answer(response) }
+
+    /// Answers with `head`'s status and headers and a body written later, piece by piece. On the
+    /// server loop's thread only (the delegate's call, or work queued on that shard); nil where
+    /// the request no longer waits or the responder cannot stream.
+    public func stream(_ head: HTTPResponse) -> HTTPStream? { startStream?(head) }
 }
 
 /// A plain HTTP answer on the WebSocket port: to a GET (`/healthz`, `/metrics`, files) or a

@@ -33,7 +33,7 @@ extension ServerLoop {
         }
         let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: max(0, len)), as: UTF8.self) } ?? "/"
         let request = HTTPRequest(method: method, path: path, authorization: header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
-                                  query: query(wsi), headers: readHeaders(wsi))
+                                  query: query(wsi), headers: readHeaders(wsi), remoteAddress: peerAddress(wsi))
         guard method == "POST" else { return dispatch(wsi, request) }
         // lws 4.1 hands a chunked request body to no callback (measured): ask for a length.
         if let encoding = header(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING), encoding.lowercased().contains("chunked") {
@@ -85,12 +85,15 @@ extension ServerLoop {
         pendingHTTP[wsi] = (id, nil)
         let connection = HTTPConnection(wsi: wsi)
         answeringNow = wsi
-        delegate.httpRequest(request, responder: HTTPResponder { [self] response in answer(connection, id: id, with: response) })
+        let responder = HTTPResponder({ [self] response in answer(connection, id: id, with: response) },
+                                      stream: { [self] head in startStream(connection, id: id, head: head) })
+        delegate.httpRequest(request, responder: responder)
         answeringNow = nil
         if let response = pendingHTTP[wsi]?.response {
             pendingHTTP[wsi] = nil
             return finishHTTP(wsi, response)
         }
+        if streams[wsi] != nil { lws_callback_on_writable(wsi) }
         return 0  // answered later, in LWS_CALLBACK_HTTP_WRITEABLE
     }
 
@@ -125,8 +128,12 @@ extension ServerLoop {
         }
     }
 
-    /// Writes the status line, headers and body; false when lws refused them.
-    func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse, body includesBody: Bool = true) -> Bool {
+    /// Writes the status line, headers and body; false when lws refused them. Without
+    /// `declaresLength` a streamed body follows, of no declared length.
+    func writeHTTP(_ wsi: OpaquePointer, _ response: HTTPResponse, body includesBody: Bool = true,
+                   declaresLength: Bool = true) -> Bool {
+        // lws' LWS_ILLEGAL_HTTP_CONTENT_LEN ((lws_filepos_t)-1) leaves Content-Length out.
+        let length = declaresLength ? lws_filepos_t(response.body.count) : lws_filepos_t.max
         let headerSpace = 4096
         let pre = Int(TETHER_LWS_PRE)
         let headersOK = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pre + headerSpace) { buffer -> Bool in
@@ -136,7 +143,7 @@ extension ServerLoop {
             var cursor: UnsafeMutablePointer<UInt8>? = start
             let status = UInt32(clamping: (100...599).contains(response.status) ? response.status : 500)
             let added = response.contentType.withCString { type in
-                lws_add_http_common_headers(wsi, status, type, lws_filepos_t(response.body.count), &cursor, end)
+                lws_add_http_common_headers(wsi, status, type, length, &cursor, end)
             }
             if added != 0 { return false }
             for (name, value) in response.headers.sorted(by: { $0.key < $1.key }) {

@@ -165,6 +165,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     var answeringNow: OpaquePointer?
     /// Requests that came as HEAD: answered without their body.
     var headRequests: Set<OpaquePointer> = []
+    /// Streamed answers (Server-Sent Events), by connection.
+    var streams: [OpaquePointer: HTTPStream] = [:]
     /// POSTs whose body is being read, by connection.
     var pendingBodies: [OpaquePointer: (reader: HTTPBodyReader, request: HTTPRequest)] = [:]
 
@@ -306,6 +308,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         case LWS_CALLBACK_HTTP:
             return serveHTTP(wsi, input, len)
         case LWS_CALLBACK_HTTP_WRITEABLE:
+            if let stream = streams[wsi] { return writeStream(wsi, stream) }
             guard let pending = pendingHTTP[wsi], let response = pending.response else {
                 return lws_callback_http_dummy(wsi, reason, user, input, len)
             }
@@ -316,6 +319,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         case LWS_CALLBACK_HTTP_BODY_COMPLETION:
             return bodyCompleted(wsi)
         case LWS_CALLBACK_CLOSED_HTTP:
+            streams.removeValue(forKey: wsi)?.ended()
             pendingHTTP[wsi] = nil
             pendingBodies[wsi] = nil
             headRequests.remove(wsi)
@@ -404,6 +408,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     override func everySecond() {
         keepaliveTick += 1
         keepalive.sweep(tick: keepaliveTick)
+        tickStreams()
         var used = timespec()
         if clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used) == 0 {
             cpuNanoseconds.store(UInt64(used.tv_sec) * 1_000_000_000 + UInt64(used.tv_nsec), ordering: .relaxed)

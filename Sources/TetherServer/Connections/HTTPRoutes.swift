@@ -2,8 +2,8 @@ import Foundation
 import TetherJSON
 import TetherTransport
 
-/// Plain HTTP on the WebSocket port: health, metrics, the browser files (the dashboard,
-/// `tether.js`, the examples), room administration (`GET /rooms`, `DELETE /rooms/NAME`) and, on
+/// Plain HTTP on the WebSocket port: the HTTP API (`HTTPAPI`), health, metrics, the browser
+/// files (the dashboard, `tether.js`, the examples), room administration (`GET /rooms`, `DELETE /rooms/NAME`) and, on
 /// a cluster node, the cluster's view from here. Called on a socket shard's thread; room
 /// administration runs on the room service's queue, which answers from there.
 struct HTTPRoutes {
@@ -12,10 +12,13 @@ struct HTTPRoutes {
     var cluster: ClusterNode? = nil
     /// The socket server, for its shards' figures (nil in process, with no sockets).
     var transport: WebSocketServer? = nil
+    /// The hub of the shard these routes serve, where the HTTP API's sessions run.
+    var hub: SessionHub? = nil
 
     static let roomsPath = "/rooms"
 
     func answer(_ request: HTTPRequest, responder: HTTPResponder) {
+        if HTTPAPI(rooms: rooms, hub: hub).answer(request, responder: responder, from: request.remoteAddress) { return }
         if request.path == Self.roomsPath || request.path.hasPrefix(Self.roomsPath + "/") {
             administerRooms(request, responder: responder)
             return

@@ -1,0 +1,180 @@
+import TetherContract
+import TetherJSON
+import TetherProtocol
+import TetherState
+
+/// The OpenAPI 3.1 document of the HTTP API (`GET /openapi.json`): the generic routes, and for
+/// each kind with a contract a concrete path per action of its default room, whose body is the
+/// action's argument schema, so a generated client gets typed calls.
+enum OpenAPIDocument {
+    static func document(kinds: [ViewModelKind]) -> JSON {
+        var paths: [String: JSON] = [
+            "/openapi.json": ["get": operation("This document.", security: false, responses: ["200": json("The OpenAPI document.", ["type": "object"])])],
+            "/kinds": ["get": describe("Every room kind: its actions, their arguments and the contract's schema.")],
+            "/kinds/{kind}": ["parameters": .array([parameter("kind", "A kind's name.")]), "get": describe("One room kind.", notFound: true)],
+            "/rooms": ["get": operation("Every room, live or stored (an admin token).", responses: [
+                "200": json("The rooms.", ref("RoomList")), "401": error("No token, or one that does not verify."),
+                "403": error("The token has no admin claim."), "429": error("Too many requests."),
+            ])],
+            "/rooms/{room}": [
+                "parameters": .array([roomParameter]),
+                "get": operation("The room's state as the caller's viewer sees it, with its epoch and version.", extra: [
+                    "parameters": .array([["name": "If-None-Match", "in": "header", "required": false, "schema": ["type": "string"],
+                                           "description": "An ETag from an earlier answer: 304 while the room is at that version."]]),
+                ], responses: reading(["200": json("The room's state.", ref("RoomState"), headers: ["ETag": "\"EPOCH.VERSION\" of the state"]),
+                                       "304": ["description": "Not changed since the ETag sent."]])),
+                "delete": operation("Deletes the room (an admin token).", responses: [
+                    "200": json("Deleted.", ["type": "object"]), "401": error("No token, or one that does not verify."),
+                    "403": error("The token has no admin claim."), "404": error("No such room."), "409": error("The room may not be deleted."),
+                    "429": error("Too many requests."), "501": error("Not on a cluster."),
+                ]),
+            ],
+            "/rooms/{room}/members": [
+                "parameters": .array([roomParameter]),
+                "get": operation("Who is in the room (kinds with presence).", responses: reading(["200": json("The members.", ref("Members"))])),
+            ],
+            "/rooms/{room}/events": [
+                "parameters": .array([roomParameter]),
+                "get": operation("The room's stream as Server-Sent Events: a snapshot, then each patch. Event ids are EPOCH.VERSION; reconnect with Last-Event-ID to resume.", extra: [
+                    "parameters": .array([
+                        ["name": "Last-Event-ID", "in": "header", "required": false, "schema": ["type": "string"]],
+                        ["name": "presence", "in": "query", "required": false, "schema": ["type": "string", "enum": ["watch"]]],
+                    ]),
+                ], responses: reading(["200": ["description": "The stream.", "content": ["text/event-stream": ["schema": ["type": "string"]]]]])),
+            ],
+            "/rooms/{room}/actions/{action}": [
+                "parameters": .array([roomParameter, parameter("action", "The action's name.")]),
+                "post": act("Runs an action of the room's ViewModel.", arguments: ["type": "object"]),
+            ],
+        ]
+        var schemas = components
+        for kind in kinds where kind.scope == .shared && !kind.actionNames.isEmpty {
+            guard let contract = kind.contractSchema?.document, case .object(let actions)? = contract["actions"] else { continue }
+            let prefix = kind.name.filter { $0.isLetter || $0.isNumber } + "_"
+            if case .object(let definitions)? = contract["$defs"] {
+                for (name, schema) in definitions { schemas[prefix + name] = relocate(schema, prefix: prefix) }
+            }
+            for (action, arguments) in actions.sorted(by: { $0.key < $1.key }) {
+                paths["/rooms/\(kind.name)/actions/\(action)"] = [
+                    "post": act("\(kind.name).\(action) in the room \(kind.name).", arguments: relocate(arguments, prefix: prefix)),
+                ]
+            }
+        }
+        return [
+            "openapi": "3.1.0",
+            "info": ["title": "tetherd HTTP API", "version": .string(TetherServer.version),
+                     "description": "Act on rooms, read them and follow them with HTTP alone. Errors have one shape, the WebSocket protocol's."],
+            "servers": [["url": "/"]],
+            "paths": .object(paths),
+            "components": ["schemas": .object(schemas),
+                           "securitySchemes": ["bearer": ["type": "http", "scheme": "bearer", "bearerFormat": "JWT"]]],
+        ]
+    }
+
+    // MARK: Operations
+
+    private static func operation(_ summary: String, security: Bool = true, extra: [String: JSON] = [:], responses: [String: JSON]) -> JSON {
+        var fields = extra
+        fields["summary"] = .string(summary)
+        fields["responses"] = .object(responses)
+        fields["security"] = security ? [["bearer": []]] : []
+        return .object(fields)
+    }
+
+    private static func describe(_ summary: String, notFound: Bool = false) -> JSON {
+        var responses: [String: JSON] = ["200": json("The kinds.", ref("Description")), "429": error("Too many requests.")]
+        if notFound { responses["404"] = error("No such kind.") }
+        return operation(summary, security: false, responses: responses)
+    }
+
+    /// Statuses every read can answer besides its own.
+    private static func reading(_ own: [String: JSON]) -> [String: JSON] {
+        own.merging([
+            "400": error("A malformed header or query."), "401": error("No token, or one that does not verify."),
+            "403": error("The token does not cover the room."), "404": error("No such room, or a kind without presence."),
+            "429": error("Too many requests."), "503": error("The room cannot answer now."), "504": error("No answer in time."),
+        ]) { own, _ in own }
+    }
+
+    private static func act(_ summary: String, arguments: JSON) -> JSON {
+        operation(summary, extra: [
+            "parameters": .array([
+                ["name": "Idempotency-Key", "in": "header", "required": false, "schema": ["type": "string", "pattern": "^[A-Za-z0-9._~:-]{1,64}$"],
+                 "description": "Runs the action once: a repeat gets the first outcome. With Tether-Client, a positive integer numbering the client's actions."],
+                ["name": "Tether-Client", "in": "header", "required": false, "schema": ["type": "string", "minLength": 1, "maxLength": 64]],
+            ]),
+            "requestBody": ["required": false, "content": ["application/json": ["schema": arguments]]],
+        ], responses: [
+            "200": json("Applied: its effects are in the state at `version` or earlier.", ref("ActionResult")),
+            "400": error("Not JSON, or bad idempotency headers."), "401": error("No token, or one that does not verify."),
+            "403": error("The token does not allow acting on the room."), "404": error("No such room or action."),
+            "409": error("A numbered action older than those the room remembers."), "413": error("The body is too large."),
+            "422": error("The arguments are wrong, or the ViewModel refused them."), "429": error("Too many requests."),
+            "500": error("The ViewModel failed."), "503": error("The room cannot take actions now."),
+            "504": error("No outcome in time: send it again with the same Idempotency-Key."),
+        ])
+    }
+
+    // MARK: Pieces
+
+    private static let roomParameter = parameter("room", "The room's name, percent-encoded (todo%3Ateam-a).")
+
+    private static func parameter(_ name: String, _ description: String) -> JSON {
+        ["name": .string(name), "in": "path", "required": true, "description": .string(description), "schema": ["type": "string", "minLength": 1]]
+    }
+
+    private static func ref(_ name: String) -> JSON { ["$ref": .string("#/components/schemas/\(name)")] }
+
+    private static func json(_ description: String, _ schema: JSON, headers: [String: String] = [:]) -> JSON {
+        var fields: [String: JSON] = ["description": .string(description), "content": ["application/json": ["schema": schema]]]
+        if !headers.isEmpty {
+            fields["headers"] = .object(headers.mapValues { ["description": .string($0), "schema": ["type": "string"]] })
+        }
+        return .object(fields)
+    }
+
+    private static func error(_ description: String) -> JSON { json(description, ref("Error")) }
+
+    /// A contract's `$ref`s point into its own `$defs`; here they live among the components.
+    private static func relocate(_ schema: JSON, prefix: String) -> JSON {
+        switch schema {
+        case .object(let fields):
+            var moved: [String: JSON] = [:]
+            for (key, value) in fields {
+                if key == "$ref", let target = value.stringValue, target.hasPrefix("#/$defs/") {
+                    moved[key] = .string("#/components/schemas/" + prefix + target.dropFirst("#/$defs/".count))
+                } else {
+                    moved[key] = relocate(value, prefix: prefix)
+                }
+            }
+            return .object(moved)
+        case .array(let items): return .array(items.map { relocate($0, prefix: prefix) })
+        default: return schema
+        }
+    }
+
+    private static let components: [String: JSON] = [
+        "Error": ["type": "object", "required": ["code", "message", "applied"], "properties": [
+            "code": ["type": "string", "enum": .array(ErrorCode.allCases.map { .string($0.rawValue) })],
+            "message": ["type": "string"], "room": ["type": "string"], "reason": ["type": "string"],
+            "applied": ["description": "false: nothing changed; \"unknown\": it may have been applied.", "enum": [false, "unknown"]],
+        ]],
+        "ActionResult": ["type": "object", "required": ["room", "action", "version"], "properties": [
+            "room": ["type": "string"], "action": ["type": "string"], "version": ["type": ["integer", "null"]],
+        ]],
+        "RoomState": ["type": "object", "required": ["room", "kind", "epoch", "version", "state"], "properties": [
+            "room": ["type": "string"], "kind": ["type": "string"], "epoch": ["type": "string"], "version": ["type": "integer"],
+            "state": ["type": "object"],
+        ]],
+        "Members": ["type": "object", "required": ["room", "version", "members"], "properties": [
+            "room": ["type": "string"], "version": ["type": "integer"],
+            "members": ["type": "array", "items": ["type": "object", "required": ["id", "user", "data"], "properties": [
+                "id": ["type": "string"], "user": ["type": "string"], "data": ["type": "object"],
+            ]]],
+        ]],
+        "Description": ["type": "object", "required": ["kinds"], "properties": ["kinds": ["type": "array", "items": ["type": "object"]]]],
+        "RoomList": ["type": "object", "required": ["rooms"], "properties": [
+            "rooms": ["type": "array", "items": ["type": "object"]], "node": ["type": "string"],
+        ]],
+    ]
+}
