@@ -14,11 +14,12 @@ struct HTTPRoutes {
     var transport: WebSocketServer? = nil
     /// The hub of the shard these routes serve, where the HTTP API's sessions run.
     var hub: SessionHub? = nil
+    let apiLimits = APIRateLimits()
 
     static let roomsPath = "/rooms"
 
     func answer(_ request: HTTPRequest, responder: HTTPResponder) {
-        if HTTPAPI(rooms: rooms, hub: hub).answer(request, responder: responder, from: request.remoteAddress) { return }
+        if HTTPAPI(rooms: rooms, hub: hub, limits: apiLimits).answer(request, responder: responder, from: request.remoteAddress) { return }
         if request.path == Self.roomsPath || request.path.hasPrefix(Self.roomsPath + "/") {
             administerRooms(request, responder: responder)
             return

@@ -12,6 +12,8 @@ struct HTTPAPI {
     let rooms: RoomService
     /// The hub of the shard the request arrived on (nil in process, with no sockets).
     let hub: SessionHub?
+    /// That shard's callers' rate buckets.
+    let limits: APIRateLimits
 
     /// How long an action or read may take before it is answered 504.
     static let answerTimeout: Duration = .seconds(10)
@@ -27,15 +29,16 @@ struct HTTPAPI {
             let error = ProtocolError(.badMessage, "\(request.method) is not a method of \(request.path) (it takes \(allow))")
             responder.respond(APIError.response(error, status: 405).adding(["Allow": allow]))
         case .kinds(let kind):
+            guard withinRate("address " + address, responder: responder, room: nil) else { return true }
             run(.describe(kind: kind), token: nil, responder: responder, from: address)
         case .act(let room, let action):
             act(room: room, action: action, request, responder: responder, from: address)
         case .read(let room):
-            guard let kind = admit(room, request, responder: responder, mustExist: true) else { return true }
+            guard let kind = admit(room, request, responder: responder, mustExist: true, from: address) else { return true }
             run(.read(room: room, kind: kind.name, ifNoneMatch: request.headers["if-none-match"]), token: Self.bearerToken(request.authorization),
                 responder: responder, from: address)
         case .members(let room):
-            guard let kind = admit(room, request, responder: responder, mustExist: true) else { return true }
+            guard let kind = admit(room, request, responder: responder, mustExist: true, from: address) else { return true }
             guard kind.hasPresence else {
                 responder.respond(APIError.response(ProtocolError(.unknownRoom, "\(kind.name) rooms keep no presence", room: room)))
                 return true
@@ -48,7 +51,7 @@ struct HTTPAPI {
     }
 
     private func act(room: String, action: String, _ request: HTTPRequest, responder: HTTPResponder, from address: String) {
-        guard admit(room, request, responder: responder, mustExist: false) != nil else { return }
+        guard admit(room, request, responder: responder, mustExist: false, from: address) != nil else { return }
         let args: JSON?
         switch APIArguments.parse(request.body) {
         case .success(let parsed): args = parsed
@@ -64,7 +67,7 @@ struct HTTPAPI {
     }
 
     private func events(room: String, _ request: HTTPRequest, responder: HTTPResponder, from address: String) {
-        guard admit(room, request, responder: responder, mustExist: false) != nil else { return }
+        guard admit(room, request, responder: responder, mustExist: false, from: address) != nil else { return }
         guard let hub else { return responder.respond(APIError.json(503, [:])) }
         var since: ResumePoint?
         if let last = request.headers["last-event-id"] ?? APIArguments.queryValue("since", in: request.query), !last.isEmpty {
@@ -86,9 +89,10 @@ struct HTTPAPI {
         connection.start(timeout: Self.answerTimeout)
     }
 
-    /// The room's kind, if the request may go on: a room of a shared kind, and with tokens a
-    /// token that verifies (401 here; what it allows is the session's to decide, 403).
-    private func admit(_ room: String, _ request: HTTPRequest, responder: HTTPResponder, mustExist: Bool) -> ViewModelKind? {
+    /// The room's kind, if the request may go on: a room of a shared kind, with tokens a token
+    /// that verifies (401 here; what it allows is the session's to decide, 403), and a caller
+    /// within its rate.
+    private func admit(_ room: String, _ request: HTTPRequest, responder: HTTPResponder, mustExist: Bool, from address: String) -> ViewModelKind? {
         let kind: ViewModelKind
         switch rooms.kind(forRoom: room) {
         case .success(let found): kind = found
@@ -103,12 +107,18 @@ struct HTTPAPI {
         }
         let token = Self.bearerToken(request.authorization)
         let facts = Admission.Facts(now: rooms.runtime.clock.secondsSince1970)
-        if case .failure(let refusal) = Admission.decide(.join(room: room, kind: kind, token: token), facts: facts, settings: rooms.configuration),
-           refusal.reason == .noToken || refusal.reason == .badToken {
+        var caller = "address " + address
+        switch Admission.decide(.join(room: room, kind: kind, token: token), facts: facts, settings: rooms.configuration) {
+        case .failure(let refusal) where refusal.reason == .noToken || refusal.reason == .badToken:
             let message = refusal.reason == .noToken ? refusal.message + ": send it as Authorization: Bearer TOKEN" : refusal.message
             responder.respond(APIError.response(ProtocolError(.unauthorized, message, room: room), status: 401))
             return nil
+        case .success(.token(let claims)):
+            caller = "subject " + claims.subject
+        default:
+            break
         }
+        guard withinRate(caller, responder: responder, room: room) else { return nil }
         // A read never makes a room; an action does, as a WebSocket action would. A cluster node
         // knows only the rooms it holds: there a read of an unknown room reads it empty.
         if mustExist, rooms.sharedRoomsAreLocal, !SystemRoom.isSystemKind(kind.name), !rooms.registry.exists(room) {
@@ -116,6 +126,16 @@ struct HTTPAPI {
             return nil
         }
         return kind
+    }
+
+    private func withinRate(_ caller: String, responder: HTTPResponder, room: String?) -> Bool {
+        let settings = rooms.configuration
+        guard limits.take(caller, rate: settings.maxActionsPerSecond, burst: settings.actionBurst, now: rooms.runtime.clock.now) else {
+            let error = ProtocolError(.rateLimited, "over \(Int(settings.maxActionsPerSecond)) requests a second from \(caller) (--max-actions-per-second)", room: room)
+            responder.respond(APIError.response(error))
+            return false
+        }
+        return true
     }
 
     /// The token of an `Authorization: Bearer TOKEN` header.
