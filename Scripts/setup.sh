@@ -16,6 +16,7 @@ PACKAGES=(
     python3-jsonpatch
     python3-jsonschema  # the contract schemas' property test (Tests/Interop/schema_property.py)
     python3-hypothesis
+    python3-pip         # installs what Debian lacks from PyPI, below
     node-typescript     # tsc: the tests check `tether codegen typescript`'s output with it
     curl                # the cluster script and tests read nats-server monitoring
     tmux                # end-to-end tests of the terminal client
@@ -64,6 +65,15 @@ if ! PYTHONPATH=.tools/py /usr/bin/python3 -c "import standardwebhooks" 2>/dev/n
     echo "setup: installing ${PY_TOOLS[*]} (PyPI) into .tools/py"
     rm -rf .tools/py
     PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --target .tools/py "${PY_TOOLS[@]}"
+fi
+
+# schemathesis fuzzes the HTTP API against its OpenAPI document (HTTPAPIFuzzTests). It has
+# compiled parts, so it is installed for the interpreter that runs it: /usr/bin/python3.
+SCHEMATHESIS_VERSION=4.32.5
+if ! PYTHONPATH=.tools/schemathesis /usr/bin/python3 -c "import sys, schemathesis; sys.exit(schemathesis.__version__ != '$SCHEMATHESIS_VERSION')" 2>/dev/null; then
+    echo "setup: installing schemathesis $SCHEMATHESIS_VERSION (PyPI) into .tools/schemathesis"
+    rm -rf .tools/schemathesis
+    PIP_ROOT_USER_ACTION=ignore /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target .tools/schemathesis "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
 command -v swift >/dev/null || { echo "setup: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }

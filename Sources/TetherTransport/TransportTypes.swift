@@ -252,6 +252,8 @@ public protocol WebSocketServerDelegate: WebSocketConnectionDelegate {
     /// A plain HTTP GET or DELETE on the WebSocket port; answer it through `responder`, now or
     /// later. A DELETE from a page of a foreign origin is refused (403) before it gets here.
     func httpRequest(_ request: HTTPRequest, responder: HTTPResponder)
+    /// The methods `path` takes, for an `OPTIONS` answer's `Allow` (nil: every method served).
+    func allowedMethods(forPath path: String) -> String?
     /// Shutdown started: new connections are refused. Queue any final messages and call
     /// `requestWritable()` on the connections that have some; they get `connectionWritable`
     /// until their queues are empty (or the drain time ends), then close with 1001.
@@ -265,6 +267,7 @@ public protocol WebSocketServerDelegate: WebSocketConnectionDelegate {
 extension WebSocketServerDelegate {
     public func didRunQueuedWork() {}
     public func httpRequest(_ request: HTTPRequest, responder: HTTPResponder) { responder.respond(.notFound) }
+    public func allowedMethods(forPath path: String) -> String? { nil }
     public func willShutdown() {}
 }
 

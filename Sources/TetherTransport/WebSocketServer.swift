@@ -165,6 +165,8 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
     var answeringNow: OpaquePointer?
     /// Requests that came as HEAD: answered without their body.
     var headRequests: Set<OpaquePointer> = []
+    /// Connections whose answer lws is still sending: closed once it is out.
+    var closingHTTP: Set<OpaquePointer> = []
     /// Streamed answers (Server-Sent Events), by connection.
     var streams: [OpaquePointer: HTTPStream] = [:]
     /// POSTs whose body is being read, by connection.
@@ -308,6 +310,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
         case LWS_CALLBACK_HTTP:
             return serveHTTP(wsi, input, len)
         case LWS_CALLBACK_HTTP_WRITEABLE:
+            if closingHTTP.contains(wsi) { return closeWhenSent(wsi) }
             if let stream = streams[wsi] { return writeStream(wsi, stream) }
             guard let pending = pendingHTTP[wsi], let response = pending.response else {
                 return lws_callback_http_dummy(wsi, reason, user, input, len)
@@ -320,6 +323,7 @@ final class ServerLoop: ServiceLoop, @unchecked Sendable {
             return bodyCompleted(wsi)
         case LWS_CALLBACK_CLOSED_HTTP:
             streams.removeValue(forKey: wsi)?.ended()
+            closingHTTP.remove(wsi)
             pendingHTTP[wsi] = nil
             pendingBodies[wsi] = nil
             headRequests.remove(wsi)

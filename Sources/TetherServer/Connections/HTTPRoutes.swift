@@ -1,5 +1,6 @@
 import Foundation
 import TetherJSON
+import TetherProtocol
 import TetherTransport
 
 /// Plain HTTP on the WebSocket port: the HTTP API (`HTTPAPI`), health, metrics, the browser
@@ -29,6 +30,12 @@ struct HTTPRoutes {
             return
         }
         responder.respond(Self.headers(get(request.path)))
+    }
+
+    /// What `OPTIONS` answers for `path`.
+    func allowedMethods(forPath path: String) -> String {
+        if case .methodNotAllowed(let allow) = APIRoute(method: "OPTIONS", path: path) { return allow + ", OPTIONS" }
+        return "GET, HEAD, OPTIONS"
     }
 
     private func get(_ path: String) -> HTTPResponse {
@@ -93,8 +100,8 @@ struct HTTPRoutes {
             let name = String(request.path.dropFirst(Self.roomsPath.count + 1))
             rooms.queue.execute { responder.respond(Self.deletion(name, rooms.deleteRoom(named: name))) }
         default:
-            responder.respond(Self.json(405, ["error": "GET /rooms lists the rooms; DELETE /rooms/NAME deletes one"],
-                                        headers: ["Allow": request.path == Self.roomsPath ? "GET" : "DELETE"]))
+            responder.respond(Self.error(405, .badMessage, "GET /rooms lists the rooms; DELETE /rooms/NAME deletes one",
+                                         headers: ["Allow": request.path == Self.roomsPath ? "GET, HEAD" : "GET, HEAD, DELETE"]))
         }
     }
 
@@ -108,10 +115,10 @@ struct HTTPRoutes {
     private static func refusal(_ refusal: Admission.Refusal) -> HTTPResponse {
         let challenge = ["WWW-Authenticate": "Bearer realm=\"tetherd\""]
         switch refusal.reason {
-        case .noToken: return json(401, ["error": .string(refusal.message + ": send it as Authorization: Bearer TOKEN")], headers: challenge)
-        case .badToken: return json(401, ["error": .string(refusal.message)], headers: challenge)
-        case .forbidden: return json(403, ["error": .string(refusal.message)])
-        case .limited: return json(429, ["error": .string(refusal.message)])
+        case .noToken: return error(401, .unauthorized, refusal.message + ": send it as Authorization: Bearer TOKEN", headers: challenge)
+        case .badToken: return error(401, .unauthorized, refusal.message, headers: challenge)
+        case .forbidden: return error(403, .unauthorized, refusal.message)
+        case .limited: return error(429, .rateLimited, refusal.message, headers: ["Retry-After": "1"])
         }
     }
 
@@ -136,16 +143,21 @@ struct HTTPRoutes {
         case .deleted(let wasInMemory, let subscribers):
             return json(200, ["deleted": .string(name), "wasInMemory": .bool(wasInMemory), "subscribers": .int(subscribers)])
         case .notFound(let reason):
-            return json(404, ["error": .string(reason)])
+            return error(404, .unknownRoom, reason)
         case .refused(let reason):
-            return json(409, ["error": .string(reason)])
+            return error(409, .badMessage, reason)
         case .unsupported(let reason):
-            return json(501, ["error": .string(reason)])
+            return error(501, .unavailable, reason)
         }
     }
 
     private static func encode(_ rooms: [RoomListEntry]) -> JSON {
         (try? JSONValueEncoder().encode(rooms)) ?? .array([])
+    }
+
+    /// The HTTP API's error shape (`APIError`), with `error` as before it for older clients.
+    private static func error(_ status: Int, _ code: ErrorCode, _ message: String, headers: [String: String] = [:]) -> HTTPResponse {
+        json(status, ["code": .string(code.rawValue), "message": .string(message), "applied": false, "error": .string(message)], headers: headers)
     }
 
     private static func json(_ status: Int, _ body: JSON, headers: [String: String] = [:]) -> HTTPResponse {

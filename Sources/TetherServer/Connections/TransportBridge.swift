@@ -25,6 +25,7 @@ final class TransportBridge: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     func httpRequest(_ request: HTTPRequest, responder: HTTPResponder) { routes.answer(request, responder: responder) }
+    func allowedMethods(forPath path: String) -> String? { routes.allowedMethods(forPath: path) }
     func willShutdown() { hub.willShutdown() }
     func didRunQueuedWork() { hub.didRunQueuedWork() }
 }

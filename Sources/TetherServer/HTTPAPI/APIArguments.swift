@@ -20,25 +20,26 @@ enum APIArguments {
         return .success(json)
     }
 
-    /// `Tether-Client` + an integer `Idempotency-Key`, or an opaque key alone, or neither.
+    /// The characters of an `Idempotency-Key` and a `Tether-Client`, as the OpenAPI document says.
+    static let headerPattern = "^[A-Za-z0-9._~:-]{1,64}$"
+
+    /// `Tether-Client` with an integer `Idempotency-Key`: numbered; any other key: opaque (under
+    /// the client's name when one is given); no key: none (the client name alone changes nothing).
     static func idempotency(key: String?, client: String?) -> Result<APIExchange.Idempotency?, ProtocolError> {
-        guard let key else {
-            if client != nil { return .failure(ProtocolError(.badMessage, "Tether-Client numbers actions: send Idempotency-Key with it")) }
-            return .success(nil)
+        for (name, value) in [("Idempotency-Key", key), ("Tether-Client", client)] {
+            if let value, !isHeaderToken(value) {
+                return .failure(ProtocolError(.badMessage, "a \(name) has 1 to 64 of A-Z a-z 0-9 . _ ~ : -"))
+            }
         }
-        guard !key.isEmpty, key.utf8.count <= HTTPAPI.maxIdempotencyKeyBytes,
-              key.unicodeScalars.allSatisfy({ $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.~:".unicodeScalars.contains($0) })
-        else {
-            return .failure(ProtocolError(.badMessage, "an Idempotency-Key has 1 to \(HTTPAPI.maxIdempotencyKeyBytes) of A-Z a-z 0-9 - _ . ~ :"))
-        }
+        guard let key else { return .success(nil) }
         guard let client else { return .success(.key(key)) }
-        guard !client.isEmpty, client.utf8.count <= 64, !client.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            return .failure(ProtocolError(.badMessage, "a Tether-Client has 1 to 64 bytes and no control characters"))
-        }
-        guard let seq = Int(key), seq > 0 else {
-            return .failure(ProtocolError(.badMessage, "with Tether-Client, the Idempotency-Key is the action's number, a positive integer"))
-        }
-        return .success(.numbered(client: client, seq: seq))
+        if let seq = Int(key), seq > 0 { return .success(.numbered(client: client, seq: seq)) }
+        return .success(.key(client + " " + key))
+    }
+
+    static func isHeaderToken(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= HTTPAPI.maxIdempotencyKeyBytes
+            && text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._~:-".unicodeScalars.contains($0)) }
     }
 
     /// `EPOCH.VERSION`, as the stream's event ids are.

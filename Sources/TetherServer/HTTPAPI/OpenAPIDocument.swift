@@ -99,9 +99,10 @@ enum OpenAPIDocument {
     private static func act(_ summary: String, arguments: JSON) -> JSON {
         operation(summary, extra: [
             "parameters": .array([
-                ["name": "Idempotency-Key", "in": "header", "required": false, "schema": ["type": "string", "pattern": "^[A-Za-z0-9._~:-]{1,64}$"],
-                 "description": "Runs the action once: a repeat gets the first outcome. With Tether-Client, a positive integer numbering the client's actions."],
-                ["name": "Tether-Client", "in": "header", "required": false, "schema": ["type": "string", "minLength": 1, "maxLength": 64]],
+                ["name": "Idempotency-Key", "in": "header", "required": false, "schema": ["type": "string", "pattern": .string(APIArguments.headerPattern)],
+                 "description": "Runs the action once: a repeat gets the first outcome. With Tether-Client, a positive integer numbers the client's actions."],
+                ["name": "Tether-Client", "in": "header", "required": false, "schema": ["type": "string", "pattern": .string(APIArguments.headerPattern)],
+                 "description": "The caller's name: with an integer Idempotency-Key, the room keeps its last 64 outcomes."],
             ]),
             "requestBody": ["required": false, "content": ["application/json": ["schema": arguments]]],
         ], responses: [
