@@ -20,11 +20,17 @@ public final class HTTPStream {
     var closing = false
     var wantsWritable = false
     var silentSeconds = 0
+    /// Asks lws for a writable callback (only while open: the connection is gone after).
     private let wake: () -> Void
+    /// Makes lws end the connection after this many seconds, whatever is still unsent.
+    private let expire: (Int32) -> Void
+    /// How long a closing stream may take to send what it queued (a reader that stopped reading).
+    static let closeSeconds: Int32 = 5
 
-    init(head: HTTPResponse, wake: @escaping () -> Void) {
+    init(head: HTTPResponse, wake: @escaping () -> Void, expire: @escaping (Int32) -> Void) {
         self.head = head
         self.wake = wake
+        self.expire = expire
     }
 
     /// True while earlier writes wait for the socket: stop writing until `onWritable`.
@@ -42,14 +48,17 @@ public final class HTTPStream {
 
     /// Asks for one `onWritable` call once what is queued has gone out.
     public func requestWritable() {
+        guard isOpen else { return }
         wantsWritable = true
         wake()
     }
 
-    /// Sends what is queued, then ends the response.
+    /// Sends what is queued, then ends the response; a peer that does not take it within
+    /// `closeSeconds` is cut off.
     public func close() {
         guard isOpen, !closing else { return }
         closing = true
+        expire(Self.closeSeconds)
         wake()
     }
 
@@ -75,7 +84,8 @@ extension ServerLoop {
         guard isOnLoopThread, pendingHTTP[wsi]?.id == id, pendingHTTP[wsi]?.response == nil, streams[wsi] == nil else { return nil }
         pendingHTTP[wsi] = nil
         headRequests.remove(wsi)
-        let stream = HTTPStream(head: head) { lws_callback_on_writable(wsi) }
+        let stream = HTTPStream(head: head, wake: { lws_callback_on_writable(wsi) },
+                                expire: { seconds in lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, seconds) })
         streams[wsi] = stream
         // A stream has no end in sight: no request timeout may cut it.
         lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0)

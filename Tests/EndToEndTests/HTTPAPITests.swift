@@ -138,3 +138,37 @@ struct HTTPAPITests {
         }
     }
 }
+
+/// A Server-Sent Events reader that stops reading is a slow client like any other: its queue is
+/// bounded, the room and other callers go on, and it is closed once its queue makes no progress.
+@Suite("End to end: a stalled event-stream reader", .timeLimit(.minutes(2)))
+struct StalledEventStreamTests {
+    @Test @MainActor func aReaderThatStopsIsClosedAndCostsOthersNothing() async throws {
+        let daemon = try Daemon(arguments: ["--memory-only", "--send-queue-bytes", "65536", "--stuck-client-seconds", "2"])
+        defer { _ = daemon.stop() }
+        let base = "http://127.0.0.1:\(daemon.port)"
+        _ = try HTTPAPITests.curl(base, "POST", "/rooms/bench:slow/actions/set", body: #"{"key": "a", "value": 0}"#)
+        let reader = try RawSocket(port: daemon.port, receiveBufferBytes: 4096)
+        try reader.write("GET /rooms/bench:slow/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(try reader.readHTTPHeaders().lowercased().contains("content-type: text/event-stream"))
+        // It stops reading; 16 MB of patches follow (beyond what the kernel's buffers hold), and
+        // every action is answered at once.
+        let payload = String(repeating: "x", count: 64_000)
+        let start = ContinuousClock.now
+        for index in 0..<250 {
+            let body = #"{"key": "a", "value": "\#(index)\#(payload)"}"#
+            let answer = try RawSocket(port: daemon.port).http("POST /rooms/bench:slow/actions/set HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            #expect(answer.status == 200)
+        }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .seconds(60), "250 actions took \(elapsed)")
+        // Closed as a stuck client (the metric), then what it can still read ends.
+        try await eventually("the reader is closed as stuck", timeout: .seconds(20)) {
+            (try? daemon.httpGET("/metrics").body.contains("tether_stuck_clients_closed_total 1")) == true
+        }
+        let rest = try reader.readAll(timeout: .seconds(30))
+        #expect(rest.count < 8_000_000, "bounded: \(rest.count) of 16 MB reached it")
+        #expect(try HTTPAPITests.curl(base, "GET", "/rooms/bench:slow").status == 200)
+    }
+}
