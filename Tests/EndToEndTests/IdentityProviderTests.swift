@@ -152,6 +152,21 @@ struct IdentityProviderTests {
         #expect(try Self.join(socket, try Self.token(idp, kid: "ed-1"))["type"] == "snapshot")
     }
 
+    @Test func checkFetchesTheKeySetAndNamesWhatIsMissing() throws {
+        let idp = try IdentityProviderServer()
+        defer { idp.stop() }
+        let settings = ["check", "--auth-secret", "s3cret", "--jwks-url", idp.jwksURL, "--token-issuer", idp.issuer]
+        let good = try Daemon.runToExit(settings)
+        #expect(good.status == 0 && good.stdout.contains("3 keys for \(idp.issuer) (ec-1, ed-1, rsa-1)"), "\(good)")
+        _ = try idp.control("down")
+        let down = try Daemon.runToExit(settings)
+        #expect(down.status == 0 && down.stderr.contains("warning: jwks-url \(idp.jwksURL): fetch answered HTTP 503"), "\(down)")
+        let unbound = try Daemon.runToExit(["check", "--jwks-url", idp.jwksURL])
+        #expect(unbound.status == 78 && unbound.stderr.contains("jwks-url needs token-issuer"), "\(unbound)")
+        let plain = try Daemon.runToExit(["check", "--jwks-url", "http://idp.example.com/jwks", "--token-issuer", "x"])
+        #expect(plain.status == 78 && plain.stderr.contains("http:// only on loopback"), "\(plain)")
+    }
+
     @Test func aReadClaimJoinsButDoesNotAct() throws {
         let idp = try IdentityProviderServer()
         defer { idp.stop() }

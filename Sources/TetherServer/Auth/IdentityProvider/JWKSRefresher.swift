@@ -10,7 +10,7 @@ final class JWKSRefresher: Sendable {
     let http: any OutboundHTTP
     let logger: Logger
 
-    /// Largest key set accepted (a provider's is a few KiB).
+    /// Largest key set accepted (a provider's is a few KiB; checkKeys says the same).
     static let maxBytes = 256 << 10
 
     init(provider: IdentityProvider, keys: IdentityKeys, http: any OutboundHTTP, logger: Logger) {
@@ -73,4 +73,24 @@ final class JWKSRefresher: Sendable {
             return .failure(error)
         }
     }
+}
+
+extension IdentityProvider {
+    /// One fetch of the key set, as `tetherd check` reports it: the kids it would use, or why
+    /// not. Keys it would skip are named too.
+    public func checkKeys(http: any OutboundHTTP = URLSessionOutboundHTTP(maxResponseBytes: 256 << 10)) async -> Result<String, JWKSCheckError> {
+        switch await JWKSRefresher.fetch(self, http: http) {
+        case .success(let loaded) where loaded.keys.isEmpty:
+            return .failure(JWKSCheckError(description: "jwks-url \(jwksURL): no usable key\(loaded.skipped.isEmpty ? "" : " (" + loaded.skipped.joined(separator: "; ") + ")")"))
+        case .success(let loaded):
+            let skipped = loaded.skipped.isEmpty ? "" : "; skipped: " + loaded.skipped.joined(separator: "; ")
+            return .success("jwks-url \(jwksURL): \(loaded.keys.count) key\(loaded.keys.count == 1 ? "" : "s") for \(issuer) (\(loaded.keys.keys.sorted().joined(separator: ", ")))\(skipped)")
+        case .failure(let error):
+            return .failure(JWKSCheckError(description: "jwks-url \(jwksURL): \(error.description); the provider's tokens are refused until a fetch works"))
+        }
+    }
+}
+
+public struct JWKSCheckError: Error, CustomStringConvertible {
+    public let description: String
 }
