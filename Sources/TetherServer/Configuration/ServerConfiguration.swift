@@ -187,7 +187,7 @@ extension ServerConfiguration {
     public func summary(port: Int) -> String {
         let storage = !natsURLs.isEmpty ? "cluster node \(nodeName ?? "?") on NATS \(natsURLs.joined(separator: ","))"
             : dataDirectory.map { "data in \($0) (durability \(durability.rawValue))" } ?? "memory only"
-        return "\(scheme)://\(host):\(port), \(storage), auth \(auth == nil ? "off" : "on")\(identityProvider.map { ", tokens of \($0.issuer)" } ?? ""), "
+        return "\(scheme)://\(host):\(port), \(storage), auth \(requiresTokens ? "on" : "off")\(identityProvider.map { ", identity provider \($0.issuer)" } ?? ""), "
             + "\(effectiveIOThreads) socket thread\(effectiveIOThreads == 1 ? "" : "s"), max \(maxConnections) connections, \(maxRooms) rooms, state \(maxStateBytes) bytes, log \(logLevel) \(logFormat.rawValue)"
     }
 }
