@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TetherJSON
+import TetherServer
 import TetherTestSupport
 
 /// A real tetherd trusting a real identity provider (Tests/HTTP/jwks_server.py: PyJWT keys, its
@@ -84,13 +85,13 @@ struct IdentityProviderTests {
         let before = try idp.fetches()
         let kid = try #require(try idp.control("rotate")["kid"]?.stringValue)
         let first = try Self.join(socket, try Self.token(idp, kid: kid))
-        #expect(first["code"] == "unauthorized" && first["message"]?.stringValue?.contains("being refreshed") == true, "\(first)")
+        #expect(first["code"] == "unavailable" && first["message"]?.stringValue?.contains("being refreshed") == true, "\(first)")
         #expect(try Self.joinEventually(socket, { try Self.token(idp, kid: kid) })["type"] == "snapshot")
         #expect(try idp.fetches() == before + 1, "one refresh for the new kid")
         // Tokens naming kids nobody published: refused, and no fetch each (one per 30 s at most).
         for attempt in 0..<20 {
             let answer = try Self.join(socket, try Self.token(idp, ["header_kid": .string("unknown-\(attempt)")]))
-            #expect(answer["code"] == "unauthorized")
+            #expect(answer["code"] == "unavailable")
         }
         Thread.sleep(forTimeInterval: 1)
         #expect(try idp.fetches() == before + 1, "rate-limited")
@@ -141,7 +142,7 @@ struct IdentityProviderTests {
         try waitUntil("a failed fetch") { try idp.fetches() >= 1 }
         let socket = try Self.connect(daemon)
         let refused = try Self.join(socket, try Self.token(idp))
-        #expect(refused["code"] == "unauthorized" && refused["message"]?.stringValue?.contains("could not be fetched yet") == true, "\(refused)")
+        #expect(refused["code"] == "unavailable" && refused["message"]?.stringValue?.contains("could not be fetched yet") == true, "\(refused)")
         #expect(try Self.join(socket, try Self.hsToken(["--rooms", "counter"]))["type"] == "snapshot", "HS256 tokens work meanwhile")
         _ = try idp.control("up")
         #expect(try Self.joinEventually(socket, { try Self.token(idp) })["type"] == "snapshot")
@@ -150,6 +151,24 @@ struct IdentityProviderTests {
         let downAt = try idp.fetches()
         try waitUntil("two failed refreshes") { try idp.fetches() >= downAt + 2 }
         #expect(try Self.join(socket, try Self.token(idp, kid: "ed-1"))["type"] == "snapshot")
+    }
+
+    @Test func tetherdTokenWritesNbfIssAudAndRead() throws {
+        let token = try Self.hsToken(["--subject", "service:payments", "--rooms", "order:*", "--read", "dashboard:*", "--nbf", "120",
+                                      "--iss", "https://tether.example.com", "--aud", "tether"])
+        let now = Int(Date().timeIntervalSince1970)
+        let claims = try TokenAuthority(secret: Array("s3cret".utf8)).verify(token, now: now + 121)
+        #expect(claims.subject == "service:payments" && claims.rooms == ["order:*"] && claims.readRooms == ["dashboard:*"])
+        #expect(claims.issuer == "https://tether.example.com" && claims.audience == ["tether"])
+        #expect(abs((claims.notBefore ?? 0) - (now + 120)) <= 2 && abs((claims.issuedAt ?? 0) - now) <= 2)
+        let daemon = try Daemon(arguments: ["--auth-secret", "s3cret"])
+        defer { daemon.stop() }
+        let socket = try Self.connect(daemon)
+        let early = try Self.join(socket, try Self.hsToken(["--rooms", "counter", "--nbf", "120"]))
+        #expect(early["code"] == "unauthorized" && early["message"]?.stringValue?.contains("not valid before") == true, "\(early)")
+        #expect(try Self.join(socket, try Self.hsToken(["--rooms", "counter", "--nbf", "-5"]))["type"] == "snapshot")
+        let none = try Daemon.runToExit(["token", "--secret", "s3cret"])
+        #expect(none.status != 0 && none.stderr.contains("give --rooms or --read"), "\(none)")
     }
 
     @Test func checkFetchesTheKeySetAndNamesWhatIsMissing() throws {

@@ -1,5 +1,6 @@
 import Testing
 import TetherDemos
+import TetherJSON
 import TetherProtocol
 import TetherState
 @testable import TetherServer
@@ -24,6 +25,15 @@ struct AdmissionTests {
         settings.maxRooms = maxRooms
         settings.maxRoomsPerKind = perKind
         settings.maxRoomsPerConnection = perConnection
+        return settings
+    }
+
+    /// Tokens from an identity provider whose keys have not been fetched yet.
+    static func providerSettings() -> ServerConfiguration {
+        var settings = settings()
+        settings.jwksURL = "https://idp.example.com/jwks"
+        settings.tokenIssuer = "https://idp.example.com"
+        settings.identityKeys = IdentityKeys()
         return settings
     }
 
@@ -60,6 +70,16 @@ struct AdmissionTests {
         Row(name: "a token for other rooms", request: { .join(room: "counter:b", kind: counter, token: await token(["counter:a"])) }, expected: "forbidden"),
         Row(name: "a token covering the room", request: { .join(room: "counter:b", kind: counter, token: await token(["counter:*"])) },
             facts: .init(now: now, room: fresh), expected: "token ana"),
+        Row(name: "an identity provider's token before its keys are fetched: retry, not refused",
+            request: { .join(room: "counter", kind: counter, token: TokenVerifierTests.forged(
+                header: ["alg": "RS256", "kid": "k1"], payload: ["iss": "https://idp.example.com", "exp": .int(now + 60), "rooms": ["*"]])) },
+            settings: providerSettings(), expected: "keysPending"),
+        Row(name: "another issuer's token on a server with an identity provider",
+            request: { .join(room: "counter", kind: counter, token: TokenVerifierTests.forged(
+                header: ["alg": "RS256", "kid": "k1"], payload: ["iss": "https://evil.example.com", "exp": .int(now + 60), "rooms": ["*"]])) },
+            settings: providerSettings(), expected: "badToken"),
+        Row(name: "the server's own token on a server with an identity provider too", request: { .join(room: "counter", kind: counter, token: await token(["*"])) },
+            facts: .init(now: now, room: live), settings: providerSettings(), expected: "token ana"),
         // Read-only rooms (the read claim): joined, not acted on.
         Row(name: "a read claim covering the room", request: { .join(room: "counter:b", kind: counter, token: await token([], read: ["counter:*"])) },
             facts: .init(now: now, room: live), expected: "token ana"),
@@ -134,6 +154,7 @@ struct AdmissionTests {
         #expect(noAdmin.code == .unauthorized)
         #expect(full.message == "the server holds its maximum of 10 rooms; try again later")
         #expect(full.code == .rateLimited)
+        #expect(Admission.Refusal(reason: .keysPending, message: "").code == .unavailable, "retry-safe, not a refusal of the token")
         let readOnly = Admission.decide(.act(room: "counter", kind: Self.counter),
                                         facts: .init(now: Self.now, joined: true, authorizedUntil: Self.now + 60, readOnlyFor: "service:reports"), settings: settings)
         guard case .failure(let readOnly) = readOnly else { Issue.record("an action in a room joined read-only is refused"); return }

@@ -66,12 +66,21 @@ enum Admission {
             case forbidden
             /// A limit: rate, rooms per connection, rooms in the server or of a kind (`rate_limited`).
             case limited
+            /// The token can't be checked yet: its identity provider's keys are being fetched
+            /// (HTTP 503, `unavailable`; retrying in a moment is the remedy, not a new token).
+            case keysPending
         }
 
         var reason: Reason
         var message: String
 
-        var code: ErrorCode { reason == .limited ? .rateLimited : .unauthorized }
+        var code: ErrorCode {
+            switch reason {
+            case .limited: .rateLimited
+            case .keysPending: .unavailable
+            case .noToken, .badToken, .forbidden: .unauthorized
+            }
+        }
     }
 
     static func decide(_ request: Request, facts: Facts, settings: ServerConfiguration) -> Result<Grant, Refusal> {
@@ -151,7 +160,9 @@ enum Admission {
     }
 
     private static func verify(_ token: String, settings: ServerConfiguration, now: Int) -> Result<AccessClaims, Refusal> {
-        settings.tokenVerifier.verify(token, now: now).mapError { Refusal(reason: .badToken, message: $0.description) }
+        settings.tokenVerifier.verify(token, now: now).mapError { error in
+            Refusal(reason: error.isTransient ? .keysPending : .badToken, message: error.description)
+        }
     }
 
     private static func noAdminClaim(_ what: String, _ claims: AccessClaims) -> Refusal {

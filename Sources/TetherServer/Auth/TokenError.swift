@@ -27,6 +27,14 @@ public enum TokenError: Error, Equatable, CustomStringConvertible {
     /// `aud` does not name this server's audience (nil: the token has no `aud`).
     case wrongAudience(expected: String, found: [String]?)
 
+    /// Whether the same token may pass in a moment: its issuer's keys are being fetched.
+    public var isTransient: Bool {
+        switch self {
+        case .keysUnavailable, .unknownProviderKey(_, _?): true
+        default: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .malformed(let why): "malformed token: \(why)"

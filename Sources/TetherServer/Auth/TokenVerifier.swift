@@ -33,21 +33,20 @@ public struct TokenVerifier: Sendable {
     public func verify(_ token: String, now: Int) -> Result<AccessClaims, TokenError> {
         let parser = DefaultJWTParser()
         let bytes = Array(token.utf8)
-        let header: JWTHeader
-        let payload: JSON
-        let signature: Data
+        let parsed: (header: JWTHeader, payload: TokenPayload, signature: Data)
         let signingInput: [UInt8]
         do {
-            (header, payload, signature) = try { let parsed = try parser.parse(bytes, as: TokenPayload.self); return (parsed.header, parsed.payload.json, parsed.signature) }()
+            parsed = try parser.parse(bytes, as: TokenPayload.self)
             let parts = try parser.getTokenParts(bytes)
             signingInput = Array(parts.header) + [UInt8(ascii: ".")] + Array(parts.payload)
         } catch {
             return .failure(.malformed("not a JSON Web Token (three base64url parts: header, payload, signature)"))
         }
+        let (header, payload, signature) = (parsed.header, parsed.payload.json, parsed.signature)
         guard case .object = payload else { return .failure(.malformed("the payload is not a JSON object")) }
         let alg = header.alg ?? "none"
         let key: any JWTAlgorithm
-        var audience: String?
+        let audience: String?
         switch keyFor(alg: alg, kid: header.kid, payload: payload, now: now) {
         case .failure(let error): return .failure(error)
         case .success(let found): (key, audience) = found

@@ -108,6 +108,7 @@ struct HTTPRoutes {
         case .badToken: return json(401, ["error": .string(refusal.message)], headers: challenge)
         case .forbidden: return json(403, ["error": .string(refusal.message)])
         case .limited: return json(429, ["error": .string(refusal.message)])
+        case .keysPending: return json(503, ["error": .string(refusal.message)], headers: ["Retry-After": "1"])
         }
     }
 
