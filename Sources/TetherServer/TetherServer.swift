@@ -82,7 +82,7 @@ public final class TetherServer: Service, Sendable {
             let keys = configuration.identityKeys ?? IdentityKeys(minRefreshInterval: provider.minRefreshInterval)
             configuration.identityKeys = keys
             jwksRefresher = JWKSRefresher(provider: provider, keys: keys, http: URLSessionOutboundHTTP(maxResponseBytes: JWKSRefresher.maxBytes),
-                                          logger: logger)
+                                          logger: logger, metrics: metrics)
         } else {
             jwksRefresher = nil
         }

@@ -9,11 +9,13 @@ final class JWKSRefresher: Sendable {
     let keys: IdentityKeys
     let http: any OutboundHTTP
     let logger: Logger
+    let metrics: ServerMetrics?
 
     /// Largest key set accepted (a provider's is a few KiB; checkKeys says the same).
     static let maxBytes = 256 << 10
 
-    init(provider: IdentityProvider, keys: IdentityKeys, http: any OutboundHTTP, logger: Logger) {
+    init(provider: IdentityProvider, keys: IdentityKeys, http: any OutboundHTTP, logger: Logger, metrics: ServerMetrics? = nil) {
+        self.metrics = metrics
         self.provider = provider
         self.keys = keys
         self.http = http
@@ -48,11 +50,14 @@ final class JWKSRefresher: Sendable {
         switch result {
         case .success(let loaded):
             keys.replace(issuer: provider.issuer, with: loaded.keys)
+            metrics?.jwksFetched.increment()
+            metrics?.jwksKeys.set(Double(loaded.keys.count))
             for skipped in loaded.skipped { logger.warning("JWKS \(provider.jwksURL): key \(skipped); skipped") }
             logger.info("JWKS \(provider.jwksURL): \(loaded.keys.count) keys for \(provider.issuer) (\(loaded.keys.keys.sorted().joined(separator: ", ")))")
             return .success(loaded.keys.count)
         case .failure(let error):
             keys.recordFailure(error.description)
+            metrics?.jwksFetchFailed.increment()
             logger.warning("JWKS \(provider.jwksURL): \(error.description); keeping the keys fetched before, if any")
             return .failure(error)
         }
