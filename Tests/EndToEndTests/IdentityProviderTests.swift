@@ -73,6 +73,8 @@ struct IdentityProviderTests {
         }
         // The server's own HS256 tokens work beside them.
         #expect(try Self.join(socket, try Self.hsToken(["--rooms", "counter"]))["type"] == "snapshot")
+        let metrics = try daemon.httpGET("/metrics").body
+        #expect(metrics.contains("tether_jwks_keys 3") && metrics.contains(#"tether_jwks_fetches_total{result="ok"} 1"#), "\(metrics)")
     }
 
     @Test func aRotatedKeyIsFetchedOnceAndUnknownKidsAreRateLimited() throws {
