@@ -3,8 +3,11 @@ import CryptoExtras
 import Foundation
 import JWTKit
 import Testing
+import TetherDemos
 import TetherJSON
+import TetherProtocol
 @testable import TetherServer
+import TetherTesting
 
 /// The token matrix: an identity provider made in process (jwt-kit keys, its JWKS document as
 /// tetherd loads it) and this server's HS256 secret; every refusal has its own error. Times are
@@ -184,6 +187,35 @@ struct TokenVerifierTests {
         #expect(Self.refusal(verifier.verify(token, now: Self.now)) == .keysUnavailable(issuer: Self.issuer, why: "first fetch pending"))
         let hs = await Self.secret.mint(AccessClaims(subject: "bo", expires: Self.now + 60, rooms: ["*"]))
         #expect(Self.refusal(verifier.verify(hs, now: Self.now)) == nil)
+    }
+
+    /// Through the hub: a provider's token is checked on the server's clock (`ServerClock`; here
+    /// `TestServer`'s virtual one), its expiry with the leeway, at the join and for each action.
+    @Test func providerTokensExpireOnTheServersVirtualClock() async throws {
+        let idp = try await Provider.make()
+        let keys = IdentityKeys()
+        keys.replace(issuer: Self.issuer, with: try await JWKSDocument.load(Array(idp.jwks.encoded())).keys)
+        var configuration = TestServer.defaultConfiguration
+        configuration.jwksURL = "https://idp.example.com/jwks"
+        configuration.tokenIssuer = Self.issuer
+        configuration.identityKeys = keys
+        let server = TestServer(configuration: configuration, kinds: Demos.kinds)
+        let start = server.clock.secondsSince1970
+        let token = try await idp.token(kid: "ed-1", Self.claims(aud: nil, exp: start + 60))
+        let client = server.connect()
+        _ = client.receiveAll()
+        client.send(.join(room: "counter", id: 1, token: token))
+        client.send(.action(room: "counter", name: "increment", id: 2))
+        #expect(client.receiveAll().last == .ack(id: 2, room: "counter", version: 1))
+        server.advance(by: .seconds(80))  // past exp, within the leeway
+        client.send(.action(room: "counter", name: "increment", id: 3))
+        #expect(client.receiveAll().last == .ack(id: 3, room: "counter", version: 2))
+        server.advance(by: .seconds(11))  // past exp + 30 s
+        client.send(.action(room: "counter", name: "increment", id: 4))
+        #expect(client.receiveAll().compactMap(\.error).last?.message.contains("expired") == true)
+        client.send(.join(room: "counter", id: 5, token: token))
+        let refused = client.receiveAll().compactMap(\.error).last
+        #expect(refused?.code == .unauthorized && refused?.message.hasPrefix("token expired at") == true, "\(String(describing: refused))")
     }
 
     @Test func readClaimsOpenRoomsForReadingOnly() async throws {
