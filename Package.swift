@@ -42,6 +42,12 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // The @Contract macro (docs/DESIGN.md, "Typed contracts"): one declaration, the glue generated.
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
+        // Access tokens (JWT): RS256/ES256/EdDSA/HS256 signatures and JWKS keys from a maintained
+        // library instead of hand-written JWT code (docs/DESIGN.md, "Access tokens").
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        // HS256 checked synchronously on the socket thread (jwt-kit's HMAC key is behind an actor);
+        // already built for jwt-kit, the range is jwt-kit's.
+        .package(url: "https://github.com/apple/swift-crypto", "4.1.0"..<"6.0.0"),
     ],
     targets: [
         // Writes WebAssets.swift (Clients/web as string literals) for TetherServer with Scripts/embed-web.sh.
@@ -105,7 +111,7 @@ let package = Package(
             dependencies: ["CLibWebSockets", .product(name: "Logging", package: "swift-log")]
         ),
 
-        // OpenSSL's libcrypto (system library) for HMAC-SHA256 access tokens.
+        // OpenSSL's libcrypto (system library): the contracts' SHA-256 fingerprints, webhook signatures.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // NATS C client (system library, Debian libnats-dev) and its Swift wrapper for the cluster:
@@ -131,6 +137,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // FoundationNetworking (the NATS servers' /varz) is libcurl underneath: a build with
             // --static-swift-stdlib must name it (Debian libcurl4-openssl-dev).
@@ -246,7 +254,16 @@ let package = Package(
                 "TetherServer", "TetherDemos", "TetherDemoContracts", .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "TetherServerTests", dependencies: ["TetherServer", "TetherTesting", "TetherDemos", "TetherDemoContracts", "TetherProtocol", "TetherJSON", "TetherState", "TetherContract", "TetherBinding", "TetherTestSupport"]),
+        .testTarget(
+            name: "TetherServerTests",
+            dependencies: [
+                "TetherServer", "TetherTesting", "TetherDemos", "TetherDemoContracts", "TetherProtocol", "TetherJSON", "TetherState", "TetherContract",
+                "TetherBinding", "TetherTestSupport",
+                // TokenVerifierTests make an identity provider's keys and tokens in process.
+                .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTransport", "TetherServer", "TetherTestSupport"]

@@ -59,9 +59,10 @@ if ! .tools/nats-current/bin/nats-server --version 2>/dev/null | grep -q "v$NATS
 fi
 
 # Python packages Debian lacks, for the tests (PYTHONPATH=.tools/py): standardwebhooks, the
-# specification's own library, checks the webhooks' signatures as a receiver would.
-PY_TOOLS=("standardwebhooks==1.1.0")
-if ! PYTHONPATH=.tools/py /usr/bin/python3 -c "import standardwebhooks" 2>/dev/null; then
+# specification's own library, checks the webhooks' signatures as a receiver would; PyJWT (with
+# cryptography) makes an identity provider's keys, JWKS and tokens (Tests/HTTP/jwks_server.py).
+PY_TOOLS=("standardwebhooks==1.1.0" "pyjwt==2.15.1" "cryptography==50.0.2")
+if ! PYTHONPATH=.tools/py /usr/bin/python3 -c "import standardwebhooks, jwt, cryptography; assert jwt.__version__ == '2.15.1'" 2>/dev/null; then
     echo "setup: installing ${PY_TOOLS[*]} (PyPI) into .tools/py"
     rm -rf .tools/py
     PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --target .tools/py "${PY_TOOLS[@]}"

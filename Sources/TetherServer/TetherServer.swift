@@ -29,6 +29,9 @@ public final class TetherServer: Service, Sendable {
     private let cluster: ClusterNode?
     let logger: Logger
     private let boundPort = Mutex<Int?>(nil)
+    /// Fetches the identity provider's keys while the server runs (with `jwks-url`).
+    private let jwksRefresher: JWKSRefresher?
+    private let jwksTask = Mutex<Task<Void, Never>?>(nil)
     /// The application's kinds by name, for settings that name them (`room-expiry`).
     let kindScopes: [String: RoomScope]
 
@@ -74,6 +77,15 @@ public final class TetherServer: Service, Sendable {
 
     private init(configuration: ServerConfiguration, kinds: [ViewModelKind], logger: Logger, metrics: ServerMetrics,
                  cluster: ClusterNode?) throws(StartupError) {
+        var configuration = configuration
+        if let provider = configuration.identityProvider {
+            let keys = configuration.identityKeys ?? IdentityKeys(minRefreshInterval: provider.minRefreshInterval)
+            configuration.identityKeys = keys
+            jwksRefresher = JWKSRefresher(provider: provider, keys: keys, http: URLSessionOutboundHTTP(maxResponseBytes: JWKSRefresher.maxBytes),
+                                          logger: logger, metrics: metrics)
+        } else {
+            jwksRefresher = nil
+        }
         if let reserved = kinds.first(where: { SystemRoom.isSystemKind($0.name) }) {
             throw .configuration("room kind \(reserved.name): names starting with \(SystemRoom.prefix) are reserved for the server's own rooms")
         }
@@ -128,6 +140,9 @@ public final class TetherServer: Service, Sendable {
             }
         }
         boundPort.withLock { $0 = port }
+        // Serving does not wait for the keys: until they land, the provider's tokens are refused
+        // as "keys not fetched yet" and the server's own (HS256) tokens work.
+        if let jwksRefresher { jwksTask.withLock { $0 = Task { await jwksRefresher.run() } } }
         rooms.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
         for hub in hubs { hub.queue.execute { hub.startHousekeeping() } }
         rooms.startHousekeeping()
@@ -159,6 +174,7 @@ public final class TetherServer: Service, Sendable {
         logger.info("shutting down")
         for hub in hubs { hub.queue.execute { hub.stopHousekeeping() } }
         rooms.stopHousekeeping()
+        jwksTask.withLock { $0?.cancel() }
         await transport.shutdownAsync(deadline: configuration.shutdownGracePeriod * 2)
         await rooms.stopAllRooms()
         store?.close()

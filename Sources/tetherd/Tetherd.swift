@@ -136,8 +136,26 @@ struct Tetherd: AsyncParsableCommand {
         for warning in natsDurabilityWarnings(loaded.configuration) {
             FileHandle.standardError.write(Data("tetherd: check: warning: \(warning)\n".utf8))
         }
+        let keys = identityProviderCheck(loaded.configuration)
+        if case .failure(let error) = keys { FileHandle.standardError.write(Data("tetherd: check: warning: \(error.description)\n".utf8)) }
         let source = loaded.configFile.map { "\($0) is" } ?? "the settings are"
         print("tetherd check: \(source) valid: \(loaded.configuration.summary(port: loaded.configuration.port))")
+        if case .success(let found) = keys { print("tetherd check: \(found)") }
+    }
+
+    /// With an identity provider: one fetch of its key set (a failure is a warning: the daemon
+    /// starts anyway, refusing the provider's tokens until a fetch works).
+    static func identityProviderCheck(_ configuration: ServerConfiguration) -> Result<String, JWKSCheckError>? {
+        guard let provider = configuration.identityProvider else { return nil }
+        let result = Mutex<Result<String, JWKSCheckError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let found = await provider.checkKeys()
+            result.withLock { $0 = found }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 }
     }
 
     /// On a cluster: the NATS servers that do not fsync each write before their ack (their

@@ -7,7 +7,7 @@ import TetherDemos
 import TetherServer
 import UnixSignals
 
-struct MintToken: ParsableCommand {
+struct MintToken: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token",
         abstract: "Print an HS256 access token for one of the daemon's secrets.",
@@ -16,9 +16,11 @@ struct MintToken: ParsableCommand {
               tetherd token --secret s3cret --subject alice --rooms 'todo:*,counter' --ttl 3600
               tetherd token --secrets-file /etc/tether/secrets.yaml --kid 2026-04 --rooms '*'
               tetherd token --secret s3cret --subject ops --rooms '*' --admin
+              tetherd token --secret s3cret --subject service:reports --read 'dashboard:*' --aud tether
             With --kid the token's header names that key; the daemon checks it with the secret of that name \
             (auth-secrets-file). Without, it checks it with its unnamed secret (auth-secret, auth-secret-file). \
-            With --admin the token also opens the server's overview room tether.server (the dashboard at /).
+            With --admin the token also opens the server's overview room tether.server (the dashboard at /). \
+            --rooms may join and act, --read only join and watch.
             """,
         helpNames: [.long, .short])  // the root has none (serve answers --help)
 
@@ -37,8 +39,20 @@ struct MintToken: ParsableCommand {
     @Option(help: "Who the token is for (the sub claim).")
     var subject = "local"
 
-    @Option(help: "Comma-separated room patterns: a name, or a prefix ending in * (todo:*, *).")
-    var rooms: String
+    @Option(help: "Comma-separated room patterns it may join and act on: a name, or a prefix ending in * (todo:*, *).")
+    var rooms: String?
+
+    @Option(help: "Comma-separated room patterns it may only join and watch (the read claim), not act on.")
+    var read: String?
+
+    @Option(parsing: .unconditional, help: "Seconds from now before which the token is not valid (the nbf claim); 0 or negative for a time in the past.")
+    var nbf: Int?
+
+    @Option(help: "The issuer to name (the iss claim).")
+    var iss: String?
+
+    @Option(help: "The audience to name (the aud claim).")
+    var aud: String?
 
     // Unconditional: "--ttl -5" is a (refused) number, not a missing value followed by an option.
     @Option(parsing: .unconditional, help: "Seconds until the token expires (at least 1).")
@@ -52,10 +66,11 @@ struct MintToken: ParsableCommand {
             throw ValidationError("give one of --secret, --secret-file, --secrets-file")
         }
         if secretsFile != nil, kid == nil { throw ValidationError("--secrets-file needs --kid to pick the secret") }
+        guard rooms != nil || read != nil else { throw ValidationError("give --rooms or --read (or both): the rooms the token opens") }
         guard ttl > 0 else { throw ValidationError("--ttl must be a positive number of seconds, not \(ttl): that token would be expired when printed") }
     }
 
-    func run() throws {
+    func run() async throws {
         let authority: TokenAuthority
         do {
             if let secretsFile {
@@ -69,10 +84,12 @@ struct MintToken: ParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
+        let now = Int(Date().timeIntervalSince1970)
+        let patterns = { (list: String?) in (list ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
         let claims = AccessClaims(
-            subject: subject, expires: Int(Date().timeIntervalSince1970) + ttl,
-            rooms: rooms.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }, admin: admin)
-        guard let token = authority.mint(claims, kid: kid) else {
+            subject: subject, expires: now + ttl, rooms: patterns(rooms), read: patterns(read), admin: admin,
+            notBefore: nbf.map { now + $0 }, issuedAt: now, issuer: iss, audience: aud.map { [$0] } ?? [])
+        guard let token = await authority.mint(claims, kid: kid) else {
             throw ValidationError("\(secretsFile ?? "the secrets file") has no secret named \(kid ?? "")")
         }
         print(token)
@@ -121,7 +138,7 @@ struct BackupCommand: ParsableCommand {
     @Argument(help: "The backup file to write (replaced if it exists).")
     var file: String
 
-    func run() throws {
+    func run() async throws {
         let directory = try location.directory()
         do {
             let summary = try DatabaseBackup.backup(dataDirectory: directory, to: file)
@@ -154,7 +171,7 @@ struct RestoreCommand: ParsableCommand {
     @Argument(help: "The backup file (from tetherd backup).")
     var file: String
 
-    func run() throws {
+    func run() async throws {
         let directory = try location.directory()
         do {
             let summary = try DatabaseBackup.restore(from: file, into: directory, replace: replace)

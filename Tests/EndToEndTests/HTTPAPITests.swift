@@ -165,7 +165,9 @@ struct StalledEventStreamTests {
         #expect(elapsed < .seconds(60), "250 actions took \(elapsed)")
         // Closed as a stuck client (the metric), then what it can still read ends.
         try await eventually("the reader is closed as stuck", timeout: .seconds(20)) {
-            (try? daemon.httpGET("/metrics").body.contains("tether_stuck_clients_closed_total 1")) == true
+            let metrics = (try? daemon.httpGET("/metrics").body) ?? ""
+            let line = metrics.split(separator: "\n").first { $0.hasPrefix("tether_stuck_clients_closed_total ") }
+            return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 >= 1 } == true
         }
         let rest = try reader.readAll(timeout: .seconds(30))
         #expect(rest.count < 8_000_000, "bounded: \(rest.count) of 16 MB reached it")

@@ -15,10 +15,11 @@ struct NumberedActionTests {
     static let authority = TokenAuthority(secret: Array("s3cret".utf8))
 
     /// A connection that said hello as `client` and joined `room` (with a token for `subject`).
-    static func connected(_ server: TestServer, as client: String = client, room: String = "counter", subject: String? = nil) -> TestClient {
+    static func connected(_ server: TestServer, as client: String = client, room: String = "counter", subject: String? = nil) async -> TestClient {
         let connection = server.connect()
         connection.send(.hello(client: client))
-        let token = subject.map { authority.mint(AccessClaims(subject: $0, expires: server.clock.secondsSince1970 + 600, rooms: ["*"])) }
+        var token: String?
+        if let subject { token = await authority.mint(AccessClaims(subject: subject, expires: server.clock.secondsSince1970 + 600, rooms: ["*"])) }
         connection.send(.join(room: room, id: 1, token: token))
         connection.discardReceived()
         return connection
@@ -29,9 +30,9 @@ struct NumberedActionTests {
         return connection.receiveAll()
     }
 
-    @Test func aRepeatGetsTheFirstAckAndRunsNothing() {
+    @Test func aRepeatGetsTheFirstAckAndRunsNothing() async {
         let server = TestServer(kinds: Demos.kinds)
-        let alice = Self.connected(server)
+        let alice = await Self.connected(server)
         #expect(Self.increment(alice, id: 2, seq: 1).map(\.type) == ["patch", "ack"])
         _ = Self.increment(alice, id: 3, seq: 2)
 
@@ -40,24 +41,24 @@ struct NumberedActionTests {
         #expect(alice.state(of: "counter") == ["count": 2])
     }
 
-    @Test func aRepeatAfterAReconnectIsAnsweredFromTheRecord() {
+    @Test func aRepeatAfterAReconnectIsAnsweredFromTheRecord() async {
         let server = TestServer(kinds: Demos.kinds)
-        let first = Self.connected(server)
+        let first = await Self.connected(server)
         first.send(.action(room: "counter", name: "increment", args: ["by": 5], id: 2, seq: 7))
         first.disconnect()  // the ack may have been lost with the connection
 
-        let again = Self.connected(server)
+        let again = await Self.connected(server)
         again.send(.action(room: "counter", name: "increment", args: ["by": 5], id: 2, seq: 7))
         #expect(again.receiveAll() == [.ack(id: 2, room: "counter", version: 1)])
         #expect(again.state(of: "counter") == ["count": 5])
         // Another client's number 7 is its own.
-        let bob = Self.connected(server, as: "client-bob-0123456789")
+        let bob = await Self.connected(server, as: "client-bob-0123456789")
         #expect(Self.increment(bob, id: 2, seq: 7).map(\.type) == ["patch", "ack"])
     }
 
-    @Test func aFailedActionIsAnsweredWithItsFirstErrorWithoutRunningAgain() {
+    @Test func aFailedActionIsAnsweredWithItsFirstErrorWithoutRunningAgain() async {
         let server = TestServer(kinds: Demos.kinds)
-        let alice = Self.connected(server)
+        let alice = await Self.connected(server)
         alice.send(.action(room: "counter", name: "increment", args: ["by": "two"], id: 2, seq: 1))
         let first = alice.receiveAll()
         alice.send(.action(room: "counter", name: "increment", args: ["by": 2], id: 3, seq: 1))
@@ -67,9 +68,9 @@ struct NumberedActionTests {
         #expect(alice.state(of: "counter") == ["count": 0], "the repeat's own arguments were not run")
     }
 
-    @Test func aNumberOlderThanTheRoomRemembersIsRefusedAsStale() {
+    @Test func aNumberOlderThanTheRoomRemembersIsRefusedAsStale() async {
         let server = TestServer(kinds: Demos.kinds)
-        let alice = Self.connected(server)
+        let alice = await Self.connected(server)
         for seq in 1...(ActionOutcomes.perClient + 1) { _ = Self.increment(alice, id: seq + 1, seq: seq) }
         let stale = Self.increment(alice, id: 999, seq: 1)
         #expect(stale.count == 1 && stale.first?.error?.code == .staleAction, "\(stale)")
@@ -81,9 +82,9 @@ struct NumberedActionTests {
 
     /// A number the room has no outcome for, above those it let go of, never ran: a send refused
     /// before running (rate_limited, unavailable) whose resend comes after later numbers ran.
-    @Test func aNumberThatNeverRanRunsWhenItComesAfterLaterOnes() {
+    @Test func aNumberThatNeverRanRunsWhenItComesAfterLaterOnes() async {
         let server = TestServer(kinds: Demos.kinds)
-        let alice = Self.connected(server)
+        let alice = await Self.connected(server)
         #expect(Self.increment(alice, id: 2, seq: 2).map(\.type) == ["patch", "ack"])
         #expect(Self.increment(alice, id: 3, seq: 1).map(\.type) == ["patch", "ack"], "number 1 never ran here: it runs")
         #expect(Self.increment(alice, id: 4, seq: 1) == [.ack(id: 4, room: "counter", version: 2)], "and once")
@@ -92,7 +93,7 @@ struct NumberedActionTests {
 
     /// A full record lets go of its lowest number, not its first recorded: after 4...64, 1, 2, 65
     /// and 66 ran, number 1 is let go of, 4 is remembered, and 3 (refused, sent again) still runs.
-    @Test func theRecordLetsGoOfItsLowestNumber() {
+    @Test func theRecordLetsGoOfItsLowestNumber() async {
         var outcomes = ActionOutcomes()
         let order = Array(4...64) + [1, 2, 65, 66]
         for (index, seq) in order.enumerated() { outcomes.record(ActionNumber(client: "c", seq: seq), .applied(version: index + 1)) }
@@ -111,7 +112,7 @@ struct NumberedActionTests {
         #expect(version == 1)
     }
 
-    @Test func aNumberedActionNeedsAHelloFirst() {
+    @Test func aNumberedActionNeedsAHelloFirst() async {
         let server = TestServer(kinds: Demos.kinds)
         let anonymous = server.connect()
         anonymous.discardReceived()
@@ -120,37 +121,37 @@ struct NumberedActionTests {
         #expect(answer.first?.error?.code == .badMessage && answer.first?.error?.applied == ProtocolError.Applied.no, "\(answer)")
     }
 
-    @Test func withTokensAGuessedClientIDAnswersNothingOfAnotherSubject() {
+    @Test func withTokensAGuessedClientIDAnswersNothingOfAnotherSubject() async {
         var configuration = TestServer.defaultConfiguration
         configuration.auth = Self.authority
         let server = TestServer(configuration: configuration, kinds: Demos.kinds)
-        let alice = Self.connected(server, subject: "alice")
+        let alice = await Self.connected(server, subject: "alice")
         #expect(Self.increment(alice, id: 2, seq: 1).map(\.type) == ["patch", "ack"])
         // Mallory knows alice's client id and sends her number: it is Mallory's own first action.
-        let mallory = Self.connected(server, subject: "mallory")
+        let mallory = await Self.connected(server, subject: "mallory")
         #expect(Self.increment(mallory, id: 2, seq: 1).map(\.type) == ["patch", "ack"])
         #expect(mallory.state(of: "counter") == ["count": 2])
         // And alice's record is untouched: her repeat still gets her own ack.
         #expect(Self.increment(alice, id: 3, seq: 1).last == .ack(id: 3, room: "counter", version: 1))
     }
 
-    @Test func aRestartedServerAnswersTheNumbersItStored() throws {
+    @Test func aRestartedServerAnswersTheNumbersItStored() async throws {
         let directory = Daemon.temporaryDirectory()
         do {
             let server = try TestServer(dataDirectory: directory, kinds: Demos.kinds)
-            let alice = Self.connected(server)
+            let alice = await Self.connected(server)
             for seq in 1...3 { _ = Self.increment(alice, id: seq + 1, seq: seq) }
             server.close()
         }
         let server = try TestServer(dataDirectory: directory, kinds: Demos.kinds)
         defer { server.close() }
-        let alice = Self.connected(server)
+        let alice = await Self.connected(server)
         #expect(Self.increment(alice, id: 2, seq: 2) == [.ack(id: 2, room: "counter", version: 2)], "stored with version 2's step")
         #expect(alice.state(of: "counter") == ["count": 3])
         #expect(Self.increment(alice, id: 3, seq: 4).map(\.type) == ["patch", "ack"])
     }
 
-    @Test func theNumberTravelsInTheActionMessage() throws {
+    @Test func theNumberTravelsInTheActionMessage() async throws {
         let message = ClientMessage.action(room: "counter", name: "increment", args: ["by": 1], id: 2, seq: 41)
         #expect(try ClientMessage.decode(message.encoded()) == message)
         #expect(throws: ProtocolError.self) { try ClientMessage.decode(Array(#"{"type":"action","room":"counter","name":"reset","id":1,"seq":0}"#.utf8)) }

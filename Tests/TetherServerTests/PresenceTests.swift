@@ -30,7 +30,7 @@ struct PresenceTests {
 
     static func member(_ user: String, _ data: JSON) -> JSON { ["user": .string(user), "data": data] }
 
-    @Test func aJoinWithPresenceIsListedAndTheOthersGetAPatch() {
+    @Test func aJoinWithPresenceIsListedAndTheOthersGetAPatch() async {
         let server = Self.makeServer()
         let (alice, aliceID) = Self.client(server), (bob, bobID) = Self.client(server)
         alice.send(.join(room: "counter", id: 1, presence: ["name": "alice"]))
@@ -55,7 +55,7 @@ struct PresenceTests {
         #expect(alice.state(of: "counter") == ["count": 1] && alice.presence["counter"]?.version == 2)
     }
 
-    @Test func anUpdateReachesEveryListenerThenItsAck() {
+    @Test func anUpdateReachesEveryListenerThenItsAck() async {
         let server = Self.makeServer()
         let (alice, aliceID) = Self.client(server), (bob, _) = Self.client(server)
         alice.send(.join(room: "todo", presence: ["name": "alice"]))
@@ -74,7 +74,7 @@ struct PresenceTests {
         #expect(alice.members(of: "todo") == bob.members(of: "todo"))
     }
 
-    @Test func leavingOrDisconnectingRemovesTheMember() {
+    @Test func leavingOrDisconnectingRemovesTheMember() async {
         let server = Self.makeServer()
         let (alice, _) = Self.client(server), (bob, bobID) = Self.client(server), (carol, carolID) = Self.client(server)
         for client in [alice, bob, carol] { client.send(.join(room: "counter", presence: [:])) }
@@ -89,7 +89,7 @@ struct PresenceTests {
         #expect(bob.receiveAll().compactMap(\.error).map(\.code) == [.invalidArgs], "a member that left can't update")
     }
 
-    @Test func aJoinWithoutPresenceSeesNoPresenceAndIsNotListed() {
+    @Test func aJoinWithoutPresenceSeesNoPresenceAndIsNotListed() async {
         let server = Self.makeServer()
         let (alice, _) = Self.client(server), (watcher, _) = Self.client(server)
         alice.send(.join(room: "counter", presence: [:]))
@@ -106,7 +106,7 @@ struct PresenceTests {
         #expect(bob.members(of: "counter")?.objectValue?.count == 1, "only bob is listed")
     }
 
-    @Test func aResumeGetsAFreshPresenceSnapshot() {
+    @Test func aResumeGetsAFreshPresenceSnapshot() async {
         let server = Self.makeServer()
         let (alice, _) = Self.client(server), (bob, bobID) = Self.client(server)
         alice.send(.join(room: "counter", presence: ["name": "alice"]))
@@ -128,7 +128,7 @@ struct PresenceTests {
         #expect(bob.members(of: "counter") == back.members(of: "counter") && bob.gaps.isEmpty)
     }
 
-    @Test func roomsWithoutPresenceIgnoreIt() {
+    @Test func roomsWithoutPresenceIgnoreIt() async {
         let server = Self.makeServer()
         let (client, _) = Self.client(server)
         for (id, room) in [(1, "login"), (2, "bench:x"), (3, "tether.server")] {
@@ -139,7 +139,7 @@ struct PresenceTests {
         #expect(client.receiveAll().compactMap(\.error).map(\.code) == [.invalidArgs])
     }
 
-    @Test func badPresenceDataIsRefused() {
+    @Test func badPresenceDataIsRefused() async {
         let server = Self.makeServer()
         let (client, _) = Self.client(server)
         client.send(text: #"{"type":"join","room":"counter","id":1,"presence":"kim"}"#)
@@ -159,7 +159,7 @@ struct PresenceTests {
         #expect(client.receiveAll().compactMap(\.error).map(\.code) == [.invalidArgs, .invalidArgs, .tooLarge])
     }
 
-    @Test func updatesShareTheActionsTokenBucket() {
+    @Test func updatesShareTheActionsTokenBucket() async {
         let server = Self.makeServer { $0.maxActionsPerSecond = 10; $0.actionBurst = 3 }
         let (client, _) = Self.client(server)
         client.send(.join(room: "counter", presence: [:]))
@@ -171,10 +171,10 @@ struct PresenceTests {
         #expect(replies.compactMap(\.error).map(\.code) == [.rateLimited])
     }
 
-    @Test func aUsersConnectionsShareTheTokensSubject() {
+    @Test func aUsersConnectionsShareTheTokensSubject() async {
         let authority = TokenAuthority(secret: Array("s3cret".utf8))
         let server = Self.makeServer { $0.auth = authority }
-        let token = authority.mint(AccessClaims(subject: "kim", expires: server.clock.secondsSince1970 + 60, rooms: ["counter"]))
+        let token = await authority.mint(AccessClaims(subject: "kim", expires: server.clock.secondsSince1970 + 60, rooms: ["counter"]))
         let (phone, phoneID) = Self.client(server), (laptop, laptopID) = Self.client(server)
         phone.send(.join(room: "counter", token: token, presence: ["device": "phone"]))
         laptop.send(.join(room: "counter", token: token, presence: ["device": "laptop"]))
@@ -184,7 +184,7 @@ struct PresenceTests {
                 "one member per connection, grouped by user")
     }
 
-    @Test func aViewModelObservesPresenceAndReacts() {
+    @Test func aViewModelObservesPresenceAndReacts() async {
         let server = Self.makeServer()
         let (alice, _) = Self.client(server), (bob, _) = Self.client(server)
         alice.send(.join(room: "roster", presence: ["name": "alice"]))
@@ -208,7 +208,7 @@ struct PresenceSpectatorTests {
     static let client = PresenceTests.client
     static let member = PresenceTests.member
 
-    @Test func aSpectatorGetsTheStreamAndIsNeverListed() {
+    @Test func aSpectatorGetsTheStreamAndIsNeverListed() async {
         let server = PresenceTests.makeServer()
         let (alice, aliceID) = Self.client(server), (bob, bobID) = Self.client(server), (screen, _) = Self.client(server)
         alice.send(.join(room: "todo", id: 1, presence: ["name": "alice"]))
@@ -235,7 +235,7 @@ struct PresenceSpectatorTests {
         #expect(alice.receiveAll().isEmpty, "nor of one leaving")
     }
 
-    @Test func presenceListsTheJoinWhateverWatchPresenceSays() {
+    @Test func presenceListsTheJoinWhateverWatchPresenceSays() async {
         let server = PresenceTests.makeServer()
         let (alice, aliceID) = Self.client(server)
         alice.send(.join(room: "counter", presence: ["name": "alice"], watchPresence: true))
@@ -243,7 +243,7 @@ struct PresenceSpectatorTests {
         #expect(alice.members(of: "counter") == [aliceID: Self.member(aliceID, ["name": "alice"])])
     }
 
-    @Test func aSpectatorNeitherReachesTheViewModelNorCountsAgainstTheMaximum() {
+    @Test func aSpectatorNeitherReachesTheViewModelNorCountsAgainstTheMaximum() async {
         let server = PresenceTests.makeServer { $0.maxPresenceMembers = 1 }
         let (screen, _) = Self.client(server), (alice, aliceID) = Self.client(server), (bob, _) = Self.client(server)
         screen.send(.join(room: "roster", watchPresence: true))
@@ -260,7 +260,7 @@ struct PresenceSpectatorTests {
         #expect(screen.state(of: "roster") == ["here": ["alice"], "editing": [:]] && screen.gaps.isEmpty)
     }
 
-    @Test func aMemberRejoiningAsASpectatorIsUnlistedAndKeepsTheStream() {
+    @Test func aMemberRejoiningAsASpectatorIsUnlistedAndKeepsTheStream() async {
         let server = PresenceTests.makeServer()
         let (alice, aliceID) = Self.client(server), (bob, bobID) = Self.client(server)
         alice.send(.join(room: "roster", presence: ["name": "alice"]))
@@ -284,7 +284,7 @@ struct PresenceSpectatorTests {
         #expect(alice.gaps.isEmpty && bob.gaps.isEmpty)
     }
 
-    @Test func roomsWithoutPresenceIgnoreASpectator() {
+    @Test func roomsWithoutPresenceIgnoreASpectator() async {
         let server = PresenceTests.makeServer()
         let (client, _) = Self.client(server)
         for (id, room) in [(1, "login"), (2, "bench:x"), (3, "tether.server")] {
@@ -293,7 +293,7 @@ struct PresenceSpectatorTests {
         #expect(client.receiveAll().map(\.type) == ["snapshot", "ack", "snapshot", "ack", "snapshot", "ack"], "answered as without it")
     }
 
-    @Test func aSpectatorJoiningWithinAWindowGetsOnlyTheChangesAfterItsSnapshot() {
+    @Test func aSpectatorJoiningWithinAWindowGetsOnlyTheChangesAfterItsSnapshot() async {
         let server = PresenceTests.makeServer { $0.presenceWindow = PresenceWindowTests.window }
         let (alice, aliceID) = Self.client(server), (bob, bobID) = Self.client(server), (screen, _) = Self.client(server)
         alice.send(.join(room: "counter", presence: ["name": "alice"]))
@@ -326,7 +326,7 @@ struct PresenceWindowTests {
 
     static func types(_ messages: [ServerMessage]) -> [String] { messages.map(\.type) }
 
-    @Test func changesWithinAWindowReachEachListenerAsOnePatch() {
+    @Test func changesWithinAWindowReachEachListenerAsOnePatch() async {
         let server = Self.makeServer()
         let (alice, aliceID) = PresenceTests.client(server), (bob, bobID) = PresenceTests.client(server)
         let (carol, carolID) = PresenceTests.client(server)
@@ -368,7 +368,7 @@ struct PresenceWindowTests {
     /// applies each frame without a gap and ends equal to every other's, with no more than one
     /// frame per window.
     @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
-    func randomChurnKeepsEveryMirrorExact(seed: UInt64) {
+    func randomChurnKeepsEveryMirrorExact(seed: UInt64) async {
         var rng = SeededGenerator(seed: seed)
         let server = Self.makeServer()
         // Each client, its member id, its presence data while it is listed, and whether it gets

@@ -27,6 +27,10 @@ struct ReloadTests {
             "tls-key": ["--tls-cert", "/new/cert.pem", "--tls-key", "/new/key.pem"],
             "auth-secret": ["--auth-secret", "other"], "auth-secret-file": ["--auth-secret-file", secret],
             "auth-secrets-file": ["--auth-secrets-file", secrets], "allow-anonymous": ["--allow-anonymous"],
+            "jwks-url": ["--jwks-url", "https://idp.example.com/jwks", "--token-issuer", "https://idp.example.com"],
+            "token-issuer": ["--jwks-url", "https://idp.example.com/jwks", "--token-issuer", "https://idp.example.com"],
+            "token-audience": ["--jwks-url", "https://idp.example.com/jwks", "--token-issuer", "https://idp.example.com", "--token-audience", "tether"],
+            "token-leeway": ["--token-leeway", "5"], "jwks-refresh": ["--jwks-refresh", "60"], "jwks-min-refresh": ["--jwks-min-refresh", "5"],
             "allowed-origins": ["--allowed-origins", "https://app.example.com"],
             "max-actions-per-second": ["--max-actions-per-second", "3"], "action-burst": ["--action-burst", "4"],
             "max-rooms-per-connection": ["--max-rooms-per-connection", "2"], "max-rooms": ["--max-rooms", "9"],
@@ -39,7 +43,7 @@ struct ReloadTests {
         ]
     }
 
-    @Test func exactlyTheReloadableSettingsChange() throws {
+    @Test func exactlyTheReloadableSettingsChange() async throws {
         let directory = NSTemporaryDirectory() + "tether-reload-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -60,7 +64,7 @@ struct ReloadTests {
         }
     }
 
-    @Test func theReportSaysWhatChangedAndWhatWaits() throws {
+    @Test func theReportSaysWhatChangedAndWhatWaits() async throws {
         let running = try ConfigurationLoader().load(arguments: [], environment: [:]).configuration
         let new = try ConfigurationLoader().load(arguments: ["--max-rooms", "9", "--port", "9999", "--auth-secret", "x"], environment: [:]).configuration
         let effective = running.reloading(from: new)
@@ -70,15 +74,15 @@ struct ReloadTests {
         #expect(running.reloading(from: withTLS).tls == nil)
     }
 
-    @Test func theHubAppliesLimitsAndSecretsWithClientsConnected() throws {
+    @Test func theHubAppliesLimitsAndSecretsWithClientsConnected() async throws {
         let old = TokenAuthority(secret: nil, named: ["old": Array("old secret".utf8)])
         let new = TokenAuthority(secret: nil, named: ["new": Array("new secret".utf8)])
         var configuration = TestServer.defaultConfiguration
         configuration.auth = old
         let server = TestServer(configuration: configuration, kinds: Demos.kinds)
         let claims = AccessClaims(subject: "t", expires: server.clock.secondsSince1970 + 3600, rooms: ["*"])
-        let oldToken = try #require(old.mint(claims, kid: "old"))
-        let newToken = try #require(new.mint(claims, kid: "new"))
+        let oldToken = try #require(await old.mint(claims, kid: "old"))
+        let newToken = try #require(await new.mint(claims, kid: "new"))
 
         let alice = server.connect()
         _ = alice.receiveAll()

@@ -37,7 +37,7 @@ struct SystemRoomTests {
         }
     }
 
-    @Test func theDocumentHasTheShapeThePageReads() throws {
+    @Test func theDocumentHasTheShapeThePageReads() async throws {
         let server = Self.makeServer()
         let watcher = Self.watcher(server)
         let state = try #require(Self.document(watcher))
@@ -55,7 +55,7 @@ struct SystemRoomTests {
         #expect(state["roomListTruncated"] == false)
     }
 
-    @Test func onceASecondItFollowsConnectionsRoomsAndActivity() throws {
+    @Test func onceASecondItFollowsConnectionsRoomsAndActivity() async throws {
         let server = Self.makeServer()
         let watcher = Self.watcher(server)
         server.advance(by: .seconds(1))  // the first housekeeping only sets the baseline
@@ -97,7 +97,7 @@ struct SystemRoomTests {
         #expect(!paths.contains("replace /roomList"), "never the whole list")
     }
 
-    @Test func aChangedRoomChangesOnlyItsEntrysFields() throws {
+    @Test func aChangedRoomChangesOnlyItsEntrysFields() async throws {
         let server = Self.makeServer()
         let watcher = Self.watcher(server)
         let writer = server.connect()
@@ -112,7 +112,7 @@ struct SystemRoomTests {
         #expect(roomPaths == ["replace /roomList/0/lastChange", "replace /roomList/0/version", "replace /roomList/1/version"])
     }
 
-    @Test func aRoomsEntryCountsItsPresenceMembersNotItsSpectators() throws {
+    @Test func aRoomsEntryCountsItsPresenceMembersNotItsSpectators() async throws {
         let server = Self.makeServer()
         let watcher = Self.watcher(server)
         let kim = server.connect(), lee = server.connect(), screen = server.connect()
@@ -132,7 +132,7 @@ struct SystemRoomTests {
         #expect(watcher.state(of: "tether.server")?["roomList"]?[index]?["members"] == 1)
     }
 
-    @Test func recentHoldsFiveMinutesOneEntryASecond() throws {
+    @Test func recentHoldsFiveMinutesOneEntryASecond() async throws {
         let server = Self.makeServer()
         let watcher = Self.watcher(server)
         server.advance(by: .seconds(310))
@@ -147,7 +147,7 @@ struct SystemRoomTests {
         #expect(watcher.gaps.isEmpty)
     }
 
-    @Test func theRoomListStopsAtFiveHundred() throws {
+    @Test func theRoomListStopsAtFiveHundred() async throws {
         let server = Self.makeServer()
         let watcher = Self.watcher(server)
         let writer = server.connect()
@@ -164,12 +164,12 @@ struct SystemRoomTests {
         #expect(state["roomListTruncated"] == true)
     }
 
-    @Test func withAuthOnlyAdminTokensOpenIt() {
+    @Test func withAuthOnlyAdminTokensOpenIt() async {
         let authority = TokenAuthority(secret: Array("s3cret".utf8))
         let server = Self.makeServer { $0.auth = authority }
         let expires = server.clock.secondsSince1970 + 600
-        let everything = authority.mint(AccessClaims(subject: "alice", expires: expires, rooms: ["*"]))
-        let admin = authority.mint(AccessClaims(subject: "ops", expires: expires, rooms: ["counter"], admin: true))
+        let everything = await authority.mint(AccessClaims(subject: "alice", expires: expires, rooms: ["*"]))
+        let admin = await authority.mint(AccessClaims(subject: "ops", expires: expires, rooms: ["counter"], admin: true))
         let client = server.connect()
         client.send(.join(room: "tether.server", id: 1))
         #expect(client.receiveAll().compactMap(\.error).map(\.code) == [.unauthorized], "no token")
@@ -187,7 +187,7 @@ struct SystemRoomTests {
         #expect(client.receiveAll().compactMap(\.error).map(\.code) == [.unauthorized], "admin does not cover other rooms")
     }
 
-    @Test func itHasNoInstancesAndNoActions() throws {
+    @Test func itHasNoInstancesAndNoActions() async throws {
         let server = Self.makeServer()
         let client = server.connect()
         client.discardReceived()
@@ -201,7 +201,7 @@ struct SystemRoomTests {
         #expect(kinds == [KindDescription(name: "tether.server", scope: "shared", actions: [])])
     }
 
-    @Test func kindNamesStartingWithTetherAreReserved() {
+    @Test func kindNamesStartingWithTetherAreReserved() async {
         var configuration = ServerConfiguration()
         configuration.dataDirectory = nil
         #expect(throws: StartupError.configuration("room kind tether.mine: names starting with tether. are reserved for the server's own rooms")) {
@@ -209,13 +209,12 @@ struct SystemRoomTests {
         }
     }
 
-    @Test func theAdminClaimIsSignedAndReadBack() throws {
+    @Test func theAdminClaimIsSignedAndReadBack() async throws {
         let authority = TokenAuthority(secret: Array("s3cret".utf8))
-        let admin = authority.mint(AccessClaims(subject: "ops", expires: 2_000_000_000, rooms: [], admin: true))
+        let admin = await authority.mint(AccessClaims(subject: "ops", expires: 2_000_000_000, rooms: [], admin: true))
         #expect(try authority.verify(admin, now: 1_900_000_000).admin)
-        let plain = authority.mint(AccessClaims(subject: "ops", expires: 2_000_000_000, rooms: ["*"]))
+        let plain = await authority.mint(AccessClaims(subject: "ops", expires: 2_000_000_000, rooms: ["*"]))
         #expect(try !authority.verify(plain, now: 1_900_000_000).admin)
-        let payload = try #require(Base64URL.decode(plain.split(separator: ".")[1]))
-        #expect(try JSONParser().parse(payload)["admin"] == nil, "absent unless granted")
+        #expect(try authority.verify(plain, now: 1_900_000_000).payload["admin"] == nil, "absent unless granted")
     }
 }

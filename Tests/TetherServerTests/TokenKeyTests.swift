@@ -8,10 +8,10 @@ struct TokenKeyTests {
     let claims = AccessClaims(subject: "alice", expires: 2_000_000_000, rooms: ["counter"])
     let now = 1_900_000_000
 
-    @Test func aTokenIsCheckedWithTheSecretItsKidNames() throws {
+    @Test func aTokenIsCheckedWithTheSecretItsKidNames() async throws {
         let keys = TokenAuthority(secret: nil, named: ["old": Array("old-secret".utf8), "new": Array("new-secret".utf8)])
-        let byOld = try #require(keys.mint(claims, kid: "old"))
-        let byNew = try #require(keys.mint(claims, kid: "new"))
+        let byOld = try #require(await keys.mint(claims, kid: "old"))
+        let byNew = try #require(await keys.mint(claims, kid: "new"))
         #expect(try keys.verify(byOld, now: now) == claims)
         #expect(try keys.verify(byNew, now: now) == claims)
         // After the rotation only the new secret remains.
@@ -20,25 +20,25 @@ struct TokenKeyTests {
         #expect(try rotated.verify(byNew, now: now) == claims)
     }
 
-    @Test func aKidCannotBorrowAnotherSecret() throws {
-        let forged = try #require(TokenAuthority(secret: nil, named: ["new": Array("attacker".utf8)]).mint(claims, kid: "new"))
+    @Test func aKidCannotBorrowAnotherSecret() async throws {
+        let forged = try #require(await TokenAuthority(secret: nil, named: ["new": Array("attacker".utf8)]).mint(claims, kid: "new"))
         let server = TokenAuthority(secret: nil, named: ["new": Array("new-secret".utf8)])
         #expect(throws: TokenError.badSignature) { try server.verify(forged, now: now) }
     }
 
-    @Test func unnamedAndNamedSecretsLiveSideBySide() throws {
+    @Test func unnamedAndNamedSecretsLiveSideBySide() async throws {
         let unnamed = TokenAuthority(secret: Array("single".utf8))
-        let plain = unnamed.mint(claims)
+        let plain = await unnamed.mint(claims)
         let both = unnamed.adding(TokenAuthority(secret: nil, named: ["k1": Array("named".utf8)]))
         #expect(try both.verify(plain, now: now) == claims, "tokens without kid keep working while named secrets are added")
-        #expect(try both.verify(try #require(both.mint(claims, kid: "k1")), now: now) == claims)
+        #expect(try both.verify(try #require(await both.mint(claims, kid: "k1")), now: now) == claims)
         let namedOnly = TokenAuthority(secret: nil, named: ["k1": Array("named".utf8)])
         #expect(throws: TokenError.unknownKey(nil)) { try namedOnly.verify(plain, now: now) }
-        #expect(namedOnly.mint(claims, kid: "missing") == nil)
-        #expect(both.namingUnnamedSecret("k2").mint(claims, kid: "k2") != nil)
+        #expect(await namedOnly.mint(claims, kid: "missing") == nil)
+        #expect(await both.namingUnnamedSecret("k2").mint(claims, kid: "k2") != nil)
     }
 
-    @Test func theSecretsFileIsReadAndItsMistakesNamed() throws {
+    @Test func theSecretsFileIsReadAndItsMistakesNamed() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-keys-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -62,9 +62,9 @@ struct TokenKeyTests {
     }
 
     /// An expiry reads as a UTC time and how long ago, not seconds since 1970.
-    @Test func anExpiredTokenSaysWhenInUTCAndHowLongAgo() throws {
+    @Test func anExpiredTokenSaysWhenInUTCAndHowLongAgo() async throws {
         let keys = TokenAuthority(secret: Array("s".utf8))
-        let token = keys.mint(claims)
+        let token = await keys.mint(claims)
         let error = #expect(throws: TokenError.self) { try keys.verify(token, now: 2_000_000_000 + 180) }
         #expect(error?.description == "token expired at 2033-05-18T03:33:20Z (3 min ago)")
     }

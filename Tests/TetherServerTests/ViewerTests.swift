@@ -21,21 +21,20 @@ struct ViewerTests {
     }
 
     /// A client past its hello that joined `room` (with a token for `subject`, if given).
-    static func joined(_ server: TestServer, _ room: String = "vote", as subject: String? = nil) -> TestClient {
+    static func joined(_ server: TestServer, _ room: String = "vote", as subject: String? = nil) async -> TestClient {
         let client = server.connect()
         _ = client.receive()
-        let token = subject.map {
-            authority.mint(AccessClaims(subject: $0, expires: server.clock.secondsSince1970 + 600, rooms: ["*"]))
-        }
+        var token: String?
+        if let subject { token = await authority.mint(AccessClaims(subject: subject, expires: server.clock.secondsSince1970 + 600, rooms: ["*"])) }
         client.send(.join(room: room, id: 1, token: token))
         #expect(client.receiveAll().map(\.type) == ["snapshot", "ack"])
         return client
     }
 
-    @Test func eachTokenSubjectSeesOnlyTheirOwnChoice() throws {
+    @Test func eachTokenSubjectSeesOnlyTheirOwnChoice() async throws {
         let server = Self.server(auth: true)
-        let ana = Self.joined(server, as: "ana"), anaAgain = Self.joined(server, as: "ana")
-        let bo = Self.joined(server, as: "bo"), cy = Self.joined(server, as: "cy")
+        let ana = await Self.joined(server, as: "ana"), anaAgain = await Self.joined(server, as: "ana")
+        let bo = await Self.joined(server, as: "bo"), cy = await Self.joined(server, as: "cy")
         ana.send(.action(room: "vote", name: "vote", args: ["option": "pizza"], id: 2))
         bo.send(.action(room: "vote", name: "vote", args: ["option": "salad"], id: 3))
         for client in [ana, anaAgain, bo, cy] { client.discardReceived() }
@@ -50,7 +49,7 @@ struct ViewerTests {
             #expect(client.gaps.isEmpty)
         }
         // A late joiner's snapshot holds their own value.
-        let anaLate = Self.joined(server, as: "ana")
+        let anaLate = await Self.joined(server, as: "ana")
         #expect(anaLate.state(of: "vote")?["mine"] == "pizza")
         // After closing, everyone sees the ballots.
         cy.send(.action(room: "vote", name: "close", id: 4))
@@ -58,9 +57,9 @@ struct ViewerTests {
         #expect(cy.state(of: "vote")?["ballots"] == ["ana": "pizza", "bo": "salad"])
     }
 
-    @Test func withoutTokensEachConnectionIsItsOwnViewer() {
+    @Test func withoutTokensEachConnectionIsItsOwnViewer() async {
         let server = Self.server(auth: false)
-        let first = Self.joined(server), second = Self.joined(server)
+        let first = await Self.joined(server), second = await Self.joined(server)
         first.send(.action(room: "vote", name: "vote", args: ["option": "noodles"], id: 2))
         #expect(first.receiveAll().map(\.type) == ["patch", "ack"])
         #expect(second.receiveAll().map(\.type) == ["patch"])
@@ -70,23 +69,23 @@ struct ViewerTests {
         #expect(first.gaps.isEmpty && second.gaps.isEmpty)
     }
 
-    @Test func aResumeInARoomWithPerViewerValuesGetsASnapshot() throws {
+    @Test func aResumeInARoomWithPerViewerValuesGetsASnapshot() async throws {
         let server = Self.server(auth: true)
-        let ana = Self.joined(server, as: "ana")
+        let ana = await Self.joined(server, as: "ana")
         ana.send(.action(room: "vote", name: "vote", args: ["option": "pizza"], id: 2))
         ana.discardReceived()
         let epoch = try #require(ana.mirrors["vote"]?.epoch)
         let back = server.connect()
         _ = back.receive()
-        let token = Self.authority.mint(AccessClaims(subject: "ana", expires: server.clock.secondsSince1970 + 600, rooms: ["vote"]))
+        let token = await Self.authority.mint(AccessClaims(subject: "ana", expires: server.clock.secondsSince1970 + 600, rooms: ["vote"]))
         back.send(.join(room: "vote", id: 5, since: ResumePoint(epoch: epoch, version: 1), token: token))
         #expect(back.receiveAll().map(\.type) == ["snapshot", "ack"])
         #expect(back.state(of: "vote")?["mine"] == "pizza")
     }
 
-    @Test func aTurnThatChangesOnlyOneViewersValueStepsTheVersionForEveryone() throws {
+    @Test func aTurnThatChangesOnlyOneViewersValueStepsTheVersionForEveryone() async throws {
         let server = Self.server(auth: true)
-        let a = Self.joined(server, "teams", as: "a"), b = Self.joined(server, "teams", as: "b")
+        let a = await Self.joined(server, "teams", as: "a"), b = await Self.joined(server, "teams", as: "b")
         a.send(.action(room: "teams", name: "promoteQuietly", args: ["team": "a"], id: 2))
         let toA = a.receiveAll(), toB = b.receiveAll()
         #expect(toA.first == .patch(room: "teams", epoch: a.mirrors["teams"]!.epoch, from: 0, version: 1,
@@ -97,9 +96,9 @@ struct ViewerTests {
         #expect(a.gaps.isEmpty && b.gaps.isEmpty)
     }
 
-    @Test func aSlowViewerIsResyncedWithTheirOwnSnapshot() throws {
+    @Test func aSlowViewerIsResyncedWithTheirOwnSnapshot() async throws {
         let server = Self.server(auth: true, sendQueueBytes: 4_096)
-        let slow = Self.joined(server, "teams", as: "a"), writer = Self.joined(server, "teams", as: "b")
+        let slow = await Self.joined(server, "teams", as: "a"), writer = await Self.joined(server, "teams", as: "b")
         slow.connection.isChoked = true
         for id in 1...40 { writer.send(.action(room: "teams", name: "promote", args: ["team": "a"], id: id)) }
         #expect(slow.receiveAll().isEmpty, "a choked connection takes nothing")
@@ -140,7 +139,7 @@ struct ViewerTests {
         return SessionHandle(session: session, viewer: Viewer(id: id, claims: ["team": .string(team)]))
     }
 
-    @Test func subscribersWithTheSameProjectionChangeShareOneFrame() throws {
+    @Test func subscribersWithTheSameProjectionChangeShareOneFrame() async throws {
         let host = ViewModelKind("teams", scope: .shared, Teams.self).instantiate(room: "teams")
         let a1 = Self.subscriber("a1", team: "a"), a2 = Self.subscriber("a2", team: "a"), b1 = Self.subscriber("b1", team: "b")
         var views = ViewerViews()

@@ -28,6 +28,9 @@ enum Admission {
         /// With tokens: until when (seconds since 1970) the token the connection joined the room
         /// with is valid; nil when it joined without one (or not at all).
         var authorizedUntil: Int?
+        /// With tokens: the token's subject when the connection joined the room with read access
+        /// only (a `read` claim); nil when it may act.
+        var readOnlyFor: String?
         /// Rooms the connection has joined.
         var roomsJoined = 0
         /// Where the room stands among the server's rooms (read for joins, and actions on rooms
@@ -63,12 +66,21 @@ enum Admission {
             case forbidden
             /// A limit: rate, rooms per connection, rooms in the server or of a kind (`rate_limited`).
             case limited
+            /// The token can't be checked yet: its identity provider's keys are being fetched
+            /// (HTTP 503, `unavailable`; retrying in a moment is the remedy, not a new token).
+            case keysPending
         }
 
         var reason: Reason
         var message: String
 
-        var code: ErrorCode { reason == .limited ? .rateLimited : .unauthorized }
+        var code: ErrorCode {
+            switch reason {
+            case .limited: .rateLimited
+            case .keysPending: .unavailable
+            case .noToken, .badToken, .forbidden: .unauthorized
+            }
+        }
     }
 
     static func decide(_ request: Request, facts: Facts, settings: ServerConfiguration) -> Result<Grant, Refusal> {
@@ -89,11 +101,14 @@ enum Admission {
             guard facts.withinRate else {
                 return .failure(Refusal(reason: .limited, message: "more than \(Int(settings.maxActionsPerSecond)) actions per second"))
             }
-            if settings.auth != nil {
+            if settings.requiresTokens {
                 guard let until = facts.authorizedUntil, facts.joined else {
                     return .failure(Refusal(reason: .noToken, message: "join \(room) with a token before acting on it"))
                 }
                 if let expired = expiry(of: room, until: until, now: facts.now) { return .failure(expired) }
+                if let subject = facts.readOnlyFor {
+                    return .failure(Refusal(reason: .forbidden, message: "the token of \"\(subject)\" may read room \(room) but not act on it"))
+                }
             }
             if !facts.joined, let full = capacityRefusal(room: room, kind: kind, counts: facts.room, settings: settings) { return .failure(full) }
             return .success(.open)
@@ -102,18 +117,18 @@ enum Admission {
             guard facts.withinRate else {
                 return .failure(Refusal(reason: .limited, message: "more than \(Int(settings.maxActionsPerSecond)) actions and presence updates per second"))
             }
-            if settings.auth != nil, let until = facts.authorizedUntil, let expired = expiry(of: room, until: until, now: facts.now) {
+            if settings.requiresTokens, let until = facts.authorizedUntil, let expired = expiry(of: room, until: until, now: facts.now) {
                 return .failure(expired)
             }
             return .success(.open)
 
         case .administer(let token):
-            guard let auth = settings.auth else { return .success(.open) }
+            guard settings.requiresTokens else { return .success(.open) }
             let what = "room administration"
             guard let token else {
                 return .failure(Refusal(reason: .noToken, message: "\(what) needs a token with the admin claim (tetherd token --admin)"))
             }
-            switch verify(token, auth: auth, now: facts.now) {
+            switch verify(token, settings: settings, now: facts.now) {
             case .failure(let refusal): return .failure(refusal)
             case .success(let claims) where !claims.admin: return .failure(noAdminClaim(what, claims))
             case .success(let claims): return .success(.token(claims))
@@ -127,27 +142,26 @@ enum Admission {
     /// tokens, whatever rooms they cover. Other rooms need a token that covers them.
     private static func authorize(_ token: String?, toJoin room: String, kind: ViewModelKind, settings: ServerConfiguration,
                                   now: Int) -> Result<Grant, Refusal> {
-        guard let auth = settings.auth else { return .success(.open) }
+        guard settings.requiresTokens else { return .success(.open) }
         guard let token else { return .failure(Refusal(reason: .noToken, message: "this server needs a token to join \(room)")) }
         let claims: AccessClaims
-        switch verify(token, auth: auth, now: now) {
+        switch verify(token, settings: settings, now: now) {
         case .failure(let refusal): return .failure(refusal)
         case .success(let verified): claims = verified
         }
         if SystemRoom.isSystemKind(kind.name) {
             return claims.admin ? .success(.token(claims)) : .failure(noAdminClaim("\(room) (the server's overview)", claims))
         }
-        guard claims.covers(room: room) else {
+        // A `read` claim admits the join; `act` then refuses actions (facts.readOnlyFor).
+        guard claims.allows(.read, room: room) else {
             return .failure(Refusal(reason: .forbidden, message: "the token of \"\(claims.subject)\" does not cover room \(room)"))
         }
         return .success(.token(claims))
     }
 
-    private static func verify(_ token: String, auth: TokenAuthority, now: Int) -> Result<AccessClaims, Refusal> {
-        do {
-            return .success(try auth.verify(token, now: now))
-        } catch {
-            return .failure(Refusal(reason: .badToken, message: error.description))
+    private static func verify(_ token: String, settings: ServerConfiguration, now: Int) -> Result<AccessClaims, Refusal> {
+        settings.tokenVerifier.verify(token, now: now).mapError { error in
+            Refusal(reason: error.isTransient ? .keysPending : .badToken, message: error.description)
         }
     }
 

@@ -116,13 +116,32 @@ public struct ConfigurationLoader: Sendable {
         if (configuration.tlsCertificatePath == nil) != (configuration.tlsKeyPath == nil) {
             problems.append(.invalid("tls-cert and tls-key go together"))
         }
-        if configuration.auth == nil, !configuration.allowAnonymous, !isLoopback(configuration.host) {
-            problems.append(.invalid("refusing to listen on \(configuration.host) without auth-secret: anyone could join every room. Set auth-secret-file (or allow-anonymous)."))
+        if !configuration.requiresTokens, !configuration.allowAnonymous, !isLoopback(configuration.host) {
+            problems.append(.invalid("refusing to listen on \(configuration.host) without auth-secret: anyone could join every room. Set auth-secret-file or jwks-url (or allow-anonymous)."))
         }
+        problems += identityProviderProblems(in: configuration)
         if configuration.peerTimeout <= configuration.pingInterval {
             problems.append(.invalid("peer-timeout-seconds must be longer than ping-seconds"))
         }
         return problems
+    }
+
+    /// A key set is bound to one issuer: without it, any issuer's tokens would be checked with
+    /// these keys. Plain http only on loopback (tests, a sidecar): elsewhere the keys could be
+    /// swapped on the way.
+    static func identityProviderProblems(in configuration: ServerConfiguration) -> [ConfigurationError] {
+        switch (configuration.jwksURL, configuration.tokenIssuer) {
+        case (nil, nil):
+            return configuration.tokenAudience == nil ? [] : [.invalid("token-audience needs jwks-url and token-issuer")]
+        case (_?, nil): return [.invalid("jwks-url needs token-issuer: the exact iss of the provider's tokens, which its keys are bound to")]
+        case (nil, _?): return [.invalid("token-issuer needs jwks-url: where the provider publishes its keys")]
+        case (let text?, _?):
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host else {
+                return [.badValue("jwks-url", text, "an https:// URL")]
+            }
+            if scheme == "https" || (scheme == "http" && (isLoopback(host) || host == "[::1]")) { return [] }
+            return [.badValue("jwks-url", text, "an https:// URL (http:// only on loopback)")]
+        }
     }
 
     static func isLoopback(_ host: String) -> Bool {

@@ -192,6 +192,12 @@ extension ServerConfiguration {
             config.auth = (config.auth ?? TokenAuthority(secret: nil, named: [:])).adding(TokenAuthority(secret: nil, named: named))
             config.authSecretsFile = path
         }, current: { $0.authSecretsFile }),
+        .optionalString("jwks-url", \.jwksURL, "An identity provider's key set (JWKS, https://): its RS256, ES256 and EdDSA tokens are accepted too. Fetched at start, every --jwks-refresh, and on a token with an unknown kid. Needs --token-issuer.", value: "url"),
+        .optionalString("token-issuer", \.tokenIssuer, "The identity provider's issuer: its tokens' exact iss (e.g. https://auth.example.com/realms/app). Only tokens with this iss are checked with the --jwks-url keys.", value: "issuer"),
+        .optionalString("token-audience", \.tokenAudience, "When set, an identity provider's token must name this audience in its aud claim (e.g. the API identifier or client id).", value: "audience"),
+        .seconds("token-leeway", \.tokenLeeway, "Tolerance for clocks apart on a token's exp, nbf and iat.", allowsZero: true),
+        .seconds("jwks-refresh", \.jwksRefresh, "How often the identity provider's key set is fetched again (a key removed from it is refused from then on)."),
+        .seconds("jwks-min-refresh", \.jwksMinRefresh, "At most one extra fetch of the key set per this many seconds, asked for by tokens with an unknown kid.", allowsZero: true),
         .flag("allow-anonymous", \.allowAnonymous, "Allow listening on a non-loopback address without a token secret."),
         ConfigurationOption("allowed-origins", value: "origins", "Web pages that may open WebSockets besides the daemon's own (the dashboard): comma-separated origins such as https://app.example.com,http://localhost:3000, or * for any page of any site. Browsers' upgrades from other origins get 403; programs, which send no Origin, are unaffected.", apply: { config, text throws(ConfigurationError) in
             do throws(OriginPolicyError) {

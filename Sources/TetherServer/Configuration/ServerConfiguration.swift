@@ -51,6 +51,19 @@ public struct ServerConfiguration: Sendable {
     /// The files `auth` was read from, if any (for `tetherd check` and reload reports).
     public var authSecretFile: String?
     public var authSecretsFile: String?
+    /// An identity provider whose tokens are accepted too: where its key set is (a JWKS URL),
+    /// its tokens' `iss`, and the `aud` they must name (optional). URL and issuer go together.
+    public var jwksURL: String?
+    public var tokenIssuer: String?
+    public var tokenAudience: String?
+    /// How often the key set is fetched again, and the least time between two fetches asked for
+    /// by tokens with an unknown `kid`.
+    public var jwksRefresh: Duration = .seconds(600)
+    public var jwksMinRefresh: Duration = .seconds(30)
+    /// The provider's keys as fetched; made by `TetherServer` when `identityProvider` is set.
+    public var identityKeys: IdentityKeys?
+    /// Tolerance for clocks apart on a token's `exp`, `nbf` and `iat`.
+    public var tokenLeeway: Duration = .seconds(30)
     /// Listen beyond loopback without `auth` (refused otherwise: anyone could join every room).
     public var allowAnonymous = false
     /// Web pages that may open a WebSocket besides the daemon's own (checked on the upgrade's
@@ -157,10 +170,24 @@ extension ServerConfiguration {
     }
 
     /// One line for the start-up log: what an operator wants to confirm.
+    /// The identity provider, when `jwksURL` and `tokenIssuer` are both set.
+    public var identityProvider: IdentityProvider? {
+        guard let jwksURL, let tokenIssuer, let url = URL(string: jwksURL) else { return nil }
+        return IdentityProvider(jwksURL: url, issuer: tokenIssuer, audience: tokenAudience, refresh: jwksRefresh, minRefreshInterval: jwksMinRefresh)
+    }
+
+    /// Whether joins need a token: with token secrets, or an identity provider.
+    public var requiresTokens: Bool { auth != nil || identityProvider != nil }
+
+    /// Checks tokens with this server's secrets and its identity provider's keys.
+    public var tokenVerifier: TokenVerifier {
+        TokenVerifier(secrets: auth, provider: identityProvider, providerKeys: identityKeys, leeway: Int(tokenLeeway.components.seconds))
+    }
+
     public func summary(port: Int) -> String {
         let storage = !natsURLs.isEmpty ? "cluster node \(nodeName ?? "?") on NATS \(natsURLs.joined(separator: ","))"
             : dataDirectory.map { "data in \($0) (durability \(durability.rawValue))" } ?? "memory only"
-        return "\(scheme)://\(host):\(port), \(storage), auth \(auth == nil ? "off" : "on"), "
+        return "\(scheme)://\(host):\(port), \(storage), auth \(requiresTokens ? "on" : "off")\(identityProvider.map { ", identity provider \($0.issuer)" } ?? ""), "
             + "\(effectiveIOThreads) socket thread\(effectiveIOThreads == 1 ? "" : "s"), max \(maxConnections) connections, \(maxRooms) rooms, state \(maxStateBytes) bytes, log \(logLevel) \(logFormat.rawValue)"
     }
 }

@@ -119,6 +119,7 @@ struct HTTPRoutes {
         case .badToken: return error(401, .unauthorized, refusal.message, headers: challenge)
         case .forbidden: return error(403, .unauthorized, refusal.message)
         case .limited: return error(429, .rateLimited, refusal.message, headers: ["Retry-After": "1"])
+        case .keysPending: return error(503, .unavailable, refusal.message, headers: ["Retry-After": "1"])
         }
     }
 

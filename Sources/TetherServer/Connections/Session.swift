@@ -22,6 +22,8 @@ final class Session {
     var authorizedUntil: [String: Int] = [:]
     /// With auth on: who the token of each joined room names (its `sub` and claims).
     var viewers: [String: Viewer] = [:]
+    /// With auth on: rooms joined with read access only (a `read` claim), with the token's subject.
+    var readOnly: [String: String] = [:]
     /// What its `hello` said: its client id, and who it is without a token (`user`, else the
     /// client id); nil before a hello (then the session id stands for both).
     var identity: (client: String, viewer: String)?

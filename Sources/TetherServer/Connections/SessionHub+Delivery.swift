@@ -92,6 +92,7 @@ extension SessionHub {
             session.joined[name] = nil
             session.authorizedUntil[name] = nil
             session.viewers[name] = nil
+            session.readOnly[name] = nil
             session.sendQueue.forget(room: name)
             enqueue(.control(frame), for: session)
         }

@@ -22,10 +22,12 @@ extension SessionHub {
         case .failure(let refusal):
             return refuse(refusal, id: id, room: name, session: session)
         case .success(.token(let claims)):
-            session.authorizedUntil[name] = claims.expires
+            // The same leeway as the join's check: a token accepted at the join still acts.
+            session.authorizedUntil[name] = claims.expires + configuration.tokenVerifier.leeway
             session.viewers[name] = Viewer(id: claims.subject, claims: claims.payload)
+            session.readOnly[name] = SystemRoom.isSystemKind(kind.name) || claims.allows(.act, room: name) ? nil : claims.subject
         case .success(.open):
-            break
+            session.readOnly[name] = nil
         }
         session.consecutiveErrors = 0
         let previous = session.joined[name]
@@ -87,6 +89,7 @@ extension SessionHub {
         session.consecutiveErrors = 0
         session.authorizedUntil[name] = nil
         session.viewers[name] = nil
+        session.readOnly[name] = nil
         if let room = session.joined.removeValue(forKey: name) {
             session.sendQueue.forget(room: name)
             let handle = SessionHandle(session: session)
@@ -118,7 +121,7 @@ extension SessionHub {
         let handle = SessionHandle(session: session, viewer: viewer(of: session, in: name))
         // With tokens the token's subject is part of the key: a guessed client id answers nothing.
         let number = seq.map { seq in
-            ActionNumber(client: configuration.auth == nil ? session.identity!.client : "\(handle.viewer.id) \(session.identity!.client)", seq: seq)
+            ActionNumber(client: !configuration.requiresTokens ? session.identity!.client : "\(handle.viewer.id) \(session.identity!.client)", seq: seq)
         }
         room.perform(action, args: args, id: id, number: number, from: handle)
     }
@@ -173,7 +176,7 @@ extension SessionHub {
     /// What `Admission` needs to know of this session in room `name`.
     func facts(of session: Session, in name: String) -> Admission.Facts {
         Admission.Facts(now: runtime.clock.secondsSince1970, joined: session.joined[name] != nil,
-                        authorizedUntil: session.authorizedUntil[name])
+                        authorizedUntil: session.authorizedUntil[name], readOnlyFor: session.readOnly[name])
     }
 
     /// `joining`: a shared room counts the session as a member in the same step.

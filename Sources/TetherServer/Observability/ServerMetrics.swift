@@ -25,6 +25,10 @@ final class ServerMetrics: Sendable {
     let appendLatency: DurationHistogram
     let ownershipChanges: Counter
     let catchUps: Counter
+    /// The identity provider's key set: fetches by result, keys held.
+    let jwksFetched: Counter
+    let jwksFetchFailed: Counter
+    let jwksKeys: Gauge
     private let actionsByOutcome: [String: Counter]
     /// Every action, whatever its outcome (the system room's actions per second).
     private let actionsTotal = Atomic<Int64>(0)
@@ -73,6 +77,9 @@ final class ServerMetrics: Sendable {
             errors[code] = registry.makeCounter(descriptor: metric("tether_errors_sent_total", "Error messages sent, by code"), labels: [("code", code.rawValue)])
         }
         errorsByCode = errors
+        jwksFetched = registry.makeCounter(descriptor: metric("tether_jwks_fetches_total", "Fetches of the identity provider's key set, by result"), labels: [("result", "ok")])
+        jwksFetchFailed = registry.makeCounter(descriptor: metric("tether_jwks_fetches_total", "Fetches of the identity provider's key set, by result"), labels: [("result", "failed")])
+        jwksKeys = registry.makeGauge(descriptor: metric("tether_jwks_keys", "Keys of the identity provider held (from its last good fetch)"))
         resumesFromHistory = registry.makeCounter(descriptor: metric("tether_resumes_total", "Joins with since, by how they were served"), labels: [("result", "history")])
         resumesWithSnapshot = registry.makeCounter(descriptor: metric("tether_resumes_total", "Joins with since, by how they were served"), labels: [("result", "snapshot")])
         cpuSeconds = registry.makeGauge(descriptor: metric("process_cpu_seconds_total", "User and system CPU time of the daemon"))

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -106,17 +107,61 @@ public final class URLSessionOutboundHTTP: OutboundHTTP {
     }
 
     /// `timeoutInterval` is an idle timeout in libcurl's hands; a receiver that trickles bytes
-    /// must not hold a delivery longer than its whole timeout.
+    /// must not hold a delivery longer than its whole timeout. The deadline is a Dispatch timer
+    /// (not a task on the cooperative pool, which busy callers can hold up), and the caller is
+    /// answered at the deadline without waiting for the exchange to notice its cancellation.
     private func withDeadline<T: Sendable>(_ seconds: Double, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await work() }
-            group.addTask {
-                try await Task.sleep(for: .seconds(seconds))
-                throw OutboundError.timedOut
+        let race = DeadlineRace<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                race.start(continuation, work: work)
+                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { race.finish(.failure(OutboundError.timedOut)) }
             }
-            defer { group.cancelAll() }
-            return try await group.next()!
+        } onCancel: {
+            race.finish(.failure(CancellationError()))
         }
+    }
+}
+
+/// The first of the exchange, the deadline and the caller's cancellation answers; the exchange
+/// is cancelled when it is not the first.
+private final class DeadlineRace<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        /// The first answer, kept until the caller's continuation is there to take it.
+        var answer: Result<T, any Error>?
+        var work: Task<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<T, any Error>, work: @escaping @Sendable () async throws -> T) {
+        let early = state.withLock { state -> Result<T, any Error>? in
+            if let answer = state.answer { return answer }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { return continuation.resume(with: early) }
+        let task = Task {
+            do { finish(.success(try await work())) } catch { finish(.failure(error)) }
+        }
+        let answered = state.withLock { state in
+            state.work = task
+            return state.answer != nil
+        }
+        if answered { task.cancel() }
+    }
+
+    /// The first call answers; later ones do nothing.
+    func finish(_ result: Result<T, any Error>) {
+        let (continuation, work) = state.withLock { state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?) in
+            guard state.answer == nil else { return (nil, nil) }
+            state.answer = result
+            defer { state.continuation = nil }
+            return (state.continuation, state.work)
+        }
+        work?.cancel()
+        continuation?.resume(with: result)
     }
 }
 

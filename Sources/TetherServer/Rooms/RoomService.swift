@@ -170,7 +170,7 @@ public final class RoomService: Sendable {
         if expiryDue { deleteExpiredRooms() }
         metrics.rooms.set(Double(registry.roomCount))
         let connections = hubs.openConnections
-        statusBoard.record(connections: connections, rooms: registry.roomCount, auth: configuration.auth != nil,
+        statusBoard.record(connections: connections, rooms: registry.roomCount, auth: configuration.requiresTokens,
                            roomList: registry.hasSharedRoom(named: SystemRoom.serverStatus) ? roomList() : nil)
         let summary: String? = hubs.activity.withLock { activity in
             guard activity.isDue(now: now) else { return nil }

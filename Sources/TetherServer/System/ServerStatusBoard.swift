@@ -91,7 +91,7 @@ final class ServerStatusBoard: Sendable {
         self.metrics = metrics
         started = clock.now
         startedAt = clock.secondsSince1970
-        state.withLock { $0.record.auth = configuration.auth != nil }
+        state.withLock { $0.record.auth = configuration.requiresTokens }
     }
 
     /// This server is a node of a cluster: `view` tells its name and the nodes it sees.
