@@ -73,6 +73,16 @@ struct IdentityProviderTests {
         }
         // The server's own HS256 tokens work beside them.
         #expect(try Self.join(socket, try Self.hsToken(["--rooms", "counter"]))["type"] == "snapshot")
+        // A token that may act over a WebSocket may act over HTTP.
+        let base = "http://127.0.0.1:\(daemon.port)"
+        for kid in ["rsa-1", "ec-1", "ed-1"] {
+            let acted = try HTTPAPITests.curl(base, "POST", "/rooms/counter/actions/increment", token: try Self.token(idp, kid: kid))
+            #expect(acted.status == 200, "\(kid): \(acted)")
+        }
+        let read = try HTTPAPITests.curl(base, "GET", "/rooms/counter", token: try Self.token(idp, kid: "ec-1"))
+        #expect(read.json?["state"] == ["count": 6], "\(read)")
+        let wrongAudience = try HTTPAPITests.curl(base, "GET", "/rooms/counter", token: try Self.token(idp, ["aud": "someone-else"]))
+        #expect(wrongAudience.status == 401 && wrongAudience.headers.contains("www-authenticate: bearer"), "\(wrongAudience)")
         let metrics = try daemon.httpGET("/metrics").body
         #expect(metrics.contains("tether_jwks_keys 3") && metrics.contains(#"tether_jwks_fetches_total{result="ok"} 1"#), "\(metrics)")
     }
@@ -202,6 +212,13 @@ struct IdentityProviderTests {
             let act = try Self.answer(socket, ["type": "action", "room": "counter", "name": "increment", "id": 7])
             #expect(act["code"] == "unauthorized"
                     && act["message"] == "the token of \"service:reports\" may read room counter but not act on it", "\(act)")
+        }
+        // Over HTTP: it reads and follows the room, and may not act (403).
+        let base = "http://127.0.0.1:\(daemon.port)"
+        for token in [provider, own] {
+            #expect(try HTTPAPITests.curl(base, "GET", "/rooms/counter", token: token).status == 200)
+            let act = try HTTPAPITests.curl(base, "POST", "/rooms/counter/actions/increment", token: token)
+            #expect(act.status == 403 && act.json?["message"] == "the token of \"service:reports\" may read room counter but not act on it", "\(act)")
         }
         // A token that may act joins the same room and acts.
         #expect(try Self.join(socket, try Self.token(idp))["type"] == "snapshot")
