@@ -2,16 +2,16 @@ import Foundation
 import Testing
 import TetherTestSupport
 
-/// docs/HTTP-API.md's "Try it" runs as written: its shell and Python blocks in order, in one
+/// docs/CLIENTS.md's "Backends over HTTP" runs as written: its shell and Python blocks in order, in one
 /// shell, against a real tetherd that requires tokens, each printing what the block after it
 /// shows (epochs aside: each room has its own).
 @Suite("End to end: the HTTP API's documented examples", .timeLimit(.minutes(2)))
 struct HTTPAPIDocumentTests {
-    static let document = "docs/HTTP-API.md"
-    static let section = "## Try it"
+    static let document = "docs/CLIENTS.md"
+    static let section = "## Backends over HTTP"
     static let marker = "@@ next block @@"
 
-    @Test func theTryItSectionPrintsWhatItShows() throws {
+    @Test func theBackendsSectionPrintsWhatItShows() throws {
         let markdown = try Repository.text(Self.document)
         let blocks = Self.blocks(markdown)
         let commands = blocks.filter { $0.language == "sh" || $0.language == "python" }
