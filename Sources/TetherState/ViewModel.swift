@@ -159,6 +159,17 @@ public struct ViewModelKind: Sendable {
     /// A shared room of this kind that has not changed and had no subscribers for this long is
     /// deleted (nil: kept until deleted). `tetherd --room-expiry` overrides it.
     public let expireAfter: Duration?
+    /// Whether its actions' arguments may go out in `action.applied` webhooks (to endpoints that
+    /// ask for them): off unless the kind says so, since arguments may carry what a room never
+    /// publishes (a password).
+    public private(set) var webhookArguments = false
+
+    /// The kind with its actions' arguments allowed in webhooks.
+    public func sendingArgumentsInWebhooks() -> ViewModelKind {
+        var kind = self
+        kind.webhookArguments = true
+        return kind
+    }
     private let make: @Sendable (ViewModelContext) -> ViewModelHost
 
     public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type,

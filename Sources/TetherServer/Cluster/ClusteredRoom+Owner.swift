@@ -217,7 +217,8 @@ extension ClusteredRoom {
             ? StoredRoom(epoch: followers.epoch, version: version, state: document, stored: storedDocument, patches: [], actions: outcomes.applied)
             : nil
         let term = RandomID.make(length: 10)
-        let room = Room(name: name, kind: kind, environment: environment, log: OwnerLog(room: self, term: term, restored: restored))
+        let room = Room(name: name, kind: kind, environment: environment, log: OwnerLog(room: self, term: term, restored: restored,
+                                                                                                  webhookOutbox: environment.webhooks?.outbox))
         room.start(after: nil)
         appender.own(term: term, after: replica.lastSequence, version: version)
         let subscriptions: [any ClusterSubscription]
@@ -360,6 +361,7 @@ private struct OwnerLog: RoomLog {
     let room: ClusteredRoom
     let term: String
     let restored: StoredRoom?
+    let webhookOutbox: (any WebhookOutbox)?
 
     func restore() -> StoredRoom? { restored }
 
@@ -369,8 +371,10 @@ private struct OwnerLog: RoomLog {
     }
 
     func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
-                state: () -> RoomState) {
+                webhooks: [WebhookDelivery], state: () -> RoomState) {
         hand(.patch(step, stored: stored, projections: projections, applied: applied))
+        // On a cluster the owner's node keeps the step's events in memory (docs/WEBHOOKS.md).
+        if !webhooks.isEmpty { webhookOutbox?.add(webhooks, now: lastChange) }
     }
 
     private func hand(_ step: LogAppender.Step) {

@@ -87,6 +87,22 @@ final class ServerMetrics: Sendable {
         peakResidentBytes = registry.makeGauge(descriptor: metric("process_peak_resident_memory_bytes", "Peak resident memory of the daemon"))
     }
 
+    /// A webhook delivery attempt's result (`ok`, `retry`, `dead`, `gone`), per endpoint.
+    func webhookAttempt(endpoint: String, result: String) {
+        let name = MetricNameDescriptor(metricName: "tether_webhook_deliveries_total", unitName: "", helpText: "Webhook delivery attempts, by endpoint and result")
+        registry.makeCounter(descriptor: name, labels: [("endpoint", endpoint), ("result", result)]).increment()
+    }
+
+    /// Deliveries waiting per endpoint, and dead-lettered ones.
+    func webhookQueues(_ statuses: [String: WebhookEndpointStatus]) {
+        for (endpoint, status) in statuses {
+            let pending = MetricNameDescriptor(metricName: "tether_webhook_pending", unitName: "", helpText: "Webhook deliveries waiting, by endpoint")
+            let dead = MetricNameDescriptor(metricName: "tether_webhook_dead", unitName: "", helpText: "Webhook deliveries dead-lettered, by endpoint")
+            registry.makeGauge(descriptor: pending, labels: [("endpoint", endpoint)]).set(Double(status.pending))
+            registry.makeGauge(descriptor: dead, labels: [("endpoint", endpoint)]).set(Double(status.dead))
+        }
+    }
+
     func action(outcome: String) {
         actionsByOutcome[outcome]?.increment()
         actionsTotal.wrappingAdd(1, ordering: .relaxed)

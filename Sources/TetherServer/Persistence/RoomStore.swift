@@ -76,6 +76,8 @@ package final class RoomStore: Sendable {
         case commit(Commit)
         /// The room and its patches are removed.
         case delete(room: String)
+        /// Rows of another table (the webhook outbox), in the same transaction as the batch.
+        case statement(@Sendable (SQLiteDatabase) throws(StorageError) -> Void)
     }
 
     /// A room's state encoded for the `rooms` row.
@@ -107,6 +109,8 @@ package final class RoomStore: Sendable {
         /// When the room's state last changed, in seconds since 1970 (a stopping room commits its
         /// state without changing it).
         let lastChange: Int
+        /// The step's webhook events, recorded in its transaction: acked means they will be sent.
+        var webhooks: [WebhookDelivery] = []
     }
 
     /// Takes the data directory's lock, then opens (or creates) the database.
@@ -146,6 +150,7 @@ package final class RoomStore: Sendable {
             """)
         try addLastChange(to: database)
         try addStoredState(to: database)
+        try createOutbox(in: database)
         return database
     }
 
@@ -185,6 +190,9 @@ package final class RoomStore: Sendable {
     /// Removes the room, after every commit submitted before (a deleted room's own last ones).
     func delete(room: String) { submit(.write(.delete(room: room))) }
 
+    /// Writes with the next batch, in its transaction.
+    func write(_ statement: @escaping @Sendable (SQLiteDatabase) throws(StorageError) -> Void) { submit(.write(.statement(statement))) }
+
     /// Runs `work` on the writer thread once everything submitted before it is committed.
     package func afterCommits(_ work: @escaping @Sendable () -> Void) { submit(.callback(work)) }
 
@@ -215,7 +223,7 @@ package final class RoomStore: Sendable {
 
     /// Runs `body` on the writer thread once everything submitted before is written, and waits
     /// for its result.
-    private func read<T>(_ body: @escaping (SQLiteDatabase) throws(StorageError) -> T?) throws(StorageError) -> T? {
+    func read<T>(_ body: @escaping (SQLiteDatabase) throws(StorageError) -> T?) throws(StorageError) -> T? {
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<T?, StorageError> = .success(nil)
         submit(.read { database in
@@ -314,6 +322,8 @@ package final class RoomStore: Sendable {
             let forgetActions = try database.prepare("DELETE FROM actions WHERE room = ?")
             for write in writes {
                 switch write {
+                case .statement(let statement):
+                    try statement(database)
                 case .delete(let room):
                     try forget.run(.text(room))
                     try forgetActions.run(.text(room))
@@ -326,6 +336,7 @@ package final class RoomStore: Sendable {
                     if let patch = commit.patch {
                         try insertPatch.run(.text(commit.room), .int(patch.version), .blob(patch.frame), commit.storedOperations.map { .blob($0) } ?? .null)
                     }
+                    if !commit.webhooks.isEmpty { try Self.insertOutbox(commit.webhooks, into: database) }
                     if let number = commit.applied {
                         try insertAction.run(.text(commit.room), .text(number.client), .int(number.seq), .int(commit.version))
                         try trimActions.run(.text(commit.room), .text(number.client), .int(number.seq - ActionOutcomes.perClient))

@@ -1,3 +1,4 @@
+import Foundation
 import Dispatch
 import Logging
 import TetherJSON
@@ -167,6 +168,12 @@ actor Room: RoomFront {
             logger.error("room \(name): cannot restore its state (\(error)); starting a new epoch")
         }
         log.startEpoch(epoch, version: version, state: roomState, lastChange: published.lastChange)
+        // Nothing was stored: a new room (the server's own and per-session ones are not rooms of the system's).
+        if kind.scope == .shared, !SystemRoom.isSystemKind(kind.name) {
+            environment.webhooks?.record(.roomCreated, room: name) { _ in
+                WebhookEvent.roomCreated(room: name, kind: kind.name, epoch: epoch, at: Date().timeIntervalSince1970)
+            }
+        }
     }
 
     private func tick(_ index: Int) {
@@ -286,7 +293,8 @@ actor Room: RoomFront {
         if failure != nil { host.takeBackTurn() }
         do {
             deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes),
-                                     applying: failure == nil ? number : nil)
+                                     applying: failure == nil ? number : nil,
+                                     cause: failure == nil ? StepCause(action: action, viewer: target.viewer.id, args: args) : nil)
         } catch {
             deliveries = versionStep([])
             failure = ProtocolError(.tooLarge, error.description)
@@ -304,34 +312,42 @@ actor Room: RoomFront {
     /// `applying`: the numbered action the step applies, stored with it. A turn that changed
     /// only the ViewModel's stored state is a step too (an empty patch for clients): what an
     /// ack confirms must be in the log.
-    private func versionStep(_ operations: [PatchOperation], applying number: ActionNumber? = nil) -> [RoomDelivery] {
+    private func versionStep(_ operations: [PatchOperation], applying number: ActionNumber? = nil, cause: StepCause? = nil) -> [RoomDelivery] {
         var stored = host.takeStoredChanges()
         if storedStateUnlogged, !stored.isEmpty {
             stored = [.replace(path: .root, value: host.storedState)]
             storedStateUnlogged = false
         }
         guard host.hasPerViewerValues else {
-            return commitTurn(operations, stored: stored, applying: number, evenIfEmpty: !stored.isEmpty)
+            return commitTurn(operations, stored: stored, applying: number, cause: cause, evenIfEmpty: !stored.isEmpty)
         }
         let changes = followers.updateViews { host.projection(for: $0) }
         let nodeChanges = clusterProjections?.update { host.projection(for: $0) }
         guard !operations.isEmpty || !stored.isEmpty || !changes.isEmpty || nodeChanges != nil else { return [] }
-        return commitTurn(operations, stored: stored, changes: changes, projections: nodeChanges, applying: number, evenIfEmpty: true)
+        return commitTurn(operations, stored: stored, changes: changes, projections: nodeChanges, applying: number, cause: cause, evenIfEmpty: true)
     }
 
     /// Makes the turn's operations one version step (an empty one only when a viewer's own
     /// values or the stored state changed: the version counts for everyone), appends it to the
     /// log and returns what each follower here gets of it.
     private func commitTurn(_ operations: [PatchOperation], stored: [PatchOperation] = [], changes: [Viewer: [PatchOperation]] = [:],
-                            projections: JSON? = nil, applying number: ActionNumber? = nil, evenIfEmpty: Bool = false) -> [RoomDelivery] {
+                            projections: JSON? = nil, applying number: ActionNumber? = nil, cause: StepCause? = nil,
+                            evenIfEmpty: Bool = false) -> [RoomDelivery] {
         guard !operations.isEmpty || evenIfEmpty else { return [] }
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
                                compressAbove: environment.configuration.compressionThreshold)
         published.lastChange = now
         published.stateBytes = host.context.documentSizeEstimate
         metrics.patchProduced()
+        let webhooks = cause.map { cause in
+            environment.webhooks?.deliveries(.actionApplied, room: name) { withArguments in
+                WebhookEvent.actionApplied(room: name, kind: kind.name, epoch: epoch, version: patch.version, action: cause.action,
+                                           viewer: cause.viewer, arguments: withArguments && kind.webhookArguments ? cause.args : nil,
+                                           at: Date().timeIntervalSince1970)
+            } ?? []
+        } ?? []
         log.append(patch, stored: stored, projections: projections, applied: number, lastChange: published.lastChange,
-                   state: { roomState })
+                   webhooks: webhooks, state: { roomState })
         return followers.follow(patch, changes: changes)
     }
 
@@ -343,10 +359,19 @@ actor Room: RoomFront {
 }
 
 /// What every room shares: settings, runtime, storage and observability.
+/// What made a version step, where an action did: kept with the step for its webhook.
+struct StepCause: Sendable {
+    let action: String
+    let viewer: String
+    let args: JSON?
+}
+
 struct RoomEnvironment: Sendable {
     let configuration: ServerConfiguration
     let runtime: ServerRuntime
     var store: RoomStore?
     let metrics: ServerMetrics
     let logger: Logger
+    /// Where the rooms' events go out as webhooks (nil: none configured).
+    var webhooks: WebhookRecorder? = nil
 }

@@ -45,7 +45,8 @@ struct LocalRoomFactory: RoomFactory {
                   output: any RoomOutput) -> any RoomEndpoint {
         // The server's own rooms describe the running daemon: nothing of theirs is stored.
         let stored = kind.scope == .shared && !SystemRoom.isSystemKind(kind.name)
-        let log = LocalRoomLog(room: name, kind: kind.name, store: stored ? environment.store : nil, output: output)
+        let log = LocalRoomLog(room: name, kind: kind.name, store: stored ? environment.store : nil, output: output,
+                               webhooks: stored ? environment.webhooks : nil)
         let room = Room(name: name, kind: kind, environment: environment, log: log)
         room.start(after: predecessor)
         return room

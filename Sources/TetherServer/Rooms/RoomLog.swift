@@ -19,9 +19,10 @@ protocol RoomLog: Sendable {
     /// with it and never sent to clients; `state` gives the state after it, for a log that keeps
     /// snapshots; `projections`, on a cluster's owner: what changed for viewers of other nodes'
     /// sessions, `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift); `applied`: the
-    /// numbered action it applies, kept with it (a restarted room answers its repeats).
+    /// numbered action it applies, kept with it (a restarted room answers its repeats);
+    /// `webhooks`: the step's events for webhook endpoints, recorded with it.
     func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
-                state: () -> RoomState)
+                webhooks: [WebhookDelivery], state: () -> RoomState)
     /// Hands `deliveries` on once every step appended before them is durable.
     func release(_ deliveries: [RoomDelivery])
     /// The room leaves memory at `version` with `state`.
@@ -54,6 +55,8 @@ struct LocalRoomLog: RoomLog {
     /// nil: memory only (per-session rooms, the server's own, `--memory-only`).
     let store: RoomStore?
     let output: any RoomOutput
+    /// Where a memory-only room's webhook events go (a stored room's go in its commits).
+    var webhooks: WebhookRecorder? = nil
 
     func restore() throws -> StoredRoom? {
         try store?.load(room: room)
@@ -67,12 +70,16 @@ struct LocalRoomLog: RoomLog {
     }
 
     func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
-                state: () -> RoomState) {
-        guard let store else { return }
+                webhooks: [WebhookDelivery], state: () -> RoomState) {
+        guard let store else {
+            if !webhooks.isEmpty { self.webhooks?.outbox.add(webhooks, now: lastChange) }
+            return
+        }
         let snapshotDue = step.version % RoomStore.snapshotInterval == 0
         var commit = RoomStore.Commit(room: room, kind: kind, epoch: step.epoch, patch: step, version: step.version,
                                       state: snapshotDue ? RoomStore.Snapshot(state()) : nil, lastChange: lastChange)
         commit.applied = applied
+        commit.webhooks = webhooks
         if !stored.isEmpty { commit.storedOperations = JSONPatch.encode(stored).encoded() }
         store.commit(commit)
     }
