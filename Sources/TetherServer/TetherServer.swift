@@ -31,6 +31,8 @@ public final class TetherServer: Service, Sendable {
     private let boundPort = Mutex<Int?>(nil)
     /// Fetches the identity provider's keys while the server runs (with `jwks-url`).
     private let jwksRefresher: JWKSRefresher?
+    /// Sends the rooms' events to webhook endpoints (idle without any).
+    let webhookDeliverer: WebhookDeliverer
     private let jwksTask = Mutex<Task<Void, Never>?>(nil)
     /// The application's kinds by name, for settings that name them (`room-expiry`).
     let kindScopes: [String: RoomScope]
@@ -110,13 +112,18 @@ public final class TetherServer: Service, Sendable {
         }
         transport = WebSocketServer(configuration: configuration.transportConfiguration, logger: logger)
         let runtime = ServerRuntime(clock: SystemClock()) { room in DispatchRoomExecutor(label: "tether.room.\(room)") }
+        let recorder = WebhookRecorder(endpoints: configuration.webhooks, outbox: store ?? MemoryWebhookOutbox())
+        webhookDeliverer = WebhookDeliverer(recorder: recorder, http: URLSessionOutboundHTTP(), logger: logger, metrics: metrics)
+        recorder.wakeOnRecord { [webhookDeliverer] in webhookDeliverer.wake() }
+        let administration = WebhookAdministration(deliverer: webhookDeliverer, recorder: recorder)
         let rooms = RoomService(configuration: configuration, kinds: kinds, runtime: runtime, queue: DispatchWorkQueue(label: "tether.rooms"),
-                                store: store, storedRooms: storedRooms, metrics: metrics, logger: logger,
+                                store: store, storedRooms: storedRooms, metrics: metrics, logger: logger, webhooks: recorder,
                                 makeSharedRooms: cluster.map { node in { environment in ClusterRoomFactory(node: node, environment: environment) } })
         self.rooms = rooms
         let transport = self.transport
         hubs = (0..<transport.shardCount).map { SessionHub(rooms: rooms, queue: TransportQueue(server: transport, shard: $0)) }
-        bridges = hubs.map { TransportBridge(hub: $0, routes: HTTPRoutes(rooms: rooms, cluster: cluster, transport: transport, hub: $0)) }
+        bridges = hubs.map { TransportBridge(hub: $0, routes: HTTPRoutes(rooms: rooms, cluster: cluster, transport: transport, hub: $0,
+                                                                                 webhooks: administration)) }
         rooms.statusBoard.servingShards { transport.shardStatistics }
         if let cluster {
             cluster.startHeartbeat { rooms.hubs.openConnections }
@@ -143,6 +150,7 @@ public final class TetherServer: Service, Sendable {
         // Serving does not wait for the keys: until they land, the provider's tokens are refused
         // as "keys not fetched yet" and the server's own (HS256) tokens work.
         if let jwksRefresher { jwksTask.withLock { $0 = Task { await jwksRefresher.run() } } }
+        webhookDeliverer.start()
         rooms.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
         for hub in hubs { hub.queue.execute { hub.startHousekeeping() } }
         rooms.startHousekeeping()
@@ -177,6 +185,7 @@ public final class TetherServer: Service, Sendable {
         jwksTask.withLock { $0?.cancel() }
         await transport.shutdownAsync(deadline: configuration.shutdownGracePeriod * 2)
         await rooms.stopAllRooms()
+        await webhookDeliverer.stop()
         store?.close()
         cluster?.leave()
         logger.info("stopped")

@@ -259,6 +259,9 @@ public struct ConfigurationLoader: Sendable {
                 continue
             }
             switch value {
+            case let list as [Any] where key == "webhooks":
+                // The one structured setting: handed on as JSON.
+                if let data = try? JSONSerialization.data(withJSONObject: list) { values[key] = String(decoding: data, as: UTF8.self) }
             case let text as String: values[key] = text
             case let flag as Bool: values[key] = flag ? "true" : "false"
             case let number as Int: values[key] = "\(number)"

@@ -1,4 +1,5 @@
 import Foundation
+import TetherJSON
 import Logging
 import TetherTransport
 
@@ -192,6 +193,15 @@ extension ServerConfiguration {
             config.auth = (config.auth ?? TokenAuthority(secret: nil, named: [:])).adding(TokenAuthority(secret: nil, named: named))
             config.authSecretsFile = path
         }, current: { $0.authSecretsFile }),
+        ConfigurationOption("webhooks", value: "list", "Webhook endpoints, in the config file as a list (docs/WEBHOOKS.md): name, url, secret-file, events, rooms, arguments, timeout, retry-for.", hidden: true, reloadable: true, apply: { config, text throws(ConfigurationError) in
+            guard let list = try? JSONParser().parse(Array(text.utf8)) else { throw .badValue("webhooks", text, "a list of endpoints") }
+            do throws(WebhookConfigurationError) {
+                config.webhooks = try WebhookEndpoint.parse(list)
+            } catch {
+                throw .invalid(error.description)
+            }
+            config.webhooksText = text
+        }, current: { $0.webhooksText }),
         .optionalString("jwks-url", \.jwksURL, "An identity provider's key set (JWKS, https://): its RS256, ES256 and EdDSA tokens are accepted too. Fetched at start, every --jwks-refresh, and on a token with an unknown kid. Needs --token-issuer.", value: "url"),
         .optionalString("token-issuer", \.tokenIssuer, "The identity provider's issuer: its tokens' exact iss (e.g. https://auth.example.com/realms/app). Only tokens with this iss are checked with the --jwks-url keys.", value: "issuer"),
         .optionalString("token-audience", \.tokenAudience, "When set, an identity provider's token must name this audience in its aud claim (e.g. the API identifier or client id).", value: "audience"),

@@ -28,6 +28,8 @@ extension ServerConfiguration {
         result.auth = new.auth
         result.authSecretFile = new.authSecretFile
         result.authSecretsFile = new.authSecretsFile
+        result.webhooks = new.webhooks
+        result.webhooksText = new.webhooksText
         if tls != nil, new.tls != nil {
             result.tlsCertificatePath = new.tlsCertificatePath
             result.tlsKeyPath = new.tlsKeyPath
@@ -89,6 +91,7 @@ extension TetherServer {
         }
         self.running.withLock { $0 = effective }
         rooms.reconfigure(effective)
+        rooms.webhooks?.reconfigure(effective.webhooks)
         for hub in hubs { hub.queue.execute { hub.reconfigure(effective) } }
         logger.notice("reloaded: \(report.applied.isEmpty ? "nothing changed" : report.applied.joined(separator: ", "))")
         if !report.needRestart.isEmpty {

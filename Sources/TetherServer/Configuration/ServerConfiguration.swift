@@ -64,6 +64,10 @@ public struct ServerConfiguration: Sendable {
     public var identityKeys: IdentityKeys?
     /// Tolerance for clocks apart on a token's `exp`, `nbf` and `iat`.
     public var tokenLeeway: Duration = .seconds(30)
+    /// Webhook endpoints (config file only: `webhooks:`, docs/WEBHOOKS.md).
+    public var webhooks: [WebhookEndpoint] = []
+    /// The `webhooks:` value as read, for `tetherd check` and reload reports.
+    public var webhooksText: String?
     /// Listen beyond loopback without `auth` (refused otherwise: anyone could join every room).
     public var allowAnonymous = false
     /// Web pages that may open a WebSocket besides the daemon's own (checked on the upgrade's

@@ -15,12 +15,18 @@ struct HTTPRoutes {
     var transport: WebSocketServer? = nil
     /// The hub of the shard these routes serve, where the HTTP API's sessions run.
     var hub: SessionHub? = nil
+    /// `tether webhooks` (nil in process).
+    var webhooks: WebhookAdministration? = nil
     let apiLimits = APIRateLimits()
 
     static let roomsPath = "/rooms"
 
     func answer(_ request: HTTPRequest, responder: HTTPResponder) {
         if HTTPAPI(rooms: rooms, hub: hub, limits: apiLimits).answer(request, responder: responder, from: request.remoteAddress) { return }
+        if request.path == "/webhooks" || request.path.hasPrefix("/webhooks/") {
+            administerWebhooks(request, responder: responder)
+            return
+        }
         if request.path == Self.roomsPath || request.path.hasPrefix(Self.roomsPath + "/") {
             administerRooms(request, responder: responder)
             return
@@ -102,6 +108,33 @@ struct HTTPRoutes {
         default:
             responder.respond(Self.error(405, .badMessage, "GET /rooms lists the rooms; DELETE /rooms/NAME deletes one",
                                          headers: ["Allow": request.path == Self.roomsPath ? "GET, HEAD" : "GET, HEAD, DELETE"]))
+        }
+    }
+
+    /// `tether webhooks`: the admin token as for rooms; reads wait for the store, off this thread.
+    private func administerWebhooks(_ request: HTTPRequest, responder: HTTPResponder) {
+        let facts = Admission.Facts(now: rooms.runtime.clock.secondsSince1970)
+        if case .failure(let refusal) = Admission.decide(.administer(token: Self.bearerToken(request.authorization)), facts: facts, settings: rooms.configuration) {
+            return responder.respond(Self.refusal(refusal))
+        }
+        guard let webhooks else { return responder.respond(Self.error(404, .unknownRoom, "no webhooks here")) }
+        let parts = request.path.split(separator: "/").map(String.init)
+        switch (request.method, parts.count, parts.last) {
+        case ("GET", 1, _):
+            rooms.queue.execute { responder.respond(Self.json(200, webhooks.list())) }
+        case ("POST", 3, "retry"):
+            rooms.queue.execute {
+                let (status, body) = webhooks.retry(parts[1])
+                responder.respond(Self.json(status, body))
+            }
+        case ("POST", 3, "test"):
+            Task {
+                let (status, body) = await webhooks.test(parts[1])
+                responder.respond(Self.json(status, body))
+            }
+        default:
+            responder.respond(Self.error(405, .badMessage, "GET /webhooks lists the endpoints; POST /webhooks/NAME/retry or /test acts on one",
+                                         headers: ["Allow": parts.count == 1 ? "GET, HEAD" : "POST"]))
         }
     }
 

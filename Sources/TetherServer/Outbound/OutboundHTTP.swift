@@ -145,11 +145,7 @@ private final class DeadlineRace<T: Sendable>: Sendable {
         let task = Task {
             do { finish(.success(try await work())) } catch { finish(.failure(error)) }
         }
-        let answered = state.withLock { state in
-            state.work = task
-            return state.answer != nil
-        }
-        if answered { task.cancel() }
+        state.withLock { $0.work = task }
     }
 
     /// The first call answers; later ones do nothing.
@@ -160,7 +156,10 @@ private final class DeadlineRace<T: Sendable>: Sendable {
             defer { state.continuation = nil }
             return (state.continuation, state.work)
         }
-        work?.cancel()
+        // The exchange is left to end by itself (libcurl's own timeout), not cancelled:
+        // cancelling swift-corelibs-foundation's async `data(for:)` while it completes deadlocks
+        // in URLSessionTask.cancel (seen: a webhook deliverer stuck after its second timeout).
+        _ = work
         continuation?.resume(with: result)
     }
 }

@@ -348,6 +348,7 @@ actor Room: RoomFront {
         } ?? []
         log.append(patch, stored: stored, projections: projections, applied: number, lastChange: published.lastChange,
                    webhooks: webhooks, state: { roomState })
+        if !webhooks.isEmpty { environment.webhooks?.recorded() }
         return followers.follow(patch, changes: changes)
     }
 

@@ -29,6 +29,8 @@ public final class RoomService: Sendable {
     let statusBoard: ServerStatusBoard
     /// Every socket shard's hub: where rooms deliver, and who hears of a deletion.
     let hubs = HubShards()
+    /// Where rooms' events go out as webhooks (nil in process tests).
+    let webhooks: WebhookRecorder?
     private let settings: Mutex<ServerConfiguration>
     private let housekeeping = Mutex<(any ServerTimer)?>(nil)
     private let lastExpiryCheck = Mutex<ContinuousClock.Instant?>(nil)
@@ -37,7 +39,7 @@ public final class RoomService: Sendable {
     /// cluster's factory; without it shared rooms are this process's `Room`s.
     init(configuration: ServerConfiguration, kinds: [ViewModelKind], runtime: ServerRuntime, queue: any WorkQueue,
          store: RoomStore?, storedRooms: [StoredRoomSummary]?, metrics: ServerMetrics, logger: Logger,
-         makeSharedRooms: ((RoomEnvironment) -> any RoomFactory)? = nil) {
+         webhooks: WebhookRecorder? = nil, makeSharedRooms: ((RoomEnvironment) -> any RoomFactory)? = nil) {
         precondition(!kinds.contains { SystemRoom.isSystemKind($0.name) }, "kind names starting with \(SystemRoom.prefix) are the server's own")
         self.runtime = runtime
         self.queue = queue
@@ -47,7 +49,9 @@ public final class RoomService: Sendable {
         settings = Mutex(configuration)
         statusBoard = ServerStatusBoard(configuration: configuration, clock: runtime.clock, metrics: metrics)
         registry = RoomRegistry(kinds: kinds + SystemRoom.kinds(board: statusBoard), stored: storedRooms)
-        let environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
+        var environment = RoomEnvironment(configuration: configuration, runtime: runtime, store: store, metrics: metrics, logger: logger)
+        environment.webhooks = webhooks
+        self.webhooks = webhooks
         localRooms = LocalRoomFactory(environment: environment)
         sharedRooms = makeSharedRooms?(environment) ?? localRooms
     }

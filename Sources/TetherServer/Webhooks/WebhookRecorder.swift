@@ -8,13 +8,17 @@ import TetherJSON
 final class WebhookRecorder: Sendable {
     private let endpoints: Mutex<[WebhookEndpoint]>
     let outbox: any WebhookOutbox
-    private let wake: @Sendable () -> Void
+    /// Tells the deliverer something was recorded.
+    private let onRecord = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(endpoints: [WebhookEndpoint], outbox: any WebhookOutbox, wake: @escaping @Sendable () -> Void = {}) {
+    init(endpoints: [WebhookEndpoint], outbox: any WebhookOutbox) {
         self.endpoints = Mutex(endpoints)
         self.outbox = outbox
-        self.wake = wake
     }
+
+    func wakeOnRecord(_ wake: @escaping @Sendable () -> Void) { onRecord.withLock { $0 = wake } }
+
+    private func wake() { onRecord.withLock { $0 }?() }
 
     var current: [WebhookEndpoint] { endpoints.withLock { $0 } }
 

@@ -1,0 +1,53 @@
+import Foundation
+import TetherJSON
+
+/// `GET /webhooks`, `POST /webhooks/NAME/retry`, `POST /webhooks/NAME/test`: the endpoints with
+/// their queues, dead letters revived, a test event sent now (`tether webhooks`). Reads wait for
+/// the store: called off the socket threads (the room service's queue, or a task).
+struct WebhookAdministration: Sendable {
+    let deliverer: WebhookDeliverer
+    let recorder: WebhookRecorder
+
+    func list() -> JSON {
+        let statuses = recorder.outbox.status()
+        let gone = deliverer.goneEndpoints
+        let endpoints: [JSON] = recorder.current.map { endpoint in
+            let status = statuses[endpoint.name] ?? WebhookEndpointStatus()
+            var fields: [String: JSON] = [
+                "name": .string(endpoint.name), "url": .string(endpoint.url.absoluteString),
+                "events": .array(endpoint.events.map(\.rawValue).sorted().map(JSON.string)), "rooms": .array(endpoint.rooms.map(JSON.string)),
+                "pending": .int(status.pending), "dead": .int(status.dead), "disabled": .bool(gone.contains(endpoint.name)),
+            ]
+            if let error = status.lastError { fields["lastError"] = .string(error) }
+            if let at = status.lastErrorAt { fields["lastErrorAt"] = .int(at) }
+            return .object(fields)
+        }
+        return ["webhooks": .array(endpoints)]
+    }
+
+    func retry(_ name: String) -> (status: Int, body: JSON) {
+        guard recorder.current.contains(where: { $0.name == name }) else { return (404, Self.unknown(name)) }
+        return (200, ["endpoint": .string(name), "revived": .int(deliverer.revive(name))])
+    }
+
+    /// A `webhook.test` event, signed and sent at once, outside the outbox.
+    func test(_ name: String) async -> (status: Int, body: JSON) {
+        guard let endpoint = recorder.current.first(where: { $0.name == name }) else { return (404, Self.unknown(name)) }
+        let now = Date().timeIntervalSince1970
+        let body: JSON = ["type": "webhook.test", "timestamp": .string(WebhookEvent.timestamp(now)), "data": ["endpoint": .string(name)]]
+        let event = WebhookEvent(type: .roomCreated, room: "", id: "msg_test_\(Int(now * 1000))", body: body.encoded())
+        let started = ContinuousClock.now
+        let outcome = await deliverer.send(event, to: endpoint)
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        switch outcome {
+        case .status(let status, _): return (200, ["endpoint": .string(name), "status": .int(status), "milliseconds": .int(milliseconds)])
+        case .failed(let why): return (200, ["endpoint": .string(name), "error": .string(why), "milliseconds": .int(milliseconds)])
+        }
+    }
+
+    private static func unknown(_ name: String) -> JSON {
+        let message = "no webhook endpoint \(name)"
+        return ["code": "unknown_room", "message": .string(message), "applied": false, "error": .string(message)]
+    }
+}
