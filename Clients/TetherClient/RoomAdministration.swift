@@ -38,6 +38,16 @@ public struct RoomAdministration: Sendable {
         return try await request("DELETE", path: "/rooms/" + encoded)
     }
 
+    /// `GET /webhooks`: the webhook endpoints with their queues.
+    public func webhooks() async throws -> Answer {
+        try await request("GET", path: "/webhooks")
+    }
+
+    /// `POST /webhooks/NAME/retry` or `/test`.
+    public func webhook(_ name: String, _ verb: String) async throws -> Answer {
+        try await request("POST", path: "/webhooks/\(name)/\(verb)")
+    }
+
     private func request(_ method: String, path: String) async throws -> Answer {
         let client: WebSocketClient
         do {

@@ -27,6 +27,7 @@ struct Tether: AsyncParsableCommand {
             tether codegen typescript [--url <url>] [--output <file>]
             tether rooms [--url <url>] [--token-file <file>] [--json]
             tether rooms delete [--url <url>] [--token-file <file>] <room>
+            tether webhooks [list | retry NAME | test NAME] [--url <url>] [--token-file <file>]
             """,
         discussion: """
             Room kinds with their own screen: counter, clock, login, exchange, calculator, gallery, \
@@ -47,7 +48,7 @@ struct Tether: AsyncParsableCommand {
             before its answer, or the server says it no longer knows: stale_action), 64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self, Codegen.self, Rooms.self],
+        subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self, Codegen.self, Rooms.self, Webhooks.self],
         defaultSubcommand: Open.self)
 
     static func main() async {

@@ -36,6 +36,28 @@ struct WebhookTests {
         #expect(order == Array(1...20), "\(order)")
     }
 
+    /// Members arriving and leaving, and a room deleted, are told too.
+    @Test func membersAndDeletionsAreTold() async throws {
+        let receiver = try WebhookReceiver()
+        defer { receiver.stop() }
+        let daemon = try Daemon(arguments: ["--config", try receiver.configFile(events: ["member.joined", "member.left", "room.deleted"])],
+                                dataDirectory: Daemon.temporaryDirectory())
+        defer { daemon.stop() }
+        let socket = try RawWebSocket(port: daemon.port)
+        _ = try socket.receiveJSON()
+        try socket.send(json: ["type": "join", "room": "vote:lunch", "presence": ["name": "kim"]])
+        try await eventually("member.joined") { try receiver.received().events.contains { $0["type"] == "member.joined" } }
+        shutdown(socket.socket.fd, Int32(SHUT_RDWR))  // the connection ends: the member leaves
+        try await eventually("member.left") { try receiver.received().events.contains { $0["type"] == "member.left" } }
+        #expect(try HTTPAPITests.curl("http://127.0.0.1:\(daemon.port)", "DELETE", "/rooms/vote:lunch").status == 200)
+        try await eventually("room.deleted") { try receiver.received().events.contains { $0["type"] == "room.deleted" } }
+        let events = try receiver.received().events
+        let joined = try #require(events.first { $0["type"] == "member.joined" })
+        let left = try #require(events.first { $0["type"] == "member.left" })
+        #expect(joined["data"]?["room"] == "vote:lunch" && joined["data"]?["member"] == left["data"]?["member"], "\(events)")
+        #expect(events.map { $0["type"]?.stringValue ?? "" } == ["member.joined", "member.left", "room.deleted"])
+    }
+
     /// A `kill -9` while deliveries are refused: after the restart every acked action's event
     /// arrives, with the ids it had (duplicates allowed, none lost).
     @Test func aKill9LosesNoEvent() async throws {

@@ -26,6 +26,7 @@ actor ClusteredRoom: RoomFront {
     nonisolated let kind: ViewModelKind
     nonisolated let node: ClusterNode
     nonisolated let environment: RoomEnvironment
+    nonisolated var webhookRecorder: WebhookRecorder? { environment.webhooks }
     nonisolated let output: any RoomOutput
     private nonisolated let executor: any RoomExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }

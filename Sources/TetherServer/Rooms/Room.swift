@@ -66,6 +66,7 @@ actor Room: RoomFront {
         executor.execute { self.assumeIsolated(work) }
     }
 
+    nonisolated var webhookRecorder: WebhookRecorder? { environment.webhooks }
     private var logger: Logger { environment.logger }
     private var metrics: ServerMetrics { environment.metrics }
 

@@ -1,3 +1,4 @@
+import Foundation
 import TetherJSON
 import TetherProtocol
 import TetherState
@@ -77,7 +78,7 @@ extension RoomService {
     }
 
     /// `reason` is for the log. (An expiring room has no subscribers to tell.)
-    private func deleteRoom(named name: String, because reason: String) -> RoomDeletion {
+    private func deleteRoom(named name: String, because reason: String, expired: Bool = false) -> RoomDeletion {
         let kindName = String(name.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)[0])
         guard let kind = registry.kind(named: kindName) else { return .notFound("no room \(name): no kind \(kindName)") }
         if SystemRoom.isSystemKind(kind.name) { return .refused("\(name) is the server's own room: it can't be deleted") }
@@ -108,6 +109,9 @@ extension RoomService {
             store?.delete(room: name)
         }
         logger.notice("room \(name) \(reason) (\(live == nil ? "not in memory" : "was in memory, \(told) subscribers told"))")
+        webhooks?.record(expired ? .roomExpired : .roomDeleted, room: name) { _ in
+            WebhookEvent.roomDeleted(room: name, kind: kind.name, expired: expired, at: Date().timeIntervalSince1970)
+        }
         return .deleted(wasInMemory: live != nil, subscribers: told)
     }
 
@@ -130,7 +134,8 @@ extension RoomService {
             if let live, live.members > 0 { continue }
             guard let lastChange = live?.room.published.lastChange ?? known?.lastChange, lastChange > 0,
                   now - lastChange >= Int(expiry.components.seconds) else { continue }
-            _ = deleteRoom(named: name, because: "expired: unchanged and without subscribers for \(RoomExpirySetting.text(expiry)) (its kind's expiry, or --room-expiry)")
+            _ = deleteRoom(named: name, because: "expired: unchanged and without subscribers for \(RoomExpirySetting.text(expiry)) (its kind's expiry, or --room-expiry)",
+                           expired: true)
         }
     }
 }

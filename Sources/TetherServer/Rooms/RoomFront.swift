@@ -1,3 +1,4 @@
+import Foundation
 import TetherJSON
 import TetherProtocol
 import TetherState
@@ -15,6 +16,8 @@ import TetherState
 /// announces them to the owner) and how deliveries leave (after the log on one node, at once
 /// on a cluster node, whose replica applied only what the log holds).
 protocol RoomFront: Actor, RoomEndpoint {
+    /// Where `member.*` events go (nil: no webhooks).
+    var webhookRecorder: WebhookRecorder? { get }
     var followers: RoomFollowers { get set }
     /// False once the room stopped: a presence window ending then sends nothing.
     var isServing: Bool { get }
@@ -52,7 +55,9 @@ extension RoomFront {
             let gone = previous.flatMap { $0 != session.viewer && views.projection(of: $0) == nil ? $0 : nil }
             if isNew || gone != nil { viewersChanged(came: isNew ? session.viewer : nil, left: gone) }
         }
-        deliveries += reacted(to: followers.joinPresence(session, join, windowEnded: presenceWindowEnds))
+        let presence = followers.joinPresence(session, join, windowEnded: presenceWindowEnds)
+        deliveries += reacted(to: presence)
+        recordMembers(presence, viewer: session.viewer.id)
         emit(deliveries + followers.joinAck(id, to: session))
     }
 
@@ -61,8 +66,26 @@ extension RoomFront {
         let viewer = followers.viewerViews?.viewer(of: session)
         guard followers.remove(session) else { return }
         if let viewer, followers.viewerViews?.projection(of: viewer) == nil { viewersChanged(came: nil, left: viewer) }
-        let deliveries = reacted(to: followers.leavePresence(session, windowEnded: presenceWindowEnds))
+        let presence = followers.leavePresence(session, windowEnded: presenceWindowEnds)
+        recordMembers(presence, viewer: session.viewer.id)
+        let deliveries = reacted(to: presence)
         if !deliveries.isEmpty { emit(deliveries) }
+    }
+
+    /// `member.joined` and `member.left` webhooks: from the node the member is on.
+    private func recordMembers(_ outcome: RoomFollowers.PresenceOutcome, viewer: String) {
+        guard let webhooks = webhookRecorder else { return }
+        let (room, kind) = (name, self.kind.name)
+        if let left = outcome.left {
+            webhooks.record(.memberLeft, room: room) { _ in
+                WebhookEvent.member(joined: false, room: room, kind: kind, member: left, viewer: viewer, at: Date().timeIntervalSince1970)
+            }
+        }
+        if let listed = outcome.listed {
+            webhooks.record(.memberJoined, room: room) { _ in
+                WebhookEvent.member(joined: true, room: room, kind: kind, member: listed.id, viewer: listed.user, at: Date().timeIntervalSince1970)
+            }
+        }
     }
 
     /// A presence update: every listener (the sender too) gets the change, then the sender its

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import TetherClient
+import TetherJSON
+
+/// `tether webhooks`: the daemon's webhook endpoints (GET /webhooks), dead letters sent again
+/// (`retry NAME`), a test event sent now (`test NAME`). An admin token, as for `tether rooms`.
+struct Webhooks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the server's webhook endpoints with what waits for each; retry or test one.",
+        discussion: """
+            Endpoints are set in the daemon's config file (docs/WEBHOOKS.md). A server with token \
+            secrets needs a token with the admin claim. Exits 2 when the server refuses, 1 when it \
+            cannot be reached.
+            """,
+        subcommands: [List.self, Retry.self, Test.self],
+        defaultSubcommand: List.self)
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "One line per endpoint: pending and dead events, the last error (the default).")
+        @OptionGroup var connection: ConnectionOptions
+        @Flag(help: "Print the server's answer as one JSON line.") var json = false
+
+        func run() async throws {
+            Output.prepareProcess(logLevel: connection.logLevel)
+            let answer = try await WebhooksCommand.ask(connection, "list the webhooks") { try await $0.webhooks() }
+            if json { return Output.writeLine(answer.body) }
+            let endpoints = answer.json?["webhooks"]?.arrayValue ?? []
+            if endpoints.isEmpty { return Output.writeLine(Array("no webhook endpoints (the config file's webhooks: list)".utf8)) }
+            for endpoint in endpoints {
+                var line = "\(endpoint["name"]?.stringValue ?? "?")  \(endpoint["url"]?.stringValue ?? "")  pending \(endpoint["pending"]?.intValue ?? 0)"
+                line += "  dead \(endpoint["dead"]?.intValue ?? 0)"
+                if endpoint["disabled"] == true { line += "  DISABLED (410 Gone: tether webhooks retry)" }
+                if let error = endpoint["lastError"]?.stringValue { line += "  last error: \(error)" }
+                Output.writeLine(Array(line.utf8))
+            }
+        }
+    }
+
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Send an endpoint's dead-lettered events again, and re-enable it after a 410.")
+        @OptionGroup var connection: ConnectionOptions
+        @Argument(help: "The endpoint's name.") var name: String
+
+        func run() async throws {
+            Output.prepareProcess(logLevel: connection.logLevel)
+            let answer = try await WebhooksCommand.ask(connection, "retry \(name)") { try await $0.webhook(name, "retry") }
+            Output.writeLine(Array("\(name): \(answer.json?["revived"]?.intValue ?? 0) dead event(s) pending again".utf8))
+        }
+    }
+
+    struct Test: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Send a signed webhook.test event to an endpoint now and print its answer.")
+        @OptionGroup var connection: ConnectionOptions
+        @Argument(help: "The endpoint's name.") var name: String
+
+        func run() async throws {
+            Output.prepareProcess(logLevel: connection.logLevel)
+            let answer = try await WebhooksCommand.ask(connection, "test \(name)") { try await $0.webhook(name, "test") }
+            let milliseconds = answer.json?["milliseconds"]?.intValue ?? 0
+            if let status = answer.json?["status"]?.intValue {
+                Output.writeLine(Array("\(name): HTTP \(status) in \(milliseconds) ms".utf8))
+                if !(200..<300).contains(status) { throw ExitCode(Output.serverError) }
+            } else {
+                Output.writeLine(Array("\(name): \(answer.json?["error"]?.stringValue ?? "no answer") after \(milliseconds) ms".utf8))
+                throw ExitCode(Output.serverError)
+            }
+        }
+    }
+}
+
+enum WebhooksCommand {
+    static func ask(_ connection: ConnectionOptions, _ what: String,
+                    _ request: (RoomAdministration) async throws -> RoomAdministration.Answer) async throws -> RoomAdministration.Answer {
+        let options = try connection.clientOptions(reconnect: false)
+        let answer: RoomAdministration.Answer
+        do {
+            answer = try await request(RoomAdministration(options: options, timeout: connection.timeoutDuration))
+        } catch {
+            throw Output.failure("cannot reach \(options.urls[0]): \(Output.describe(error))")
+        }
+        guard answer.status == 200 else {
+            let reason = AuthAdvice.roomAdministration(status: answer.status, serverReason: answer.errorMessage, hadToken: options.token != nil)
+            throw Output.failure("cannot \(what): \(reason)", code: Output.serverError)
+        }
+        return answer
+    }
+}
