@@ -119,7 +119,7 @@ struct DataDirectoryOptions: ParsableArguments {
 }
 
 /// `tetherd backup`: a consistent copy of a live database.
-struct BackupCommand: ParsableCommand {
+struct BackupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
         abstract: "Copy the data directory's database to a file, consistently, while the daemon runs and writes.",
@@ -150,7 +150,7 @@ struct BackupCommand: ParsableCommand {
 }
 
 /// `tetherd restore`: a backup back into place.
-struct RestoreCommand: ParsableCommand {
+struct RestoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Check a backup (every room loads) and make it the data directory's database.",
