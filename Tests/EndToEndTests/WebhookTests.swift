@@ -94,7 +94,7 @@ struct WebhookTests {
         try await Task.sleep(for: .seconds(downSeconds))
         try receiver.start(port: port)
         let back = ContinuousClock.now
-        try await eventually("all 30 delivered once it is back", timeout: .seconds(90)) { try receiver.appliedVersions(room: "counter") == Array(1...30) }
+        try await eventually("all 30 delivered once it is back", timeout: .seconds(downSeconds * 2 + 60)) { try receiver.appliedVersions(room: "counter") == Array(1...30) }
         print("webhooks with the receiver down \(downSeconds) s: all 30 delivered \(ContinuousClock.now - back) after it came back")
         _ = metrics
     }
