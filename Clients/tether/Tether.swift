@@ -27,7 +27,8 @@ struct Tether: AsyncParsableCommand {
             tether codegen typescript [--url <url>] [--output <file>]
             tether rooms [--url <url>] [--token-file <file>] [--json]
             tether rooms delete [--url <url>] [--token-file <file>] <room>
-            tether webhooks [list | retry NAME | test NAME] [--url <url>] [--token-file <file>]
+            tether webhooks [list | retry NAME | test NAME] [--url <url>]
+                            [--token-file <file>]
             """,
         discussion: """
             Room kinds with their own screen: counter, clock, login, exchange, calculator, gallery, \

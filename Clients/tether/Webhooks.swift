@@ -17,7 +17,9 @@ struct Webhooks: AsyncParsableCommand {
         defaultSubcommand: List.self)
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "One line per endpoint: pending and dead events, the last error (the default).")
+        static let configuration = CommandConfiguration(
+            abstract: "One line per endpoint: pending and dead events, the last error (the default).",
+            usage: "tether webhooks [list] [--url <url>] [--token-file <file>] [--json]")
         @OptionGroup var connection: ConnectionOptions
         @Flag(help: "Print the server's answer as one JSON line.") var json = false
 
@@ -38,31 +40,35 @@ struct Webhooks: AsyncParsableCommand {
     }
 
     struct Retry: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Send an endpoint's dead-lettered events again, and re-enable it after a 410.")
+        static let configuration = CommandConfiguration(
+            abstract: "Send an endpoint's dead-lettered events again, and re-enable it after a 410.",
+            usage: "tether webhooks retry [--url <url>] [--token-file <file>] <endpoint>")
         @OptionGroup var connection: ConnectionOptions
-        @Argument(help: "The endpoint's name.") var name: String
+        @Argument(help: "The endpoint's name.") var endpoint: String
 
         func run() async throws {
             Output.prepareProcess(logLevel: connection.logLevel)
-            let answer = try await WebhooksCommand.ask(connection, "retry \(name)") { try await $0.webhook(name, "retry") }
-            Output.writeLine(Array("\(name): \(answer.json?["revived"]?.intValue ?? 0) dead event(s) pending again".utf8))
+            let answer = try await WebhooksCommand.ask(connection, "retry \(endpoint)") { try await $0.webhook(endpoint, "retry") }
+            Output.writeLine(Array("\(endpoint): \(answer.json?["revived"]?.intValue ?? 0) dead event(s) pending again".utf8))
         }
     }
 
     struct Test: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Send a signed webhook.test event to an endpoint now and print its answer.")
+        static let configuration = CommandConfiguration(
+            abstract: "Send a signed webhook.test event to an endpoint now and print its answer.",
+            usage: "tether webhooks test [--url <url>] [--token-file <file>] <endpoint>")
         @OptionGroup var connection: ConnectionOptions
-        @Argument(help: "The endpoint's name.") var name: String
+        @Argument(help: "The endpoint's name.") var endpoint: String
 
         func run() async throws {
             Output.prepareProcess(logLevel: connection.logLevel)
-            let answer = try await WebhooksCommand.ask(connection, "test \(name)") { try await $0.webhook(name, "test") }
+            let answer = try await WebhooksCommand.ask(connection, "test \(endpoint)") { try await $0.webhook(endpoint, "test") }
             let milliseconds = answer.json?["milliseconds"]?.intValue ?? 0
             if let status = answer.json?["status"]?.intValue {
-                Output.writeLine(Array("\(name): HTTP \(status) in \(milliseconds) ms".utf8))
+                Output.writeLine(Array("\(endpoint): HTTP \(status) in \(milliseconds) ms".utf8))
                 if !(200..<300).contains(status) { throw ExitCode(Output.serverError) }
             } else {
-                Output.writeLine(Array("\(name): \(answer.json?["error"]?.stringValue ?? "no answer") after \(milliseconds) ms".utf8))
+                Output.writeLine(Array("\(endpoint): \(answer.json?["error"]?.stringValue ?? "no answer") after \(milliseconds) ms".utf8))
                 throw ExitCode(Output.serverError)
             }
         }

@@ -229,7 +229,8 @@ struct CommandLineTests {
 
     /// Every help text fits 80 columns, so no terminal breaks a flag in two.
     @Test func helpTextsFitEightyColumns() async throws {
-        for command in [[], ["open"], ["inspect"], ["watch"], ["send"], ["kinds"], ["describe"], ["codegen"], ["codegen", "typescript"]] {
+        for command in [[], ["open"], ["inspect"], ["watch"], ["send"], ["kinds"], ["describe"], ["codegen"], ["codegen", "typescript"],
+                        ["webhooks"], ["webhooks", "retry"], ["webhooks", "test"]] {
             let help = try await runTether(command + ["--help"], environment: ["COLUMNS": "80"])
             #expect(help.status == 0)
             for line in help.stdout.rows {
