@@ -16,7 +16,8 @@ enum APIError {
         case .tooLarge: 413
         case .unavailable: 503
         case .internal: 500
-        case .roomDeleted: 410
+        // A read whose room was deleted meanwhile: there is no such room now.
+        case .roomDeleted: 404
         case .staleAction: 409
         }
     }

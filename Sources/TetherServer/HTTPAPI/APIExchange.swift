@@ -80,6 +80,9 @@ struct APIExchange {
         guard !answered, case .object(var fields) = message, let type = fields["type"]?.stringValue else { return nil }
         let answer: HTTPResponse?
         switch (type, request) {
+        case ("error", .act) where fields["code"] == "room_deleted" && fields["id"] == nil:
+            // The joined room was deleted meanwhile: the action's own answer (from the new room) follows.
+            answer = nil
         case ("error", _):
             answer = APIError.response(Self.error(fields))
         case ("ack", .act(let room, let action, _, _)) where fields["id"]?.intValue == Self.requestID:

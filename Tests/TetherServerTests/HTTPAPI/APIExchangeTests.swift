@@ -42,6 +42,15 @@ struct APIExchangeTests {
         #expect(Self.body(answer) == ["code": .string(code), "message": "why", "room": "r", "applied": applied])
     }
 
+    /// A deletion while an action waits ends the joined stream, not the action: its own answer follows.
+    @Test func aDeletionDuringAnActionWaitsForTheActionsAnswer() {
+        var act = APIExchange(.act(room: "r", action: "a", args: nil, idempotency: nil), token: nil)
+        #expect(act.received(["type": "error", "code": "room_deleted", "message": "gone", "room": "r", "applied": false]) == nil)
+        #expect(act.received(["type": "ack", "id": 2, "room": "r", "version": 1])?.status == 200)
+        var read = APIExchange(.read(room: "r", kind: "r", ifNoneMatch: nil), token: nil)
+        #expect(read.received(["type": "error", "code": "room_deleted", "message": "gone", "room": "r", "applied": false])?.status == 404)
+    }
+
     @Test func aReadAnswersTheSnapshotWithItsETagOr304() {
         var read = APIExchange(.read(room: "counter", kind: "counter", ifNoneMatch: nil), token: nil)
         #expect(read.opening == [.join(room: "counter", id: 1)])
