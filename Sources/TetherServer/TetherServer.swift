@@ -125,6 +125,7 @@ public final class TetherServer: Service, Sendable {
         bridges = hubs.map { TransportBridge(hub: $0, routes: HTTPRoutes(rooms: rooms, cluster: cluster, transport: transport, hub: $0,
                                                                                  webhooks: administration)) }
         rooms.statusBoard.servingShards { transport.shardStatistics }
+        rooms.statusBoard.deliveringWebhooks { [webhookDeliverer] in webhookDeliverer.overview }
         if let cluster {
             cluster.startHeartbeat { rooms.hubs.openConnections }
             rooms.statusBoard.joinedCluster { (cluster.name, cluster.nodesJSON) }

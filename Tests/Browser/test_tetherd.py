@@ -2,11 +2,16 @@
 serves it at GET / and publishes the system room tether.server, with the terminal client `tether`
 ($TETHER) in tmux."""
 
+import base64
+import http.server
 import json
+import os
+import pathlib
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -101,6 +106,66 @@ class DashboardOnTetherd(DashboardCases, unittest.TestCase):
         self.assert_no_console_errors()
         path = b.screenshot(f"stored-rooms-after-delete-{self.label}")
         print(f"  screenshot: {path}")
+
+    def test_the_webhooks_panel_shows_a_failing_endpoint_then_it_catching_up(self):
+        """An endpoint whose receiver answers 503: the panel lists it with the events waiting and
+        the receiver's answer as the last error; once the receiver answers 204 the queue drains
+        and the panel says it is up to date."""
+        answer = {"status": 503}
+        received = []
+
+        class Receiver(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                received.append((self.headers["webhook-id"], answer["status"]))
+                self.send_response(answer["status"])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+        threading.Thread(target=receiver.serve_forever, daemon=True).start()
+        self.addCleanup(receiver.server_close)
+        self.addCleanup(receiver.shutdown)
+        folder = tempfile.mkdtemp(prefix="tether-browser-webhooks-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        secret = pathlib.Path(folder, "orders.whsec")
+        secret.write_text("whsec_" + base64.b64encode(os.urandom(32)).decode() + "\n")
+        config = pathlib.Path(folder, "tetherd.yaml")
+        config.write_text(f"""webhooks:
+  - name: orders
+    url: http://127.0.0.1:{receiver.server_address[1]}/hooks
+    secret-file: {secret}
+    events: [action.applied]
+""")
+        server = self.server_with(Server(args=["--memory-only", "--config", str(config)]))
+        writer = self.client(server.url)
+        writer.join("counter")
+        for _ in range(3):
+            writer.act("counter", "increment", {"by": 1})
+
+        b = self.browser
+        self.open(server)
+        self.wait_live()
+        row = '#webhooks-body tr[data-endpoint="orders"]'
+        cells = lambda: [td.text for td in b.find(row).find_elements("css selector", "td")] if b.find_all(row) else []
+        b.wait_for("the endpoint with 3 events pending and the 503",
+                   lambda: cells() and cells()[2] == "3" and "503" in cells()[4], timeout=20)
+        shown = cells()
+        self.assertIn(f"127.0.0.1:{receiver.server_address[1]}/hooks", shown[0])
+        self.assertEqual((shown[1], shown[3]), ("● sending", "0"))
+        print(f"\n  screenshot: {b.screenshot(f'webhooks-failing-{self.label}')}")
+
+        answer["status"] = 204
+        b.wait_for("the queue drained", lambda: cells() and cells()[1:4] == ["● up to date", "0", "0"], timeout=40)
+        refused = {id for id, status in received if status == 503}
+        delivered = [id for id, status in received if status == 204]
+        self.assertEqual(len(set(delivered)), 3, "each event delivered")
+        self.assertTrue(refused and refused <= set(delivered), "the refused event (the room's oldest: it holds the others back) delivered too")
+        self.assert_no_console_errors()
+        print(f"  screenshot: {b.screenshot(f'webhooks-caught-up-{self.label}')}")
 
     def test_a_deleted_room_keeps_its_last_state_and_acts_no_more(self):
         """`tether rooms delete todo` while the page shows todo (issue 34): the last state stays

@@ -61,6 +61,22 @@ function cell(text, className) {
   return td;
 }
 
+/** One endpoint of the webhooks panel: where it sends, whether it gets through, its queue. */
+function webhookRow(endpoint) {
+  const row = document.createElement("tr");
+  row.dataset.endpoint = endpoint.name ?? "";
+  const name = cell(endpoint.name ?? "?");
+  name.append(document.createElement("br"), Object.assign(document.createElement("span"), { className: "muted", textContent: endpoint.url ?? "" }));
+  const pending = Number.isInteger(endpoint.pending) ? endpoint.pending : 0;
+  const dead = Number.isInteger(endpoint.dead) ? endpoint.dead : 0;
+  const [state, className] = endpoint.disabled ? ["● stopped: it answered 410 Gone", "node-down"]
+    : pending > 0 ? ["● sending", "webhook-sending"] : ["● up to date", "node-up"];
+  const when = Number.isFinite(endpoint.lastErrorAt) ? `${clockTime(endpoint.lastErrorAt * 1000)}: ` : "";
+  const error = cell(endpoint.lastError ? when + endpoint.lastError : "—", "webhook-error");
+  row.append(name, cell(state, className), cell(formatNumber(pending), "num"), cell(formatNumber(dead), dead > 0 ? "num node-down" : "num"), error);
+  return row;
+}
+
 export function roomHref(name) {
   return `#/room/${encodeURIComponent(name)}`;
 }
@@ -177,6 +193,10 @@ export class Overview {
         return row;
       }));
     }
+
+    const webhooks = Array.isArray(status.webhooks) ? status.webhooks : [];
+    $("webhooks-panel").hidden = webhooks.length === 0;
+    if (webhooks.length > 0) $("webhooks-body").replaceChildren(...webhooks.map(webhookRow));
 
     // A cluster node lists the rooms it holds; deleting waits for a way that is safe on a cluster.
     this.#canDelete = server.node === null || server.node === undefined;

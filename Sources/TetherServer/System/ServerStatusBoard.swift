@@ -63,6 +63,8 @@ final class ServerStatusBoard: Sendable {
         var clusterView: (@Sendable () -> (node: String, nodes: [JSON]))?
         /// The socket shards' figures (nil in process, with no sockets).
         var shards: (@Sendable () -> [ShardStatistics])?
+        /// The webhook endpoints, each `{name, url, pending, dead, disabled, lastError?, ...}`.
+        var webhooks: (@Sendable () -> [JSON])?
         var lastTotals: (deliveries: Int64, actions: Int64, bytesOut: Int64)?
         var lastRecorded: ContinuousClock.Instant?
     }
@@ -102,6 +104,11 @@ final class ServerStatusBoard: Sendable {
     /// The server serves its sockets on shards: `figures` tells each one's connections and CPU.
     func servingShards(_ figures: @escaping @Sendable () -> [ShardStatistics]) {
         state.withLock { $0.shards = figures }
+    }
+
+    /// The server sends webhooks: `overview` tells each endpoint's queue and last error.
+    func deliveringWebhooks(_ overview: @escaping @Sendable () -> [JSON]) {
+        state.withLock { $0.webhooks = overview }
     }
 
     /// The address clients use, once the server listens.
@@ -150,8 +157,8 @@ final class ServerStatusBoard: Sendable {
     // MARK: Read by the system room
 
     /// The last record, and the `server` member of the document as of now.
-    func current() -> (record: Record, server: [String: JSON], nodes: [JSON]) {
-        let (record, listen, clusterView, shards) = state.withLock { ($0.record, $0.listen, $0.clusterView, $0.shards) }
+    func current() -> (record: Record, server: [String: JSON], nodes: [JSON], webhooks: [JSON]) {
+        let (record, listen, clusterView, shards, webhooks) = state.withLock { ($0.record, $0.listen, $0.clusterView, $0.shards, $0.webhooks) }
         let cluster = clusterView?()
         var storage = facts.storage
         if let path = facts.databasePath { storage["bytes"] = .int(Self.databaseBytes(path)) }
@@ -170,7 +177,7 @@ final class ServerStatusBoard: Sendable {
             // Each socket thread's connections and CPU seconds; null in process.
             "shards": shards.map { .array($0().map(\.json)) } ?? .null,
         ]
-        return (record, server, cluster?.nodes ?? [])
+        return (record, server, cluster?.nodes ?? [], webhooks?() ?? [])
     }
 
     /// The database and its write-ahead log, in bytes.

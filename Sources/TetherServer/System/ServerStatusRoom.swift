@@ -30,7 +30,8 @@ enum SystemRoom {
 ///  "recent": [{"t", "connections", "deliveries", "actions"}, ...],   // one a second, 300 s
 ///  "roomList": [{"name", "kind", "scope", "subscribers", "version", "epoch", "members"} or, per-session,
 ///               {"name", "kind", "scope", "subscribers", "instances"}, ...],   // by name, 500 at most
-///  "roomListTruncated": false, "nodes": []}
+///  "roomListTruncated": false, "nodes": [],
+///  "webhooks": [{"name", "url", "events", "rooms", "pending", "dead", "disabled", "lastError"?, "lastErrorAt"?}]}
 /// ```
 ///
 /// Each second's patch touches only what changed: the uptime, the rates, one sample appended
@@ -50,6 +51,8 @@ final class ServerStatusRoom: ViewModel {
     private let roomListTruncated: Observable<Bool>
     /// The cluster's nodes; empty on a single daemon.
     private let nodes: Observable<[JSON]>
+    /// The webhook endpoints and their queues; empty when none is configured.
+    private let webhooks: Observable<[JSON]>
 
     required init(context: ViewModelContext) {
         preconditionFailure("tether.server is built by the server with its status board (SystemRoom.kinds)")
@@ -57,7 +60,7 @@ final class ServerStatusRoom: ViewModel {
 
     init(context: ViewModelContext, board: ServerStatusBoard) {
         self.board = board
-        let (record, server, _) = board.current()
+        let (record, server, _, webhooks) = board.current()
         self.server = context.map("server", server)
         connections = context.property("connections", record.connections)
         rooms = context.property("rooms", record.rooms)
@@ -66,12 +69,13 @@ final class ServerStatusRoom: ViewModel {
         roomList = context.list("roomList", record.roomList)
         roomListTruncated = context.property("roomListTruncated", record.roomListTruncated)
         nodes = context.property("nodes", [JSON]())
+        self.webhooks = context.property("webhooks", webhooks)
         context.every(.seconds(1)) { [unowned self] in self.refresh() }
     }
 
     /// One tick: everything that changed since the last becomes this turn's patch.
     private func refresh() {
-        let (record, server, nodes) = board.current()
+        let (record, server, nodes, webhooks) = board.current()
         for (key, value) in server where self.server[key] != value { self.server[key] = value }
         connections.value = record.connections
         rooms.value = record.rooms
@@ -82,6 +86,7 @@ final class ServerStatusRoom: ViewModel {
         Self.merge(record.roomList, into: roomList)
         roomListTruncated.value = record.roomListTruncated
         if self.nodes.value != nodes { self.nodes.value = nodes }
+        if self.webhooks.value != webhooks { self.webhooks.value = webhooks }
     }
 
     /// Turns `list` into `target` (both sorted by name) by removing, inserting and updating

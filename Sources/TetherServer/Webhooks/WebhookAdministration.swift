@@ -9,9 +9,12 @@ struct WebhookAdministration: Sendable {
     let recorder: WebhookRecorder
 
     func list() -> JSON {
-        let statuses = recorder.outbox.status()
-        let gone = deliverer.goneEndpoints
-        let endpoints: [JSON] = recorder.current.map { endpoint in
+        ["webhooks": .array(Self.describe(recorder.current, statuses: recorder.outbox.status(), gone: deliverer.goneEndpoints))]
+    }
+
+    /// One object per endpoint: its settings, queue, dead letters and last error.
+    static func describe(_ endpoints: [WebhookEndpoint], statuses: [String: WebhookEndpointStatus], gone: Set<String>) -> [JSON] {
+        endpoints.map { endpoint in
             let status = statuses[endpoint.name] ?? WebhookEndpointStatus()
             var fields: [String: JSON] = [
                 "name": .string(endpoint.name), "url": .string(endpoint.url.absoluteString),
@@ -22,7 +25,6 @@ struct WebhookAdministration: Sendable {
             if let at = status.lastErrorAt { fields["lastErrorAt"] = .int(at) }
             return .object(fields)
         }
-        return ["webhooks": .array(endpoints)]
     }
 
     func retry(_ name: String) -> (status: Int, body: JSON) {

@@ -17,6 +17,9 @@ final class WebhookDeliverer: Sendable {
     private let task = Mutex<Task<Void, Never>?>(nil)
     /// Endpoints that answered 410 Gone: nothing is sent to them until `retry`.
     private let gone = Mutex<Set<String>>([])
+    /// The endpoints' figures as of the last look (at most a second old while it runs), for the
+    /// dashboard and metrics: reading them from the store once per watcher would cost a query each.
+    private let latest = Mutex<(statuses: [String: WebhookEndpointStatus], at: ContinuousClock.Instant?)>(([:], nil))
     static let maxInFlight = 16
 
     init(recorder: WebhookRecorder, http: any OutboundHTTP, logger: Logger, metrics: ServerMetrics?) {
@@ -51,6 +54,20 @@ final class WebhookDeliverer: Sendable {
 
     var goneEndpoints: Set<String> { gone.withLock { $0 } }
 
+    /// Each endpoint as the dashboard's webhooks panel shows it (`WebhookAdministration.describe`).
+    var overview: [JSON] {
+        WebhookAdministration.describe(recorder.current, statuses: latest.withLock { $0.statuses }, gone: goneEndpoints)
+    }
+
+    /// Reads the figures again if they are a second old (or `force`), and updates the metrics.
+    private func refreshStatuses(force: Bool) {
+        let now = ContinuousClock.now
+        if !force, let at = latest.withLock({ $0.at }), now - at < .seconds(1) { return }
+        let statuses = recorder.outbox.status()
+        latest.withLock { $0 = (statuses, now) }
+        metrics?.webhookQueues(statuses)
+    }
+
     private func run() async {
         while !Task.isCancelled {
             woken.store(false, ordering: .relaxed)
@@ -58,6 +75,7 @@ final class WebhookDeliverer: Sendable {
             let skipped = gone.withLock { $0 }
             let rows = recorder.outbox.due(now: Self.now, limit: 256).filter { endpoints[$0.delivery.endpoint] != nil && !skipped.contains($0.delivery.endpoint) }
             if rows.isEmpty {
+                refreshStatuses(force: false)
                 // Until woken (looked at every 50 ms), or a retry falls due.
                 for _ in 0..<10 where !woken.load(ordering: .relaxed) && !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(50))
@@ -75,7 +93,7 @@ final class WebhookDeliverer: Sendable {
                     running += 1
                 }
             }
-            metrics?.webhookQueues(recorder.outbox.status())
+            refreshStatuses(force: true)
         }
     }
 
