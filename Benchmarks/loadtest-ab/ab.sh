@@ -3,6 +3,8 @@
 # machine hurts both alike: 1,000 subscribers x 100 actions/s (the fanout scenario's row), each
 # run on a fresh daemon, then the medians (and ranges) of server CPU per delivery and p99, and
 # their ratios.
+# BASE_ARGS and NEW_ARGS add arguments to each side's tetherd (e.g. NEW_ARGS="--config
+# webhooks.yaml" compares a daemon sending webhooks with one that does not).
 #
 #   Benchmarks/loadtest-ab/ab.sh BASE_DIR NEW_DIR [--rounds N] [--cluster]
 #
@@ -38,9 +40,10 @@ if ((cluster)); then
     nats_args=(--nats "nats://127.0.0.1:$nats_port" --nats-replicas 1 --node n1)
 fi
 
-run() {  # run LABEL DIR
+run() {  # run LABEL DIR [EXTRA TETHERD ARGUMENTS]
     local label="$1" dir="$2" data="$work/data-$RANDOM"
-    "$dir/tetherd" --port 0 --data "$data" --log-level warning "${nats_args[@]}" > "$work/out" 2>&1 &
+    shift 2
+    "$dir/tetherd" --port 0 --data "$data" --log-level warning "${nats_args[@]}" "$@" > "$work/out" 2>&1 &
     local pid=$!
     for _ in $(seq 100); do grep -q "listening on" "$work/out" && break; sleep 0.1; done
     local port
@@ -53,8 +56,10 @@ run() {  # run LABEL DIR
 
 : > "$out"
 for round in $(seq "$rounds"); do
-    run base "$base"
-    run new "$new"
+    # shellcheck disable=SC2086 # word splitting wanted: several arguments
+    run base "$base" ${BASE_ARGS:-}
+    # shellcheck disable=SC2086
+    run new "$new" ${NEW_ARGS:-}
     echo "round $round of $rounds done" >&2
 done
 

@@ -13,7 +13,7 @@ struct HTTPAPIDocumentTests {
 
     @Test func theBackendsSectionPrintsWhatItShows() throws {
         let markdown = try Repository.text(Self.document)
-        let blocks = Self.blocks(markdown)
+        let blocks = MarkdownBlocks.of(markdown, section: Self.section)
         let commands = blocks.filter { $0.language == "sh" || $0.language == "python" }
         let shown = blocks.filter { $0.language == "text" }.map(\.text)
         #expect(commands.count == shown.count && commands.count >= 6, "each command block is followed by the text it prints")
@@ -42,29 +42,6 @@ struct HTTPAPIDocumentTests {
         for (index, (got, expected)) in zip(printed, shown).enumerated() {
             #expect(Self.normalized(got) == Self.normalized(expected), "block \(index + 1): printed\n\(got)\nshown\n\(expected)")
         }
-    }
-
-    /// Fenced blocks of the section, with their languages, in order.
-    static func blocks(_ markdown: String) -> [(language: String, text: String)] {
-        var blocks: [(String, String)] = []
-        var inSection = false
-        var open: (String, [Substring])?
-        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
-            if let block = open {
-                if line.hasPrefix("```") {
-                    blocks.append((block.0, block.1.map { $0 + "\n" }.joined()))
-                    open = nil
-                } else {
-                    open = (block.0, block.1 + [line])
-                }
-            } else if line.hasPrefix("## ") {
-                if inSection { break }
-                inSection = line == section
-            } else if inSection, line.hasPrefix("```") {
-                open = (String(line.dropFirst(3)), [])
-            }
-        }
-        return blocks
     }
 
     /// Epochs are random: each becomes EPOCH. curl prints no newline after a body: the last ones

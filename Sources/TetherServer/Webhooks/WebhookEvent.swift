@@ -40,10 +40,17 @@ public struct WebhookEvent: Sendable, Equatable {
 
     /// RFC 3339 in UTC with milliseconds.
     static func timestamp(_ seconds: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: Date(timeIntervalSince1970: seconds))
+        // By hand: an ISO8601DateFormatter per event cost 4 % of the daemon's CPU at 100 actions/s
+        // (ICU builds one each time), on the room's executor.
+        var milliseconds = Int((seconds * 1000).rounded())
+        var whole = time_t(milliseconds.quotientAndRemainder(dividingBy: 1000).quotient)
+        milliseconds -= Int(whole) * 1000
+        if milliseconds < 0 { milliseconds += 1000; whole -= 1 }
+        var parts = tm()
+        gmtime_r(&whole, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let fraction = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(fraction)Z"
     }
 }
 

@@ -55,6 +55,20 @@ struct WebhookEndpointTests {
         }
     }
 
+    /// The hand-made timestamp is Foundation's ISO 8601 with milliseconds, for any instant
+    /// (before 1970 and leap days included).
+    @Test func timestampsAreISO8601WithMillisecondsInUTC() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var generator = SystemRandomNumberGenerator()
+        let instants = [0, 951_782_400.5, 1_795_873_206.123, -1.25, 4_102_444_799.999]
+            + (0..<2_000).map { _ in Double(Int.random(in: -2_000_000_000_000...5_000_000_000_000, using: &generator)) / 1000 }
+        for seconds in instants {
+            #expect(WebhookEvent.timestamp(seconds) == formatter.string(from: Date(timeIntervalSince1970: seconds)), "at \(seconds)")
+        }
+    }
+
     @Test func anEventsIdIsTheSameForEveryCopyAndItsBodyIsTheSpecificationsShape() throws {
         let first = WebhookEvent.actionApplied(room: "order:42", kind: "order", epoch: "k3", version: 7, action: "markPaid",
                                                viewer: "service:payments", arguments: ["amount": 1200], at: 1_795_000_000.123)
