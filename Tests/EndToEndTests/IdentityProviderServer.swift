@@ -8,32 +8,14 @@ import TetherTestSupport
 final class IdentityProviderServer: @unchecked Sendable {
     static let script = Repository.root.appendingPathComponent("Tests/HTTP/jwks_server.py")
 
-    let process = Process()
+    let process: Process
     let port: Int
     let issuer: String
     var jwksURL: String { "http://127.0.0.1:\(port)/.well-known/jwks.json" }
 
     init(issuer: String = "https://idp.test/realms/a", down: Bool = false) throws {
         self.issuer = issuer
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.script.path, "--issuer", issuer] + (down ? ["--down"] : [])
-        process.environment = ["PYTHONPATH": Repository.root.appendingPathComponent(".tools/py").path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // The first line is the port (run Scripts/setup.sh if PyJWT is missing: the line never comes).
-        var text = ""
-        let deadline = ContinuousClock.now + .seconds(15)
-        while !text.contains("\n"), ContinuousClock.now < deadline, process.isRunning {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { Thread.sleep(forTimeInterval: 0.02) } else { text += String(decoding: chunk, as: UTF8.self) }
-        }
-        guard let port = Int(text.split(separator: "\n").first ?? "") else {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            throw IdentityProviderError("jwks_server.py did not start (Scripts/setup.sh installs PyJWT into .tools/py): \(text)")
-        }
-        self.port = port
+        (process, self.port) = try PythonCounterpart.start(Self.script, ["--issuer", issuer] + (down ? ["--down"] : []), needs: "PyJWT")
     }
 
     /// POSTs `body` to `path` and returns the JSON answer.

@@ -20,25 +20,8 @@ final class WebhookReceiver: @unchecked Sendable {
 
     /// Starts (again) on `port` (0: any).
     func start(port: Int) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.script.path, secretFile] + (port == 0 ? [] : ["--port", String(port)])
-        process.environment = ["PYTHONPATH": Repository.root.appendingPathComponent(".tools/py").path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var text = ""
-        let deadline = ContinuousClock.now + .seconds(15)
-        while !text.contains("\n"), ContinuousClock.now < deadline, process.isRunning {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { Thread.sleep(forTimeInterval: 0.02) } else { text += String(decoding: chunk, as: UTF8.self) }
-        }
-        guard let bound = Int(text.split(separator: "\n").first ?? "") else {
-            stop()
-            throw IdentityProviderError("webhook_receiver.py did not start (Scripts/setup.sh installs standardwebhooks into .tools/py): \(text)")
-        }
-        self.port = bound
+        (process, self.port) = try PythonCounterpart.start(Self.script, [secretFile] + (port == 0 ? [] : ["--port", String(port)]),
+                                                           needs: "standardwebhooks")
     }
 
     func stop() {
