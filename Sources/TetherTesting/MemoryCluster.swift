@@ -121,6 +121,8 @@ public final class MemoryCluster: Sendable {
         /// One counter for every log subject, as a stream has (callers compare within a subject).
         var sequence: UInt64 = 0
         var buckets: [String: Bucket] = [:]
+        /// Whether log appends time out (`refuseAppends`).
+        var appendsRefused = false
         /// Node → republished messages still to lose on the way to it (`loseRepublished`).
         var republishedToLose: [String: Int] = [:]
         /// Work for the nodes' `deliver`, in the order produced; `flush` hands it out.
@@ -302,6 +304,7 @@ public final class MemoryCluster: Sendable {
         let now = clock.now
         let destination = republish(subject)  // a caller's closure: never under the lock
         complete(link, completion) { state in
+            guard !state.appendsRefused else { return .failure(.timeout(subject: subject)) }
             var log = state.logs[subject] ?? SubjectLog()
             // Duplicates first, as JetStream: a writer retrying its own append learns it is stored.
             // An empty id is no id (the server ignores an empty Nats-Msg-Id).
@@ -389,6 +392,12 @@ extension MemoryCluster {
     }
 
     /// What room `room`'s log holds, with tetherd's subjects over `streams` log streams.
+    /// Makes every log append time out (`refuse`) or be taken again: the log's stream without a
+    /// leader, as after its leader's NATS server is killed.
+    public func refuseAppends(_ refuse: Bool) {
+        state.withLock { $0.appendsRefused = refuse }
+    }
+
     public func log(of room: String, streams: Int) -> [StoredMessage] {
         storedMessages(subject: ClusterSubjects.log(of: room, streams: streams))
     }

@@ -127,6 +127,37 @@ struct ClusterFailoverTests {
         #expect(bob.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)), "the new owner applied b1")
     }
 
+    /// Bounded answers count from the action's arrival, not from when its node took the room:
+    /// the owner is cut off and the log takes no appends (its stream leader's server killed).
+    /// Bob's action finds no owner; his node waits out the lease, takes the room, and its append
+    /// stalls. He hears "unknown" within a lease of sending, not a lease after the takeover.
+    /// Sent again under its number once the log is back, it is applied once.
+    @Test func anActionThatWaitedForATakeoverIsAnsweredWithinALeaseOfItsSending() {
+        let cluster = Self.makeCluster()
+        let alice = Self.client(cluster.nodes[0]), bob = Self.client(cluster.nodes[1])
+        bob.send(.hello(client: "bob-device-0123456789"))
+        for client in [alice, bob] { client.send(.join(room: "ledger:t")) }
+        Self.add(alice, "a1", number: 1)  // the first node owns the room
+        _ = bob.receiveAll()
+        cluster.disconnect(0)
+        cluster.transport.refuseAppends(true)
+        cluster.advance(by: .milliseconds(500))
+        let b1: ClientMessage = .action(room: "ledger:t", name: "add", args: ["id": "b1", "by": 1], id: 2, seq: 1)
+        bob.send(b1)
+        cluster.advance(by: .milliseconds(2_900))
+        #expect(bob.receiveAll().compactMap(\.error).isEmpty, "not before the limit")
+        cluster.advance(by: .milliseconds(200))
+        let errors = bob.receiveAll().compactMap(\.error)
+        #expect(errors.map(\.id) == [2] && errors.first?.applied == .unknown, "answered within a lease of sending: \(errors)")
+
+        cluster.transport.refuseAppends(false)
+        cluster.advance(by: .milliseconds(500))
+        bob.send(b1)
+        cluster.advance(by: .milliseconds(500))
+        #expect(bob.receiveAll().contains(.ack(id: 2, room: "ledger:t", version: 2)))
+        #expect(bob.state(of: "ledger:t")?["recent"] == ["a1", "b1"], "applied once")
+    }
+
     /// Issue 30's grey failure: the old owner is paused, still subscribed where forwards arrive.
     /// The new owner announced itself, so carol's node forwards to it by name: none of her
     /// actions waits on the paused node (with the owners' queue group alone, every other one

@@ -13,6 +13,8 @@ extension ClusteredRoom {
         guard replica.phase != .stopped else {
             return send([.init(outcome: .failed(Self.notApplied("room \(name) is closing on this node")), target: request.target)])
         }
+        // Back from waiting for an owner past the limit (every try found nobody: nothing applied).
+        guard now - request.sent < takeoverLimit else { return send([.init(outcome: noOwnerInTime, target: request.target)]) }
         if let ownership {
             return ownership.room.perform(request.action, args: request.args, number: request.number, replyTo: request.target)
         }
@@ -42,18 +44,24 @@ extension ClusteredRoom {
             return  // answered already: the owner changed while it waited (`ownerChanged`)
         case .answer(let outcome, let target, let sent):
             acquiringEnded(false, served: true)
-            send(gate.ownerAnswered(outcome, to: target, replica: position, sent: sent))
+            send(gate.ownerAnswered(outcome, to: target, replica: position, deadline: replyDeadline(received: sent)))
         case .ownOrRetry(let request):
-            // Nobody owns the room (or its owner just died): take it, or wait for its lease to end;
-            // not past the answer limit (every try so far found nobody: nothing was applied).
-            guard now - request.sent < answerLimit else {
-                return send([.init(outcome: .failed(Self.notApplied("room \(name) had no owner that could take this action in time")),
-                                   target: request.target)])
-            }
-            acquire { [self] acquired in
-                if acquired { return act(request) }
-                later(.milliseconds(250)) { $0.act(request) }
-            }
+            waitForOwner(request)
+        }
+    }
+
+    /// Nobody owns the room (or its owner just died): take it, or wait for its lease to end. One
+    /// try at a time serves every action waiting; one still waiting at the limit is answered then
+    /// (taking the room waits on the lease bucket, which a NATS fault can hold up for seconds).
+    private func waitForOwner(_ request: ActionForwarder<ActionReplyTarget>.Request) {
+        actionsWithoutOwner.append(request)
+        scheduleAnswerCheck()
+        guard actionsWithoutOwner.count == 1 else { return }
+        acquire { [self] acquired in
+            let requests = actionsWithoutOwner
+            actionsWithoutOwner.removeAll()
+            if acquired { return requests.forEach(act) }
+            later(.milliseconds(250)) { room in requests.forEach(room.act) }
         }
     }
 
@@ -67,7 +75,7 @@ extension ClusteredRoom {
         guard !stuck.isEmpty else { return }
         later(.milliseconds(250)) { room in
             for case .answer(let outcome, let target, let sent) in room.forwarder.giveUp(stuck) {
-                room.send(room.gate.ownerAnswered(outcome, to: target, replica: room.position, sent: sent))
+                room.send(room.gate.ownerAnswered(outcome, to: target, replica: room.position, deadline: room.replyDeadline(received: sent)))
             }
         }
     }
@@ -345,11 +353,12 @@ extension ClusteredRoom {
             guard appender.term == term else {
                 // The term ended between the step and this reply: the step's fate decides.
                 send(gate.ownerRepliedLate(outcome, to: target, isLocal: target.isLocal, fate: appender.fate(ofVersion: version, term: term),
-                                           notStored: notStored, unknown: unknownOutcome, replica: position, now: now))
+                                           notStored: notStored, unknown: unknownOutcome, replica: position, deadline: replyDeadline(for: target)))
                 continue
             }
             send(gate.ownerReplied(outcome, to: target, isLocal: target.isLocal, version: version,
-                                   stored: (appender.stored.version, appender.stored.sequence), replica: position, now: now))
+                                   stored: (appender.stored.version, appender.stored.sequence), replica: position,
+                                   deadline: replyDeadline(for: target)))
         }
     }
 }

@@ -65,6 +65,8 @@ actor ClusteredRoom: RoomFront {
     var forwarder: ActionForwarder<ActionReplyTarget>
     /// Actions sent before the replica was ready.
     var waitingActions: [ActionForwarder<ActionReplyTarget>.Request] = []
+    /// Actions that found no owner, while this node tries to take the room (`waitForOwner`).
+    var actionsWithoutOwner: [ActionForwarder<ActionReplyTarget>.Request] = []
     var gate = ReplyGate<ActionReplyTarget>()
 
     // Ownership (ClusteredRoom+Owner.swift).
@@ -85,8 +87,8 @@ actor ClusteredRoom: RoomFront {
     /// Since when this node's tries to take the room over failed, and why the last did: a room
     /// that stays without an owner is logged once (its lease bucket or log not answering).
     var failedAcquiring: (since: ContinuousClock.Instant, why: String, logged: Bool)?
-    /// Set while a check of overdue answers is due (`checkAnswers`).
-    var answerCheck: (any ServerTimer)?
+    /// Set while a check of overdue answers is due (`checkAnswers`), and when.
+    var answerCheck: (timer: any ServerTimer, at: ContinuousClock.Instant)?
 
     nonisolated let stopped = DispatchGroup()
     /// The followers' epoch and version cell, kept here too: the hub reads it from its own thread.
@@ -144,9 +146,10 @@ actor ClusteredRoom: RoomFront {
     }
 
     nonisolated func perform(_ action: String, args: JSON?, id: Int, number: ActionNumber?, from session: SessionHandle) {
+        let received = environment.runtime.clock.now
         let request = ActionForwarder<ActionReplyTarget>.Request(action: action, args: args, number: number,
-                                                                 target: .session(session, id: id, room: name),
-                                                                 sent: environment.runtime.clock.now)
+                                                                 target: .session(session, id: id, room: name, received: received),
+                                                                 sent: received)
         execute { $0.act(request) }
     }
 
@@ -197,12 +200,13 @@ actor ClusteredRoom: RoomFront {
         subscriptions.removeAll()
         for timer in timers { timer.cancel() }
         timers.removeAll()
-        answerCheck?.cancel()
+        answerCheck?.timer.cancel()
         presence?.stop()
         viewers?.stop()
         let failure = ActionOutcome.failed(Self.notApplied("room \(name) is closing on this node"))
-        send(waitingActions.map { .init(outcome: failure, target: $0.target) })
+        send((waitingActions + actionsWithoutOwner).map { .init(outcome: failure, target: $0.target) })
         waitingActions.removeAll()
+        actionsWithoutOwner.removeAll()
         stopped.leave()
     }
 
@@ -299,9 +303,29 @@ actor ClusteredRoom: RoomFront {
 
     // MARK: Bounded answers
 
-    /// Every action sent to this node is answered within this, whatever is paused, slow or cut
-    /// off (a NATS server, the owner, this node's link to the log): an ack, or a truthful error.
+    /// Every action sent to this node is answered within this of its arrival, whatever is
+    /// paused, slow or cut off (a NATS server, the owner, this node's link to the log): an ack,
+    /// or a truthful error.
     var answerLimit: Duration { node.lease }
+
+    /// An action that found no owner waits this long for this node to take the room: a dead
+    /// owner's lease runs out up to a lease after its last renewal, and tries come every 250 ms.
+    var takeoverLimit: Duration { answerLimit + .milliseconds(250) }
+
+    /// When a reply to an action this node took at `received` is due: a lease after it came, but
+    /// at least `replyGrace` after the reply, so an action that waited for a takeover is not
+    /// answered unknown for that wait alone.
+    func replyDeadline(received: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        max(received + answerLimit, now + Self.replyGrace)
+    }
+
+    /// Many times what an append and its replica's turn take when the log is well.
+    static let replyGrace: Duration = .milliseconds(250)
+
+    /// The owner's reply to `target` (another node's forwarded action: that node bounds its wait).
+    func replyDeadline(for target: ActionReplyTarget) -> ContinuousClock.Instant {
+        target.received.map(replyDeadline(received:)) ?? now + answerLimit
+    }
 
     /// An answer past the limit says what is known: the action may have been applied (its sender
     /// asks again under the same number and gets the outcome once the room knows it).
@@ -310,20 +334,34 @@ actor ClusteredRoom: RoomFront {
                               applied: .unknown))
     }
 
+    /// Makes sure a check runs when the first waiting answer is due (earlier than one scheduled).
     func scheduleAnswerCheck() {
-        guard answerCheck == nil, let oldest = [gate.oldest, waitingActions.map(\.sent).min()].compactMap({ $0 }).min() else { return }
-        let due = max(oldest + answerLimit - now, .milliseconds(10))
-        answerCheck = environment.runtime.clock.startTimer(every: due) { [self] in execute { $0.checkAnswers() } }
+        let deadlines = [gate.nextDeadline, waitingActions.map(\.sent).min().map { $0 + answerLimit },
+                         actionsWithoutOwner.map(\.sent).min().map { $0 + takeoverLimit }]
+        guard let next = deadlines.compactMap({ $0 }).min(), answerCheck.map({ next < $0.at }) ?? true else { return }
+        answerCheck?.timer.cancel()
+        let timer = environment.runtime.clock.startTimer(every: max(next - now, .milliseconds(10))) { [self] in execute { $0.checkAnswers() } }
+        answerCheck = (timer, next)
     }
 
     private func checkAnswers() {
-        answerCheck?.cancel()
+        answerCheck?.timer.cancel()
         answerCheck = nil
-        let overdue = waitingActions.filter { now - $0.sent >= answerLimit }
-        waitingActions.removeAll { now - $0.sent >= answerLimit }
-        let unsent = ActionOutcome.failed(Self.notApplied("room \(name) is still loading on this node"))
-        send(overdue.map { .init(outcome: unsent, target: $0.target) } + gate.overdue(now: now, limit: answerLimit, unknown: lateOutcome))
+        let loading = ActionOutcome.failed(Self.notApplied("room \(name) is still loading on this node"))
+        send(Self.removeOverdue(&waitingActions, now: now, limit: answerLimit, answer: loading)
+             + Self.removeOverdue(&actionsWithoutOwner, now: now, limit: takeoverLimit, answer: noOwnerInTime)
+             + gate.overdue(now: now, unknown: lateOutcome))
     }
+
+    private static func removeOverdue(_ requests: inout [ActionForwarder<ActionReplyTarget>.Request], now: ContinuousClock.Instant,
+                                      limit: Duration, answer: ActionOutcome) -> [ReplyGate<ActionReplyTarget>.Release] {
+        let overdue = requests.filter { now - $0.sent >= limit }
+        requests.removeAll { now - $0.sent >= limit }
+        return overdue.map { .init(outcome: answer, target: $0.target) }
+    }
+
+    /// An action that found no owner to take it within the limit: nothing was applied.
+    var noOwnerInTime: ActionOutcome { .failed(Self.notApplied("room \(name) had no owner that could take this action in time")) }
 
     /// The answer to an action whose turn never reached the log (another owner's entry holds
     /// its place, or it was not appended when this node stopped owning).
@@ -337,6 +375,11 @@ extension ActionReplyTarget {
     /// Whether a session of this node gets the reply (else the node that forwarded the action).
     var isLocal: Bool {
         if case .session = self { true } else { false }
+    }
+
+    /// When this node took a session's action (another node's forward: that node bounds its wait).
+    var received: ContinuousClock.Instant? {
+        if case .session(_, _, _, let received) = self { received } else { nil }
     }
 }
 

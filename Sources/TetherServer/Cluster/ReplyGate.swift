@@ -46,8 +46,8 @@ struct ReplyGate<Target> {
         /// Whether a session of this node gets it (else another node, whose gate waits for its replica).
         let isLocal: Bool
         var wait: Wait
-        /// When the gate took it: past the answer limit it leaves as unknown (`overdue`).
-        var since: ContinuousClock.Instant
+        /// When it is due: still waiting then, it leaves as unknown (`overdue`).
+        var deadline: ContinuousClock.Instant
     }
 
     /// A reply that leaves now.
@@ -62,9 +62,9 @@ struct ReplyGate<Target> {
     /// produced before it), while it owns the room; `stored`: where its last stored entry is.
     mutating func ownerReplied(_ outcome: ActionOutcome, to target: Target, isLocal: Bool, version: Int,
                                stored: (version: Int, sequence: UInt64), replica: ReplicaPosition,
-                               now: ContinuousClock.Instant) -> [Release] {
+                               deadline: ContinuousClock.Instant) -> [Release] {
         let wait: Wait = version <= stored.version ? .replica(sequence: stored.sequence) : .ownAppend(version: version)
-        return admit(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: wait, since: now), replica: replica)
+        return admit(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: wait, deadline: deadline), replica: replica)
     }
 
     /// A reply the owner's ViewModel released after its term ended (its steps and its replies
@@ -73,26 +73,28 @@ struct ReplyGate<Target> {
     /// whatever the log holds.
     mutating func ownerRepliedLate(_ outcome: ActionOutcome, to target: Target, isLocal: Bool, fate: StepFate,
                                    notStored: ActionOutcome, unknown: ActionOutcome, replica: ReplicaPosition,
-                                   now: ContinuousClock.Instant) -> [Release] {
+                                   deadline: ContinuousClock.Instant) -> [Release] {
         guard case .applied = outcome else { return [Release(outcome: outcome, target: target)] }
         switch fate {
         case .stored(let sequence):
-            return admit(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: .replica(sequence: sequence), since: now), replica: replica)
+            return admit(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: .replica(sequence: sequence), deadline: deadline),
+                         replica: replica)
         case .undecided:
-            waiting.append(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: .undecided, since: now))
+            waiting.append(Reply(outcome: outcome, target: target, isLocal: isLocal, wait: .undecided, deadline: deadline))
             return []
         case .unknown: return [Release(outcome: unknown, target: target)]
         case .notStored: return [Release(outcome: notStored, target: target)]
         }
     }
 
-    /// The owner's answer to an action this node forwarded (`sent`: when its sender sent it): an
-    /// ack waits for the replica to reach its version; an error leaves once the replica has an epoch.
+    /// The owner's answer to an action this node forwarded: an ack waits for the replica to reach
+    /// its version; an error leaves once the replica has an epoch.
     mutating func ownerAnswered(_ outcome: ActionOutcome, to target: Target, replica: ReplicaPosition,
-                                sent: ContinuousClock.Instant) -> [Release] {
+                                deadline: ContinuousClock.Instant) -> [Release] {
         var version = 0
         if case .applied(let applied) = outcome { version = applied }
-        return admit(Reply(outcome: outcome, target: target, isLocal: true, wait: .replicaVersion(version), since: sent), replica: replica)
+        return admit(Reply(outcome: outcome, target: target, isLocal: true, wait: .replicaVersion(version), deadline: deadline),
+                     replica: replica)
     }
 
     /// The owner's append of the steps up to `version` is in the log at `sequence`.
@@ -145,16 +147,16 @@ struct ReplyGate<Target> {
 
     var hasUndecided: Bool { waiting.contains { $0.wait == .undecided } }
 
-    /// When the oldest waiting reply came.
-    var oldest: ContinuousClock.Instant? { waiting.map(\.since).min() }
+    /// When the first waiting reply is due.
+    var nextDeadline: ContinuousClock.Instant? { waiting.map(\.deadline).min() }
 
-    /// Bounded answers: a reply that waited `limit` (its append stuck, this node's replica cut
-    /// off from the log) leaves now as `unknown`. The action may have been applied: its sender
-    /// asks again under the same number and gets the outcome once the room knows it.
-    mutating func overdue(now: ContinuousClock.Instant, limit: Duration, unknown: ActionOutcome) -> [Release] {
-        guard waiting.contains(where: { now - $0.since >= limit }) else { return [] }
-        let released = waiting.filter { now - $0.since >= limit }.map { Release(outcome: unknown, target: $0.target) }
-        waiting.removeAll { now - $0.since >= limit }
+    /// Bounded answers: a reply still waiting at its deadline (its append stuck, this node's
+    /// replica cut off from the log) leaves now as `unknown`. The action may have been applied:
+    /// its sender asks again under the same number and gets the outcome once the room knows it.
+    mutating func overdue(now: ContinuousClock.Instant, unknown: ActionOutcome) -> [Release] {
+        guard waiting.contains(where: { now >= $0.deadline }) else { return [] }
+        let released = waiting.filter { now >= $0.deadline }.map { Release(outcome: unknown, target: $0.target) }
+        waiting.removeAll { now >= $0.deadline }
         return released
     }
 

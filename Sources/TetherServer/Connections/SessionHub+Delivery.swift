@@ -21,7 +21,7 @@ extension SessionHub {
                 for handle in listeners where !handle.session.isClosed && handle.session.joined[room] != nil {
                     enqueue(.control(frame), for: handle.session, fromRoom: true)
                 }
-            case .reply(let outcome, .session(let handle, let id, let room)):
+            case .reply(let outcome, .session(let handle, let id, let room, _)):
                 guard !handle.session.isClosed else { continue }
                 if configuration.withholdsAcksForTests, case .applied = outcome { continue }
                 enqueue(.control(outcome.frame(id: id, room: room)), for: handle.session, fromRoom: true)

@@ -85,7 +85,7 @@ actor Room: RoomFront {
     }
 
     nonisolated func perform(_ action: String, args: JSON?, id: Int, number: ActionNumber?, from session: SessionHandle) {
-        perform(action, args: args, number: number, replyTo: .session(session, id: id, room: name))
+        perform(action, args: args, number: number, replyTo: .session(session, id: id, room: name, received: environment.runtime.clock.now))
     }
 
     nonisolated func perform(_ action: String, args: JSON?, number: ActionNumber? = nil, replyTo target: ActionReplyTarget) {

@@ -29,14 +29,15 @@ extension RoomDelivery {
 /// Who is waiting for an action's outcome.
 public enum ActionReplyTarget: Sendable {
     /// A session of this server; the reply carries the client's `id` and the room's name.
-    case session(SessionHandle, id: Int, room: String)
+    /// `received`: when this server took the action (a cluster answers within a lease of it).
+    case session(SessionHandle, id: Int, room: String, received: ContinuousClock.Instant)
     /// Another cluster node that forwarded the action of `viewer` (who sent it there).
     case remote(viewer: Viewer, respond: @Sendable (ActionOutcome) -> Void)
 
     /// Who sent the action: the ViewModel's action handler receives them.
     var viewer: Viewer {
         switch self {
-        case .session(let session, _, _): session.viewer
+        case .session(let session, _, _, _): session.viewer
         case .remote(let viewer, _): viewer
         }
     }
@@ -86,7 +87,7 @@ struct HubOutput: RoomOutput {
                 perShard[handle.session.shard].append(delivery)
             case .presence(let frame, let room, let listeners):
                 for (shard, group) in Self.split(listeners, into: count) { perShard[shard].append(.presence(frame, room: room, to: group)) }
-            case .reply(_, .session(let handle, _, _)):
+            case .reply(_, .session(let handle, _, _, _)):
                 perShard[handle.session.shard].append(delivery)
             case .reply(_, .remote):
                 break  // answered above

@@ -35,11 +35,11 @@ struct ReplyGateTests {
         var gate = Gate()
         let table: [(String, (inout Gate) -> [Gate.Release], [String])] = [
             ("ack of v5 (not stored yet)", { $0.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: Self.stored,
-                              replica: Self.at(10, 4), now: Self.t0) }, []),
+                              replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3)) }, []),
             ("ack of v5 to another node", { $0.ownerReplied(.applied(version: 5), to: "remote", isLocal: false, version: 5, stored: Self.stored,
-                              replica: Self.at(10, 4), now: Self.t0) }, []),
+                              replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3)) }, []),
             ("an error after v5", { $0.ownerReplied(Self.failed, to: "bob", isLocal: true, version: 5, stored: Self.stored,
-                              replica: Self.at(10, 4), now: Self.t0) }, []),
+                              replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3)) }, []),
             ("v5 stored at 11", { $0.stored(upTo: 5, at: 11, replica: Self.at(10, 4)) }, ["remote: ack v5"]),
             ("the replica applies 11", { $0.replicaMoved(Self.at(11, 5)) }, ["alice: ack v5", "bob: bad (no)"]),
         ]
@@ -52,9 +52,9 @@ struct ReplyGateTests {
     @Test func aRepeatsAckForAStoredVersionWaitsOnlyForTheReplica() {
         var gate = Gate()
         #expect(Self.describe(gate.ownerReplied(.applied(version: 3), to: "alice", isLocal: true, version: 3, stored: Self.stored,
-                              replica: Self.at(10, 4), now: Self.t0)) == ["alice: ack v3"])
+                              replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3))) == ["alice: ack v3"])
         #expect(gate.ownerReplied(.applied(version: 4), to: "bob", isLocal: true, version: 4, stored: Self.stored,
-                              replica: Self.at(9, 3), now: Self.t0).isEmpty, "the replica is behind the owner's entry")
+                              replica: Self.at(9, 3), deadline: Self.t0 + .seconds(3)).isEmpty, "the replica is behind the owner's entry")
         #expect(Self.describe(gate.replicaMoved(Self.at(10, 4))) == ["bob: ack v4"])
     }
 
@@ -73,12 +73,12 @@ struct ReplyGateTests {
         for (event, outcome, fate, expected, waits) in table {
             var gate = Gate()
             #expect(Self.describe(gate.ownerRepliedLate(outcome, to: "alice", isLocal: true, fate: fate, notStored: Self.notStored,
-                                                        unknown: Self.unknown, replica: Self.at(10, 4), now: Self.t0)) == expected, "\(event)")
+                                                        unknown: Self.unknown, replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3))) == expected, "\(event)")
             #expect(gate.waiting.isEmpty != waits, "\(event)")
         }
         var gate = Gate()
         _ = gate.ownerRepliedLate(.applied(version: 5), to: "alice", isLocal: true, fate: .undecided, notStored: Self.notStored,
-                                  unknown: Self.unknown, replica: Self.at(10, 4), now: Self.t0)
+                                  unknown: Self.unknown, replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3))
         #expect(Self.describe(gate.decided(stored: true, at: 11, notStored: Self.notStored, replica: Self.at(11, 5))) == ["alice: ack v5"])
     }
 
@@ -88,7 +88,7 @@ struct ReplyGateTests {
     @Test func thePausedOwnersHeldAckBecomesNotAppliedWhenFenced() {
         var gate = Gate()
         _ = gate.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: Self.stored,
-                              replica: Self.at(10, 4), now: Self.t0)
+                              replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3))
         #expect(gate.replicaMoved(Self.at(11, 5)).isEmpty, "the log reached v5 with another owner's entry: no ack from that")
         #expect(Self.describe(gate.ownerSteppedDown(inFlightVersion: 5, fenced: true, notStored: Self.notStored)) == ["alice: not stored (no)"])
         #expect(gate.waiting.isEmpty)
@@ -105,11 +105,11 @@ struct ReplyGateTests {
         for (event, apply, expected) in table {
             var gate = Gate()
             _ = gate.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: Self.stored,
-                              replica: Self.at(10, 4), now: Self.t0)
+                              replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3))
             _ = gate.ownerReplied(.applied(version: 6), to: "bob", isLocal: true, version: 6, stored: Self.stored,
-                              replica: Self.at(10, 4), now: Self.t0)
+                              replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3))
             _ = gate.ownerReplied(Self.failed, to: "carol", isLocal: true, version: 6, stored: Self.stored,
-                              replica: Self.at(10, 4), now: Self.t0)
+                              replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3))
             // v5 is in flight; v6 was only queued.
             #expect(Self.describe(gate.ownerSteppedDown(inFlightVersion: 5, fenced: false, notStored: Self.notStored))
                     == ["bob: not stored (no)", "carol: bad (no)"])
@@ -121,9 +121,9 @@ struct ReplyGateTests {
 
     @Test func aForwardedActionsAnswerWaitsForTheReplicaToReachItsVersion() {
         var gate = Gate()
-        #expect(gate.ownerAnswered(.applied(version: 7), to: "alice", replica: Self.at(10, 6), sent: Self.t0).isEmpty)
-        #expect(Self.describe(gate.ownerAnswered(Self.notStored, to: "bob", replica: Self.at(10, 6), sent: Self.t0)) == ["bob: not stored (no)"])
-        #expect(gate.ownerAnswered(Self.notStored, to: "carol", replica: ReplicaPosition(sequence: 0, version: 0, hasEpoch: false), sent: Self.t0).isEmpty,
+        #expect(gate.ownerAnswered(.applied(version: 7), to: "alice", replica: Self.at(10, 6), deadline: Self.t0 + .seconds(3)).isEmpty)
+        #expect(Self.describe(gate.ownerAnswered(Self.notStored, to: "bob", replica: Self.at(10, 6), deadline: Self.t0 + .seconds(3))) == ["bob: not stored (no)"])
+        #expect(gate.ownerAnswered(Self.notStored, to: "carol", replica: ReplicaPosition(sequence: 0, version: 0, hasEpoch: false), deadline: Self.t0 + .seconds(3)).isEmpty,
                 "no epoch yet: nothing to be behind of")
         #expect(Self.describe(gate.replicaMoved(Self.at(11, 7))) == ["alice: ack v7", "carol: not stored (no)"])
     }
@@ -132,12 +132,12 @@ struct ReplyGateTests {
     @Test func aReplyThatWaitedTheLimitLeavesAsUnknown() {
         var gate = Gate()
         _ = gate.ownerReplied(.applied(version: 5), to: "alice", isLocal: true, version: 5, stored: Self.stored,
-                              replica: Self.at(10, 4), now: Self.t0)
-        _ = gate.ownerAnswered(.applied(version: 9), to: "bob", replica: Self.at(10, 4), sent: Self.t0 + .seconds(1))
-        #expect(gate.oldest == Self.t0)
-        #expect(gate.overdue(now: Self.t0 + .milliseconds(2_999), limit: .seconds(3), unknown: Self.unknown).isEmpty)
-        #expect(Self.describe(gate.overdue(now: Self.t0 + .seconds(3), limit: .seconds(3), unknown: Self.unknown)) == ["alice: unknown (unknown)"])
-        #expect(Self.describe(gate.overdue(now: Self.t0 + .seconds(4), limit: .seconds(3), unknown: Self.unknown)) == ["bob: unknown (unknown)"])
+                              replica: Self.at(10, 4), deadline: Self.t0 + .seconds(3))
+        _ = gate.ownerAnswered(.applied(version: 9), to: "bob", replica: Self.at(10, 4), deadline: Self.t0 + .seconds(4))
+        #expect(gate.nextDeadline == Self.t0 + .seconds(3))
+        #expect(gate.overdue(now: Self.t0 + .milliseconds(2_999), unknown: Self.unknown).isEmpty)
+        #expect(Self.describe(gate.overdue(now: Self.t0 + .seconds(3), unknown: Self.unknown)) == ["alice: unknown (unknown)"])
+        #expect(Self.describe(gate.overdue(now: Self.t0 + .seconds(4), unknown: Self.unknown)) == ["bob: unknown (unknown)"])
         #expect(gate.waiting.isEmpty && gate.stored(upTo: 9, at: 20, replica: Self.at(20, 9)).isEmpty, "answered once")
     }
 }
