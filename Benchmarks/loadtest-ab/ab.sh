@@ -56,10 +56,16 @@ run() {  # run LABEL DIR [EXTRA TETHERD ARGUMENTS]
 
 : > "$out"
 for round in $(seq "$rounds"); do
+    # Each side goes first every other round: the second run of a round came out slower (p99 1.33
+    # with the same binary on both sides, 8 rounds, 2026-11-29), whichever build it was.
     # shellcheck disable=SC2086 # word splitting wanted: several arguments
-    run base "$base" ${BASE_ARGS:-}
-    # shellcheck disable=SC2086
-    run new "$new" ${NEW_ARGS:-}
+    if ((round % 2)); then
+        run base "$base" ${BASE_ARGS:-}
+        run new "$new" ${NEW_ARGS:-}
+    else
+        run new "$new" ${NEW_ARGS:-}
+        run base "$base" ${BASE_ARGS:-}
+    fi
     echo "round $round of $rounds done" >&2
 done
 
