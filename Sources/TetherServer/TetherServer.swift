@@ -33,8 +33,6 @@ public final class TetherServer: Service, Sendable {
     private let jwksRefresher: JWKSRefresher?
     /// Sends the rooms' events to webhook endpoints (idle without any).
     let webhookDeliverer: WebhookDeliverer
-    /// A cluster node's webhook outbox (the stream; delivered by one node at a time).
-    private let clusterWebhooks: ClusterWebhookOutbox?
     private let jwksTask = Mutex<Task<Void, Never>?>(nil)
     /// The application's kinds by name, for settings that name them (`room-expiry`).
     let kindScopes: [String: RoomScope]
@@ -114,9 +112,7 @@ public final class TetherServer: Service, Sendable {
         }
         transport = WebSocketServer(configuration: configuration.transportConfiguration, logger: logger)
         let runtime = ServerRuntime(clock: SystemClock()) { room in DispatchRoomExecutor(label: "tether.room.\(room)") }
-        clusterWebhooks = cluster.map(ClusterWebhookOutbox.init(node:))
-        let outbox: any WebhookOutbox = if let clusterWebhooks { clusterWebhooks } else if let store { store } else { MemoryWebhookOutbox() }
-        let recorder = WebhookRecorder(endpoints: configuration.webhooks, outbox: outbox)
+        let recorder = WebhookRecorder(endpoints: configuration.webhooks, outbox: store ?? MemoryWebhookOutbox())
         webhookDeliverer = WebhookDeliverer(recorder: recorder, http: URLSessionOutboundHTTP(), logger: logger, metrics: metrics)
         recorder.wakeOnRecord { [webhookDeliverer] in webhookDeliverer.wake() }
         let administration = WebhookAdministration(deliverer: webhookDeliverer, recorder: recorder)
@@ -156,8 +152,6 @@ public final class TetherServer: Service, Sendable {
         // as "keys not fetched yet" and the server's own (HS256) tokens work.
         if let jwksRefresher { jwksTask.withLock { $0 = Task { await jwksRefresher.run() } } }
         webhookDeliverer.start()
-        clusterWebhooks?.start(configured: { [webhookDeliverer] in webhookDeliverer.hasEndpoints },
-                               wakingDeliverer: { [webhookDeliverer] in webhookDeliverer.wake() })
         rooms.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
         for hub in hubs { hub.queue.execute { hub.startHousekeeping() } }
         rooms.startHousekeeping()
@@ -193,7 +187,6 @@ public final class TetherServer: Service, Sendable {
         await transport.shutdownAsync(deadline: configuration.shutdownGracePeriod * 2)
         await rooms.stopAllRooms()
         await webhookDeliverer.stop()
-        await clusterWebhooks?.stop()
         store?.close()
         cluster?.leave()
         logger.info("stopped")

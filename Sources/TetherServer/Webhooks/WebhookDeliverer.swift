@@ -54,19 +54,9 @@ final class WebhookDeliverer: Sendable {
 
     var goneEndpoints: Set<String> { gone.withLock { $0 } }
 
-    var hasEndpoints: Bool { !recorder.current.isEmpty }
-
-    /// Each endpoint as the dashboard's webhooks panel shows it (`WebhookAdministration.describe`);
-    /// on a cluster node that does not deliver, `deliveredBy` names the one that does.
+    /// Each endpoint as the dashboard's webhooks panel shows it (`WebhookAdministration.describe`).
     var overview: [JSON] {
-        let endpoints = WebhookAdministration.describe(recorder.current, statuses: latest.withLock { $0.statuses }, gone: goneEndpoints)
-        guard !recorder.outbox.isDelivering else { return endpoints }
-        let node = JSON.string(recorder.outbox.deliveringNode ?? "another node")
-        return endpoints.map { endpoint in
-            var fields = endpoint.objectValue ?? [:]
-            fields["deliveredBy"] = node
-            return .object(fields)
-        }
+        WebhookAdministration.describe(recorder.current, statuses: latest.withLock { $0.statuses }, gone: goneEndpoints)
     }
 
     /// Reads the figures again if they are a second old, and updates the metrics. Not per round:
