@@ -29,6 +29,11 @@ struct Webhooks: AsyncParsableCommand {
             if json { return Output.writeLine(answer.body) }
             let endpoints = answer.json?["webhooks"]?.arrayValue ?? []
             if endpoints.isEmpty { return Output.writeLine(Array("no webhook endpoints (the config file's webhooks: list)".utf8)) }
+            if answer.json?["delivering"] == false {
+                // A cluster node that does not deliver: its queues are empty, the deliverer's are not.
+                let node = answer.json?["deliveredBy"]?.stringValue.map { "node \($0)" } ?? "another node"
+                Output.writeLine(Array("this node does not deliver webhooks: \(node) does (ask it for the queues below)".utf8))
+            }
             for endpoint in endpoints {
                 var line = "\(endpoint["name"]?.stringValue ?? "?")  \(endpoint["url"]?.stringValue ?? "")  pending \(endpoint["pending"]?.intValue ?? 0)"
                 line += "  dead \(endpoint["dead"]?.intValue ?? 0)"

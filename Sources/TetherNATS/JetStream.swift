@@ -53,11 +53,13 @@ public final class JetStream: @unchecked Sendable {
     ///
     /// Never blocks; `completion` runs on the connection's reply thread and must return quickly.
     public func publish(_ subject: String, _ data: [UInt8], headers: NATSHeaders = NATSHeaders(),
-                        messageID: String? = nil, expectedLastSubjectSequence: UInt64? = nil, timeout: Duration? = nil,
-                        completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
+                        messageID: String? = nil, expectedLastSubjectSequence: UInt64? = nil, expectedLastSequence: UInt64? = nil,
+                        timeout: Duration? = nil, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
         var headers = headers
         if let messageID { headers["Nats-Msg-Id"] = messageID }
         if let expectedLastSubjectSequence { headers["Nats-Expected-Last-Subject-Sequence"] = String(expectedLastSubjectSequence) }
+        // The stream's last sequence: unchanged by deleting messages, unlike a subject's.
+        if let expectedLastSequence { headers["Nats-Expected-Last-Sequence"] = String(expectedLastSequence) }
         connection.request(subject, data, headers: headers, timeout: timeout ?? self.timeout) { result in
             completion(result.flatMap { Self.publishAcknowledgement($0.data) })
         }
@@ -122,6 +124,27 @@ public final class JetStream: @unchecked Sendable {
             getMessage(stream: stream, request: ["seq": .int(Int(sequence))]) { continuation.resume(returning: $0) }
         }
         return try result.get()
+    }
+
+    /// Removes the message at `sequence` from `stream` (`$JS.API.STREAM.MSG.DELETE`, without
+    /// erasing: the space is reused). Deleting a message that is gone already succeeds.
+    public func deleteMessage(stream: String, sequence: UInt64, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        let request: JSON = ["seq": .int(Int(sequence)), "no_erase": true]
+        connection.request("$JS.API.STREAM.MSG.DELETE.\(stream)", JSONWriter.encode(request), timeout: timeout) { result in
+            completion(result.flatMap { reply in
+                guard let json = try? JSONParser().parse(reply.data) else { return .failure(.badReply(String(decoding: reply.data, as: UTF8.self))) }
+                // No message at that sequence (deleted before, or aged out) is what was asked.
+                if let error = Self.apiError(json) {
+                    // 10037 no message found; 10043 sequence not found (already deleted, 2.9).
+                    if case .jetStream(_, let code, let description) = error,
+                       code == 10037 || code == 10043 || description.contains("no message found") || description.contains("not found") {
+                        return .success(())
+                    }
+                    return .failure(error)
+                }
+                return .success(())
+            })
+        }
     }
 
     /// `$JS.API.STREAM.MSG.GET`: answered by the stream leader, as JSON with base64 headers and data.

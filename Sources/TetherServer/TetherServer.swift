@@ -33,6 +33,8 @@ public final class TetherServer: Service, Sendable {
     private let jwksRefresher: JWKSRefresher?
     /// Sends the rooms' events to webhook endpoints (idle without any).
     let webhookDeliverer: WebhookDeliverer
+    /// A cluster node's webhook outbox (the stream; delivered by one node at a time).
+    private let clusterWebhooks: ClusterWebhookOutbox?
     private let jwksTask = Mutex<Task<Void, Never>?>(nil)
     /// The application's kinds by name, for settings that name them (`room-expiry`).
     let kindScopes: [String: RoomScope]
@@ -112,7 +114,9 @@ public final class TetherServer: Service, Sendable {
         }
         transport = WebSocketServer(configuration: configuration.transportConfiguration, logger: logger)
         let runtime = ServerRuntime(clock: SystemClock()) { room in DispatchRoomExecutor(label: "tether.room.\(room)") }
-        let recorder = WebhookRecorder(endpoints: configuration.webhooks, outbox: store ?? MemoryWebhookOutbox())
+        clusterWebhooks = cluster.map(ClusterWebhookOutbox.init(node:))
+        let outbox: any WebhookOutbox = if let clusterWebhooks { clusterWebhooks } else if let store { store } else { MemoryWebhookOutbox() }
+        let recorder = WebhookRecorder(endpoints: configuration.webhooks, outbox: outbox)
         webhookDeliverer = WebhookDeliverer(recorder: recorder, http: URLSessionOutboundHTTP(), logger: logger, metrics: metrics)
         recorder.wakeOnRecord { [webhookDeliverer] in webhookDeliverer.wake() }
         let administration = WebhookAdministration(deliverer: webhookDeliverer, recorder: recorder)
@@ -152,6 +156,8 @@ public final class TetherServer: Service, Sendable {
         // as "keys not fetched yet" and the server's own (HS256) tokens work.
         if let jwksRefresher { jwksTask.withLock { $0 = Task { await jwksRefresher.run() } } }
         webhookDeliverer.start()
+        clusterWebhooks?.start(configured: { [webhookDeliverer] in webhookDeliverer.hasEndpoints },
+                               wakingDeliverer: { [webhookDeliverer] in webhookDeliverer.wake() })
         rooms.statusBoard.listening(at: "\(configuration.scheme)://\(configuration.host):\(port)")
         for hub in hubs { hub.queue.execute { hub.startHousekeeping() } }
         rooms.startHousekeeping()
@@ -187,6 +193,7 @@ public final class TetherServer: Service, Sendable {
         await transport.shutdownAsync(deadline: configuration.shutdownGracePeriod * 2)
         await rooms.stopAllRooms()
         await webhookDeliverer.stop()
+        await clusterWebhooks?.stop()
         store?.close()
         cluster?.leave()
         logger.info("stopped")

@@ -300,7 +300,8 @@ public final class MemoryCluster: Sendable {
     // MARK: Log
 
     func append(_ link: Int, _ subject: String, _ data: [UInt8], headers: NATSHeaders, messageID: String,
-                            expectedLastSubjectSequence: UInt64, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
+                            expectedLastSubjectSequence: UInt64?, expectedLastSequence: UInt64? = nil,
+                            completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
         let now = clock.now
         let destination = republish(subject)  // a caller's closure: never under the lock
         complete(link, completion) { state in
@@ -312,7 +313,8 @@ public final class MemoryCluster: Sendable {
                 return .failure(.duplicate(sequence: earlier.sequence))
             }
             let last = log.messages.last?.sequence ?? 0
-            guard last == expectedLastSubjectSequence else { return .failure(.wrongLastSequence(current: last)) }
+            if let expectedLastSubjectSequence, last != expectedLastSubjectSequence { return .failure(.wrongLastSequence(current: last)) }
+            if let expectedLastSequence, state.sequence != expectedLastSequence { return .failure(.wrongLastSequence(current: state.sequence)) }
             state.sequence += 1
             let sequence = state.sequence
             log.messages.append(StoredMessage(subject: subject, sequence: sequence, headers: headers, data: data))
@@ -333,11 +335,26 @@ public final class MemoryCluster: Sendable {
                           completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void) {
         complete(link, completion) { state in
             var last: UInt64?
-            for message in state.logs[subject]?.messages ?? [] where message.sequence >= sequence {
+            // `prefix.>`: every subject under it, in sequence order.
+            let messages = subject.hasSuffix(".>")
+                ? state.logs.filter { $0.key.hasPrefix(subject.dropLast()) }.flatMap(\.value.messages).sorted { $0.sequence < $1.sequence }
+                : state.logs[subject]?.messages ?? []
+            for message in messages where message.sequence >= sequence {
                 state.outbox.append((state.links[link]!.deliver, { handler(message) }))
                 last = message.sequence
             }
             return .success(last)
+        }
+    }
+
+    var lastSequence: UInt64 { state.withLock { $0.sequence } }
+
+    func delete(_ link: Int, sequence: UInt64, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        complete(link, completion) { state in
+            for (subject, log) in state.logs where log.messages.contains(where: { $0.sequence == sequence }) {
+                state.logs[subject]?.messages.removeAll { $0.sequence == sequence }
+            }
+            return .success(())
         }
     }
 

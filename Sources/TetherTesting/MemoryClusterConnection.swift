@@ -43,6 +43,21 @@ public final class MemoryClusterConnection: ClusterMessaging, ClusterLog, Sendab
                        expectedLastSubjectSequence: expectedLastSubjectSequence, completion: completion)
     }
 
+    /// Streams are not told apart in memory: the last sequence is the cluster's.
+    public func publish(_ subject: String, _ data: [UInt8], headers: NATSHeaders, messageID: String, expectedLastSequence: UInt64,
+                        timeout: Duration, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
+        cluster.append(link, subject, data, headers: headers, messageID: messageID, expectedLastSubjectSequence: nil,
+                       expectedLastSequence: expectedLastSequence, completion: completion)
+    }
+
+    /// The cluster's last sequence (streams are not told apart in memory).
+    public func lastSequence(stream: String) async throws(NATSError) -> UInt64 { cluster.lastSequence }
+
+    /// `stream` is not used: sequences are unique across the memory logs.
+    public func delete(stream: String, sequence: UInt64, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        cluster.delete(link, sequence: sequence, completion: completion)
+    }
+
     /// `stream` is not used: subjects are unique across the memory logs.
     public func read(stream: String, subject: String, from sequence: UInt64, handler: @escaping @Sendable (StoredMessage) -> Void,
                      completion: @escaping @Sendable (Result<UInt64?, NATSError>) -> Void) {

@@ -33,8 +33,10 @@ import socket
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jsonpatch
 import jsonpointer
@@ -58,6 +60,7 @@ AFTERMATH = 10.0
 READY_TIMEOUT = 90.0       # a process (or the NATS cluster) getting ready
 REQUEST_TIMEOUT = 10.0     # a join's reply; an HTTP request
 CONVERGE_TIMEOUT = 90.0    # mirrors and nodes agreeing at the end
+WEBHOOK_TIMEOUT = 90.0     # every acked action's webhook arriving after the heal
 RECOVERY_LIMIT = 30.0      # a fault without an ack this long after it started fails check 7
 # Errors that say the request ran nothing without the room's record of numbers being asked:
 # they settle nothing about a number an earlier send of which may have been applied.
@@ -358,11 +361,11 @@ class TetherNode(Process):
     # instead of Swift's backtracer, whose frame-pointer unwinding stops at their first frame.
     env = {**os.environ, "SWIFT_BACKTRACE": "enable=no"}
 
-    def __init__(self, name, port, nats_urls, directory, binary, lease_seconds):
+    def __init__(self, name, port, nats_urls, directory, binary, lease_seconds, config):
         self.port = port
         data = os.path.join(directory, f"data-{name}")
         argv = [os.path.abspath(shutil.which(binary) or binary), "--host", "127.0.0.1", "--port", str(port), "--nats", ",".join(nats_urls),
-                "--node", name, "--test-kinds", "--data", data, "--lease-seconds", str(lease_seconds)]
+                "--node", name, "--test-kinds", "--data", data, "--lease-seconds", str(lease_seconds), "--config", config]
         super().__init__(name, argv, os.path.join(directory, f"{name}.log"))
         self._listening = asyncio.Event()
 
@@ -393,23 +396,75 @@ class TetherNode(Process):
         return await http_json(self.port, "/cluster")
 
 
+class WebhookReceiver:
+    """The endpoint every node sends the room's `action.applied` webhooks to (docs/WEBHOOKS.md):
+    it answers 204 and keeps the (epoch, version) of each event, and how many came twice."""
+
+    def __init__(self, port):
+        self.port = port
+        self.told, self.repeats, self.lock = set(), 0, threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                data = body.get("data", {})
+                with receiver.lock:
+                    place = (data.get("epoch"), data.get("version"))
+                    receiver.repeats += place in receiver.told
+                    receiver.told.add(place)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+
+    def config_file(self, directory):
+        secret = os.path.join(directory, "webhooks.whsec")
+        with open(secret, "w") as file:
+            file.write("whsec_" + base64.b64encode(os.urandom(32)).decode() + "\n")
+        config = os.path.join(directory, "tetherd.yaml")
+        with open(config, "w") as file:
+            file.write(f"webhooks:\n  - name: jepsen\n    url: http://127.0.0.1:{self.port}/hooks\n"
+                       f"    secret-file: {secret}\n    events: [action.applied]\n    rooms: [\"{ROOM}\"]\n")
+        return config
+
+    def start(self):
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        if getattr(self, "thread", None):
+            self.server.shutdown()
+        self.server.server_close()
+
+    def places(self):
+        with self.lock:
+            return set(self.told), self.repeats
+
+
 class Cluster:
     """The system under test: nats-server n1..n3 and tetherd t1..t3, all on loopback."""
 
     def __init__(self, options, directory):
-        ports = free_ports(12)
+        ports = free_ports(13)
         nats_ports, route_ports, monitor_ports, node_ports = (ports[i:i + 3] for i in range(0, 12, 3))
         self.nats = [NatsServer(f"n{i + 1}", nats_ports[i], route_ports[i], monitor_ports[i], route_ports,
                                 directory, options.nats_server, options.sync_always) for i in range(3)]
         urls = [server.url for server in self.nats]
+        self.webhooks = WebhookReceiver(ports[12])
+        config = self.webhooks.config_file(directory)
         self.nodes = [TetherNode(f"t{i + 1}", node_ports[i], urls, directory, options.tetherd,
-                                 options.lease_seconds) for i in range(3)]
+                                 options.lease_seconds, config) for i in range(3)]
 
     @property
     def processes(self):
         return self.nats + self.nodes
 
     async def start(self):
+        self.webhooks.start()
         for server in self.nats:
             await server.start()
         await self.nats_ready()
@@ -479,6 +534,7 @@ class Cluster:
         await asyncio.gather(*(node.start_and_wait() for node in self.nodes if not node.running))
 
     async def stop(self):
+        self.webhooks.stop()
         await asyncio.gather(*(process.kill() for process in self.processes), return_exceptions=True)
         for process in self.processes:
             process.close_log()
@@ -1163,6 +1219,22 @@ def check_refusals(history, clock):
                  {"refused": len(refused), "refused_but_applied": len(applied)})
 
 
+async def check_webhooks(history, cluster, clock):
+    """13. Every acked action's `action.applied` webhook arrives (at least once), whichever node
+    owned the room or delivered when faults struck."""
+    acked = {(a.epoch, a.version) for a in history.actions if a.outcome == "ack"}
+    started = monotonic()
+    while monotonic() - started < WEBHOOK_TIMEOUT and not acked <= cluster.webhooks.places()[0]:
+        await asyncio.sleep(0.2)
+    told, repeats = cluster.webhooks.places()
+    missing = sorted(acked - told, key=lambda place: (str(place[0]), place[1] or 0))
+    clock.say(f"webhooks: {len(acked & told)} of {len(acked)} acked actions told, {monotonic() - started:.1f} s after the checks began")
+    return Check(13, "every acked action told to the webhook endpoint", not missing,
+                 f"{len(acked)} acked, {len(missing)} never told, {repeats} told more than once",
+                 [f"epoch {epoch} version {version}" for epoch, version in missing],
+                 {"acked": len(acked), "missing": len(missing), "repeats": repeats})
+
+
 def check_nodes_agree(snapshots, node_count):
     """4. Every node serves the same epoch, version and state at the end."""
     keys = {name: (s["epoch"], s["version"], state_hash(s["state"])) for name, s in snapshots.items()}
@@ -1427,7 +1499,7 @@ async def run(options):
                   check_nodes_agree(snapshots, len(cluster.nodes)), check_forks(history),
                   check_mirrors(clients, final), check_recovery(nemesis.faults, history.actions, clock),
                   check_epochs(history), check_crashes(cluster), check_resends(history, options),
-                  check_answer_times(history, nemesis.faults, options, clock)]
+                  check_answer_times(history, nemesis.faults, options, clock), await check_webhooks(history, cluster, clock)]
         # Before the audit, whose step names no id (the clients still mirror the room).
         figures = {**outcome_figures(history, final), "clients": client_figures(clients),
                    "log_reads_from_leader": await log_reads_from_leader(cluster)}

@@ -69,10 +69,17 @@ function webhookRow(endpoint) {
   name.append(document.createElement("br"), Object.assign(document.createElement("span"), { className: "muted", textContent: endpoint.url ?? "" }));
   const pending = Number.isInteger(endpoint.pending) ? endpoint.pending : 0;
   const dead = Number.isInteger(endpoint.dead) ? endpoint.dead : 0;
-  const [state, className] = endpoint.disabled ? ["● stopped: it answered 410 Gone", "node-down"]
+  // A cluster node that does not deliver has no queue: it names the node that does.
+  const elsewhere = typeof endpoint.deliveredBy === "string";
+  const [state, className] = elsewhere ? [`delivered by node ${endpoint.deliveredBy}: its dashboard has the queue`, "muted"]
+    : endpoint.disabled ? ["● stopped: it answered 410 Gone", "node-down"]
     : pending > 0 ? ["● sending", "webhook-sending"] : ["● up to date", "node-up"];
   const when = Number.isFinite(endpoint.lastErrorAt) ? `${clockTime(endpoint.lastErrorAt * 1000)}: ` : "";
   const error = cell(endpoint.lastError ? when + endpoint.lastError : "—", "webhook-error");
+  if (elsewhere) {
+    row.append(name, cell(state, className), cell("—", "num"), cell("—", "num"), cell("—", "webhook-error"));
+    return row;
+  }
   row.append(name, cell(state, className), cell(formatNumber(pending), "num"), cell(formatNumber(dead), dead > 0 ? "num node-down" : "num"), error);
   return row;
 }

@@ -102,6 +102,12 @@ final class ClusterNode: Sendable {
                 }
             }
             let replicas = configuration.clusterReplicas
+            // Webhook events waiting for delivery (Cluster/ClusterWebhooks.swift); delivered ones are deleted.
+            _ = try await whileElecting(logger) {
+                try await jetStream.addOrUpdateStream(JetStream.StreamConfiguration(
+                    name: ClusterWebhookOutbox.stream, subjects: ["tether.webhooks.>"], replicas: replicas, storage: .file,
+                    duplicateWindow: .seconds(120)))
+            }
             let owners = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_OWNERS", ttl: configuration.ownershipLease, replicas: replicas) }
             let snapshots = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_SNAPSHOTS", replicas: replicas) }
             let nodes = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_NODES", ttl: .seconds(6), replicas: replicas) }

@@ -41,6 +41,7 @@ public protocol ClusterSubscription: AnyObject, Sendable {
 /// The rules the cluster's safety rests on: a checked append is stored only when the subject's
 /// last sequence is `expectedLastSubjectSequence` (else `wrongLastSequence`), and only once per
 /// `messageID` (a second append with a stored id gets `duplicate` with the first's sequence).
+/// A subject ending in `.>` reads every subject under it, in sequence order.
 /// Every stored message is then republished to the room's fan subject with the headers
 /// `Nats-Sequence` (its sequence) and `Nats-Last-Sequence` (the subject's previous one).
 public protocol ClusterLog: Sendable {
@@ -54,6 +55,15 @@ public protocol ClusterLog: Sendable {
     /// Reads that ended on the stream leader because the replica serving them was behind it
     /// (`GET /cluster` shows the count).
     var readsFromLeader: Int { get }
+    /// An append checked against the whole stream's last sequence (`wrongLastSequence` with the
+    /// stream's if it moved on; deleting messages does not move it back), stored once per
+    /// `messageID` within the stream's duplicate window (a repeat gets `duplicate`).
+    func publish(_ subject: String, _ data: [UInt8], headers: NATSHeaders, messageID: String, expectedLastSequence: UInt64,
+                 timeout: Duration, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void)
+    /// The stream's last sequence (deleted messages count).
+    func lastSequence(stream: String) async throws(NATSError) -> UInt64
+    /// Removes one message (gone already counts as done).
+    func delete(stream: String, sequence: UInt64, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void)
 }
 
 extension ClusterLog {

@@ -225,8 +225,7 @@ extension ClusteredRoom {
             ? StoredRoom(epoch: followers.epoch, version: version, state: document, stored: storedDocument, patches: [], actions: outcomes.applied)
             : nil
         let term = RandomID.make(length: 10)
-        let room = Room(name: name, kind: kind, environment: environment, log: OwnerLog(room: self, term: term, restored: restored,
-                                                                                                  webhookOutbox: environment.webhooks?.outbox))
+        let room = Room(name: name, kind: kind, environment: environment, log: OwnerLog(room: self, term: term, restored: restored))
         room.start(after: nil)
         appender.own(term: term, after: replica.lastSequence, version: version)
         let subscriptions: [any ClusterSubscription]
@@ -370,7 +369,6 @@ private struct OwnerLog: RoomLog {
     let room: ClusteredRoom
     let term: String
     let restored: StoredRoom?
-    let webhookOutbox: (any WebhookOutbox)?
 
     func restore() -> StoredRoom? { restored }
 
@@ -381,9 +379,8 @@ private struct OwnerLog: RoomLog {
 
     func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
                 webhooks: [WebhookDelivery], state: () -> RoomState) {
-        hand(.patch(step, stored: stored, projections: projections, applied: applied))
-        // On a cluster the owner's node keeps the step's events in memory (docs/WEBHOOKS.md).
-        if !webhooks.isEmpty { webhookOutbox?.add(webhooks, now: lastChange) }
+        // The step's events go into its log entry: acked with it, pumped to the webhook stream.
+        hand(.patch(step, stored: stored, projections: projections, applied: applied, webhooks: webhooks))
     }
 
     private func hand(_ step: LogAppender.Step) {

@@ -17,13 +17,14 @@ struct LogAppender {
     /// A step the owner's ViewModel produced.
     enum Step {
         /// A version step, with its operations on the ViewModel's stored state, the projections it
-        /// changed on each node (per-viewer values) and the numbered action it applied.
-        case patch(PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?)
+        /// changed on each node (per-viewer values), the numbered action it applied and its events
+        /// for webhook endpoints.
+        case patch(PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, webhooks: [WebhookDelivery] = [])
         case epochStart(epoch: String, version: Int, frame: [UInt8], stored: JSON)
 
         var version: Int {
             switch self {
-            case .patch(let patch, _, _, _): patch.version
+            case .patch(let patch, _, _, _, _): patch.version
             case .epochStart(_, let version, _, _): version
             }
         }
@@ -223,11 +224,11 @@ struct LogAppender {
         case .epochStart(let epoch, let version, let frame, let stored):
             return (LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node, term: term, frame: frame,
                              stored: stored), 1)
-        case .patch(let first, let firstStored, let firstProjections, let firstApplied):
+        case .patch(let first, let firstStored, let firstProjections, let firstApplied, let firstWebhooks):
             var last = first
             var bytes = first.operations.count
             var count = 1
-            while count < queue.count, case .patch(let next, _, _, _) = queue[count], next.epoch == first.epoch,
+            while count < queue.count, case .patch(let next, _, _, _, _) = queue[count], next.epoch == first.epoch,
                   next.from == last.version, bytes + next.operations.count <= maxAppendBytes {
                 last = next
                 bytes += next.operations.count
@@ -236,14 +237,16 @@ struct LogAppender {
             guard count > 1 else {
                 return (LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: first.version, node: node, term: term,
                                  frame: first.frame, projections: firstProjections, stored: storedOperations(firstStored),
-                                 actions: firstApplied.map { [($0, first.version)] } ?? []), 1)
+                                 actions: firstApplied.map { [($0, first.version)] } ?? [], webhooks: firstWebhooks), 1)
             }
             var stored: [PatchOperation] = []
             var projections: JSON?
             var actions: [AppliedAction] = []
             var patches: [PatchFrame] = []
-            for case .patch(let patch, let storedOperations, let changed, let applied) in queue[0..<count] {
+            var webhooks: [WebhookDelivery] = []
+            for case .patch(let patch, let storedOperations, let changed, let applied, let events) in queue[0..<count] {
                 patches.append(patch)
+                webhooks += events
                 stored += storedOperations  // each step's operations apply after the last's
                 if let changed { projections = merge(projections, changed) }
                 if let applied { actions.append((applied, patch.version)) }
@@ -251,7 +254,8 @@ struct LogAppender {
             var frame = first.frame
             PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &frame)
             return (LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node, term: term,
-                             frame: frame, projections: projections, stored: storedOperations(stored), actions: actions), count)
+                             frame: frame, projections: projections, stored: storedOperations(stored), actions: actions,
+                             webhooks: webhooks), count)
         }
     }
 

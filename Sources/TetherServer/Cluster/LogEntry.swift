@@ -12,8 +12,11 @@ import TetherState
 /// `Tether-Frame-Length` gives the frame's length, the rest of the data is
 /// `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift). A step that changed the
 /// ViewModel's stored state carries its operations last, and an epoch's start the whole stored
-/// state: the header `Tether-Stored-Length` gives their length at the end of the data. Without
-/// either (every plain room), the data is the frame alone.
+/// state: the header `Tether-Stored-Length` gives their length at the end of the data. A step
+/// whose events webhook endpoints want carries them after that (`Tether-Webhooks-Length`): in
+/// the log they are as durable as the step, and the cluster's webhook pump takes them from there
+/// (Cluster/ClusterWebhooks.swift). Without any of these (every plain room), the data is the
+/// frame alone.
 struct LogEntry: Sendable {
     enum Kind: String, Sendable { case patch, snapshot }
 
@@ -38,6 +41,8 @@ struct LogEntry: Sendable {
     /// `[[client, seq, version], ...]`): every node's replica keeps them, so a new owner
     /// answers their repeats (Rooms/ActionOutcomes.swift).
     var actions: [AppliedAction] = []
+    /// The events its steps recorded for webhook endpoints.
+    var webhooks: [WebhookDelivery] = []
 
     var headers: NATSHeaders {
         var headers: NATSHeaders = ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
@@ -45,16 +50,19 @@ struct LogEntry: Sendable {
         if projections != nil { headers["Tether-Frame-Length"] = String(frame.count) }
         if let storedBytes { headers["Tether-Stored-Length"] = String(storedBytes.count) }
         if !actions.isEmpty { headers["Tether-Actions"] = String(decoding: ActionOutcomes.json(actions).encoded(), as: UTF8.self) }
+        if let webhooksBytes { headers["Tether-Webhooks-Length"] = String(webhooksBytes.count) }
         return headers
     }
 
-    /// The message's data: the frame, then the projections and the stored state if any.
+    /// The message's data: the frame, then the projections, the stored state and the webhook
+    /// events if any.
     var data: [UInt8] {
-        guard projections != nil || stored != nil else { return frame }
-        return frame + (projections?.encoded() ?? []) + (storedBytes ?? [])
+        guard projections != nil || stored != nil || !webhooks.isEmpty else { return frame }
+        return frame + (projections?.encoded() ?? []) + (storedBytes ?? []) + (webhooksBytes ?? [])
     }
 
     private var storedBytes: [UInt8]? { stored?.encoded() }
+    private var webhooksBytes: [UInt8]? { webhooks.isEmpty ? nil : JSON.array(webhooks.map(\.json)).encoded() }
 
     /// Every append of one slot (room, epoch, first version) carries the same id, so of two
     /// owners continuing the same version only one append is stored (see docs/CLUSTER.md).
@@ -68,7 +76,7 @@ struct LogEntry: Sendable {
     }
 
     init(kind: Kind, epoch: String, from: Int, version: Int, node: String, term: String, frame: [UInt8], projections: JSON? = nil,
-         stored: JSON? = nil, actions: [AppliedAction] = []) {
+         stored: JSON? = nil, actions: [AppliedAction] = [], webhooks: [WebhookDelivery] = []) {
         self.kind = kind
         self.epoch = epoch
         self.from = from
@@ -79,6 +87,7 @@ struct LogEntry: Sendable {
         self.projections = projections
         self.stored = stored
         self.actions = actions
+        self.webhooks = webhooks
     }
 
     init?(headers: NATSHeaders, data: [UInt8]) {
@@ -86,6 +95,13 @@ struct LogEntry: Sendable {
               let from = headers["Tether-From"].flatMap({ Int($0) }), let version = headers["Tether-Version"].flatMap({ Int($0) })
         else { return nil }
         var frame = data
+        var webhooks: [WebhookDelivery] = []
+        if let length = headers["Tether-Webhooks-Length"].flatMap({ Int($0) }) {
+            guard length <= frame.count, let parsed = try? JSONParser().parse(Array(frame[(frame.count - length)...])),
+                  let list = parsed.arrayValue else { return nil }
+            frame.removeLast(length)
+            webhooks = list.compactMap(WebhookDelivery.init(json:))
+        }
         var stored: JSON?
         if let length = headers["Tether-Stored-Length"].flatMap({ Int($0) }) {
             guard length <= frame.count, let parsed = try? JSONParser().parse(Array(frame[(frame.count - length)...])) else { return nil }
@@ -100,7 +116,8 @@ struct LogEntry: Sendable {
         }
         let actions = headers["Tether-Actions"].flatMap { try? JSONParser().parse(Array($0.utf8)) }
         self.init(kind: kind, epoch: epoch, from: from, version: version, node: headers["Tether-Node"] ?? "",
-                  term: headers["Tether-Term"] ?? "", frame: frame, projections: projections, stored: stored, actions: ActionOutcomes.records(actions))
+                  term: headers["Tether-Term"] ?? "", frame: frame, projections: projections, stored: stored, actions: ActionOutcomes.records(actions),
+                  webhooks: webhooks)
     }
 }
 

@@ -39,6 +39,20 @@ struct NATSClusterLog: ClusterLog {
     }
 
     var readsFromLeader: Int { jetStream.readsFromLeader.load(ordering: .relaxed) }
+
+    func publish(_ subject: String, _ data: [UInt8], headers: NATSHeaders, messageID: String, expectedLastSequence: UInt64,
+                 timeout: Duration, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
+        jetStream.publish(subject, data, headers: headers, messageID: messageID, expectedLastSequence: expectedLastSequence, timeout: timeout,
+                          completion: completion)
+    }
+
+    func lastSequence(stream: String) async throws(NATSError) -> UInt64 {
+        try await jetStream.streamInfo(stream).lastSequence
+    }
+
+    func delete(stream: String, sequence: UInt64, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        jetStream.deleteMessage(stream: stream, sequence: sequence, completion: completion)
+    }
 }
 
 extension NATSKeyValue: ClusterKeyValue {}

@@ -9,7 +9,12 @@ struct WebhookAdministration: Sendable {
     let recorder: WebhookRecorder
 
     func list() -> JSON {
-        ["webhooks": .array(Self.describe(recorder.current, statuses: recorder.outbox.status(), gone: deliverer.goneEndpoints))]
+        // On a cluster only the delivering node knows the queues: `delivering` says whether this
+        // is it, `deliveredBy` which node is.
+        var answer: [String: JSON] = ["webhooks": .array(Self.describe(recorder.current, statuses: recorder.outbox.status(), gone: deliverer.goneEndpoints)),
+                                      "delivering": .bool(recorder.outbox.isDelivering)]
+        if let node = recorder.outbox.deliveringNode { answer["deliveredBy"] = .string(node) }
+        return .object(answer)
     }
 
     /// One object per endpoint: its settings, queue, dead letters and last error.
@@ -29,6 +34,11 @@ struct WebhookAdministration: Sendable {
 
     func retry(_ name: String) -> (status: Int, body: JSON) {
         guard recorder.current.contains(where: { $0.name == name }) else { return (404, Self.unknown(name)) }
+        guard recorder.outbox.isDelivering else {
+            let where_ = recorder.outbox.deliveringNode.map { "node \($0) delivers them" } ?? "another node delivers them"
+            let message = "this node holds no dead letters: \(where_); ask it"
+            return (409, ["code": "unavailable", "message": .string(message), "applied": false, "error": .string(message)])
+        }
         return (200, ["endpoint": .string(name), "revived": .int(deliverer.revive(name))])
     }
 

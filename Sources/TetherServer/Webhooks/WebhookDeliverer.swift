@@ -54,9 +54,19 @@ final class WebhookDeliverer: Sendable {
 
     var goneEndpoints: Set<String> { gone.withLock { $0 } }
 
-    /// Each endpoint as the dashboard's webhooks panel shows it (`WebhookAdministration.describe`).
+    var hasEndpoints: Bool { !recorder.current.isEmpty }
+
+    /// Each endpoint as the dashboard's webhooks panel shows it (`WebhookAdministration.describe`);
+    /// on a cluster node that does not deliver, `deliveredBy` names the one that does.
     var overview: [JSON] {
-        WebhookAdministration.describe(recorder.current, statuses: latest.withLock { $0.statuses }, gone: goneEndpoints)
+        let endpoints = WebhookAdministration.describe(recorder.current, statuses: latest.withLock { $0.statuses }, gone: goneEndpoints)
+        guard !recorder.outbox.isDelivering else { return endpoints }
+        let node = JSON.string(recorder.outbox.deliveringNode ?? "another node")
+        return endpoints.map { endpoint in
+            var fields = endpoint.objectValue ?? [:]
+            fields["deliveredBy"] = node
+            return .object(fields)
+        }
     }
 
     /// Reads the figures again if they are a second old, and updates the metrics. Not per round:

@@ -1,9 +1,29 @@
+import TetherJSON
 import Synchronization
 
 /// One event bound for one endpoint.
 struct WebhookDelivery: Sendable, Equatable {
     let endpoint: String
     let event: WebhookEvent
+
+    /// As a cluster's log entry carries it: `{"endpoint", "type", "room", "id", "body"}`, the body
+    /// as text (the bytes sent and signed).
+    var json: JSON {
+        ["endpoint": .string(endpoint), "type": .string(event.type.rawValue), "room": .string(event.room), "id": .string(event.id),
+         "body": .string(String(decoding: event.body, as: UTF8.self))]
+    }
+
+    init(endpoint: String, event: WebhookEvent) {
+        self.endpoint = endpoint
+        self.event = event
+    }
+
+    init?(json: JSON) {
+        guard let endpoint = json["endpoint"]?.stringValue, let type = json["type"]?.stringValue.flatMap(WebhookEventType.init(rawValue:)),
+              let room = json["room"]?.stringValue, let id = json["id"]?.stringValue, let body = json["body"]?.stringValue
+        else { return nil }
+        self.init(endpoint: endpoint, event: WebhookEvent(type: type, room: room, id: id, body: Array(body.utf8)))
+    }
 }
 
 /// An outbox row: a delivery waiting to be sent, retried or dead-lettered.
@@ -39,6 +59,15 @@ protocol WebhookOutbox: AnyObject, Sendable {
     func status() -> [String: WebhookEndpointStatus]
     /// Dead rows of `endpoint` pending again now; how many.
     func revive(endpoint: String, now: Int) -> Int
+    /// Whether this node sends what the outbox holds (on a cluster, one node does).
+    var isDelivering: Bool { get }
+    /// On a cluster, the node that delivers, as last seen (nil: unknown, or not a cluster).
+    var deliveringNode: String? { get }
+}
+
+extension WebhookOutbox {
+    var isDelivering: Bool { true }
+    var deliveringNode: String? { nil }
 }
 
 /// The outbox of a node without a data directory.
@@ -105,6 +134,43 @@ final class MemoryWebhookOutbox: WebhookOutbox {
             for row in state.rows.values { statuses[row.delivery.endpoint, default: .init()].pending += 1 }
             for row in state.dead.values { statuses[row.delivery.endpoint, default: .init()].dead += 1 }
             return statuses
+        }
+    }
+
+    // For a cluster's delivering node, whose rows come from the webhook stream (their sequences).
+
+    /// A row read from elsewhere, under its own `seq`; one known already is left as it is.
+    func insert(_ row: WebhookOutboxRow, dead: Bool) {
+        state.withLock { state in
+            guard state.rows[row.seq] == nil, state.dead[row.seq] == nil, state.rows.count < capacity else { return }
+            if dead { state.dead[row.seq] = row } else { state.rows[row.seq] = row }
+        }
+    }
+
+    /// A pending row taken out (to be recorded elsewhere).
+    func remove(_ seq: Int) -> WebhookOutboxRow? { state.withLock { $0.rows.removeValue(forKey: seq) } }
+
+    /// The dead rows of `endpoint`, taken out.
+    func removeDead(endpoint: String) -> [WebhookOutboxRow] {
+        state.withLock { state in
+            let rows = state.dead.values.filter { $0.delivery.endpoint == endpoint }.sorted { $0.seq < $1.seq }
+            for row in rows { state.dead[row.seq] = nil }
+            return rows
+        }
+    }
+
+    func noteError(endpoint: String, _ error: String, at time: Int) {
+        state.withLock { state in
+            state.statuses[endpoint, default: .init()].lastError = error
+            state.statuses[endpoint, default: .init()].lastErrorAt = time
+        }
+    }
+
+    /// Everything forgotten: another node delivers now.
+    func removeAll() {
+        state.withLock { state in
+            state.rows.removeAll()
+            state.dead.removeAll()
         }
     }
 

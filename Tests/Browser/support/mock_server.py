@@ -427,6 +427,9 @@ class MockServer:
             "roomList": listing[:500],
             "roomListTruncated": len(listing) > 500,
             "nodes": nodes,
+            # On a cluster node that does not deliver webhooks, each endpoint names the one that does.
+            "webhooks": [{"name": "orders", "url": "https://backend.example/hooks", "events": ["action.applied"], "rooms": ["*"],
+                          "pending": 0, "dead": 0, "disabled": False, "deliveredBy": "n2"}] if self.nodes else [],
         }
 
     async def tick_forever(self):
