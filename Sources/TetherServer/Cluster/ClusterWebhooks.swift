@@ -10,12 +10,13 @@ import TetherNATS
 ///   the step. Other events (members, rooms) are published to the stream by the node they happen
 ///   on, where they happen.
 /// - One node at a time holds the key `tether.webhooks` in the owners bucket (renewed every third
-///   of a lease; a dead holder's key expires). The holder pumps: it reads every log stream after
-///   its cursor and publishes the entries' events to the stream (one id per endpoint and event,
-///   so a pump that restarts short of its saved cursor mostly stores nothing twice), saving the
-///   cursors in the snapshots bucket after each round that moved them. And it delivers: it reads the stream into memory
-///   (`MemoryWebhookOutbox`, keyed by stream sequence) for the node's `WebhookDeliverer`, and
-///   deletes each delivered message. A dead event moves to `tether.webhooks.dead.ENDPOINT`.
+///   of a lease; a dead holder's key expires; an unanswered renewal keeps it). The holder pumps:
+///   it reads every log stream after its cursor and publishes the entries' events to the stream
+///   (each write checked against the stream's last sequence, `publish`), saving the cursors in
+///   the snapshots bucket after each round that moved them. And it delivers: it reads the stream
+///   into memory (`MemoryWebhookOutbox`, keyed by stream sequence) for the node's
+///   `WebhookDeliverer`, and deletes each delivered message (again each round until NATS confirms
+///   it). A dead event moves to `tether.webhooks.dead.ENDPOINT`.
 /// - Every other node's outbox is empty: its deliverer sends nothing.
 ///
 /// A holder that dies loses nothing: the next one reads the stream (what is not yet delivered)
