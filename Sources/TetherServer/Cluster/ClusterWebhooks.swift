@@ -7,25 +7,21 @@ import TetherNATS
 /// The webhook outbox of a cluster: the stream `TETHER_WEBHOOKS`, delivered by one node.
 ///
 /// - A step's `action.applied` events travel in its log entry (`LogEntry.webhooks`): acked with
-///   the step. Other events (members, rooms) are published to the stream by the node they happen
-///   on, where they happen.
+///   the step. The room's owner then copies them into the stream (`PendingWebhooks`, `write`).
+///   Other events (members, rooms) are written by the node they happen on, where they happen.
+///   Each node writes one event at a time, checked against the stream's last sequence.
 /// - One node at a time holds the key `tether.webhooks` in the owners bucket (renewed every third
-///   of a lease; a dead holder's key expires; an unanswered renewal keeps it). The holder pumps:
-///   it reads every log stream after its cursor and publishes the entries' events to the stream
-///   (each write checked against the stream's last sequence, `publish`), saving the cursors in
-///   the snapshots bucket after each round that moved them. And it delivers: it reads the stream
-///   into memory (`MemoryWebhookOutbox`, keyed by stream sequence) for the node's
+///   of a lease; a dead holder's key expires; an unanswered renewal keeps it). The holder reads
+///   the stream into memory (`MemoryWebhookOutbox`, keyed by stream sequence) for the node's
 ///   `WebhookDeliverer`, and deletes each delivered message (again each round until NATS confirms
 ///   it). A dead event moves to `tether.webhooks.dead.ENDPOINT`.
 /// - Every other node's outbox is empty: its deliverer sends nothing.
 ///
-/// A holder that dies loses nothing: the next one reads the stream (what is not yet delivered)
-/// and pumps from the saved cursor (what was not yet published). Repeats are possible, as always
-/// with webhooks; receivers drop them by `webhook-id`.
+/// A holder that dies loses nothing: the next one reads the stream. Repeats are possible, as
+/// always with webhooks; receivers drop them by `webhook-id`.
 final class ClusterWebhookOutbox: WebhookOutbox {
     static let stream = "TETHER_WEBHOOKS"
     static let leaseKey = "tether.webhooks"
-    static let cursorKey = "tether.webhooks.cursor"
     static let pollInterval: Duration = .milliseconds(200)
 
     private struct State {
@@ -36,9 +32,13 @@ final class ClusterWebhookOutbox: WebhookOutbox {
         var lastRenewal: ContinuousClock.Instant?
         /// The last sequence of the webhook stream read into `mirror`.
         var lastRead: UInt64 = 0
-        /// Per log stream: the last sequence whose events are in the webhook stream.
-        var cursors: [Int: UInt64] = [:]
-        var savedCursors: [Int: UInt64] = [:]
+    }
+
+    /// Events to write to the stream, in order, one batch at a time; `done` hears how many of
+    /// the batch's first events are stored.
+    private struct Write {
+        let deliveries: [WebhookDelivery]
+        let done: @Sendable (Int) -> Void
     }
 
     private let node: ClusterNode
@@ -53,6 +53,7 @@ final class ClusterWebhookOutbox: WebhookOutbox {
     /// not confirmed: deleted again each round and never read back into the queue meanwhile (a
     /// NATS fault refused thousands of deletes at once, and each came back as a repeat).
     private let removals = Mutex<Set<UInt64>>([])
+    private let writes = Mutex<(queue: [Write], running: Bool)>(([], false))
     private var logger: Logger { node.logger }
 
     init(node: ClusterNode) {
@@ -64,7 +65,7 @@ final class ClusterWebhookOutbox: WebhookOutbox {
 
     var deliveringNode: String? { state.withLock { $0.holding != nil ? node.name : $0.holder } }
 
-    /// Runs the holder's loop while `configured` says some endpoint is configured (nothing to pump
+    /// Runs the holder's loop while `configured` says some endpoint is configured (nothing to read
     /// or deliver otherwise).
     func start(configured: @escaping @Sendable () -> Bool, wakingDeliverer wake: @escaping @Sendable () -> Void) {
         self.wake.withLock { $0 = wake }
@@ -93,18 +94,14 @@ final class ClusterWebhookOutbox: WebhookOutbox {
                 continue
             }
             await renewLease()
-            if state.withLock({ $0.holding != nil }) {
-                await pump()
-                await readStream()
-                await saveCursors()
-            }
+            if state.withLock({ $0.holding != nil }) { await readStream() }
             retryRemovals()
             try? await Task.sleep(for: Self.pollInterval)
         }
     }
 
-    /// Takes the lease if it is free, renews it every third of a lease; on taking it, loads the
-    /// cursors and reads the stream from its start.
+    /// Takes the lease if it is free, renews it every third of a lease; on taking it, reads the
+    /// stream from its start.
     private func renewLease() async {
         let (holding, last) = state.withLock { ($0.holding, $0.lastRenewal) }
         let now = ContinuousClock.now
@@ -116,8 +113,7 @@ final class ClusterWebhookOutbox: WebhookOutbox {
             if case .failure(let error) = result {
                 logger.warning("cluster: webhooks: lost the delivery lease (\(error)); another node delivers them")
                 mirror.removeAll()
-                // The cursors stay: what this node pumped is in the stream, saved or not.
-                state.withLock { state in state = State(cursors: state.cursors, savedCursors: state.savedCursors) }
+                state.withLock { $0 = State() }
                 return
             }
         } else {
@@ -133,10 +129,7 @@ final class ClusterWebhookOutbox: WebhookOutbox {
             result = attempt
             guard case .success = result else { return }
             mirror.removeAll()
-            let saved = await loadCursors()
-            state.withLock { state in
-                state = State(cursors: saved.merging(state.cursors, uniquingKeysWith: max), savedCursors: saved)
-            }
+            state.withLock { $0 = State() }
             logger.notice("cluster: webhooks: this node delivers them now")
         }
         if case .success(let revision) = result {
@@ -149,7 +142,7 @@ final class ClusterWebhookOutbox: WebhookOutbox {
 
     /// The lease renewed at a new revision, or lost: another node holds the key. A renewal the
     /// bucket did not answer keeps the lease (its stream electing a leader, for seconds on
-    /// nats-server 2.9: a holder that stopped then left the room logs unpumped while they went
+    /// nats-server 2.9: a holder that stopped then left the stream undelivered while it went
     /// on); a refused one asks who holds the key: this node (its own write timed out after it was
     /// stored), nobody (it expired meanwhile: create it again), or another node.
     private func renewed(_ holding: UInt64, value: [UInt8]) async -> Result<UInt64, NATSError> {
@@ -165,35 +158,6 @@ final class ClusterWebhookOutbox: WebhookOutbox {
         case .success: return .failure(error)
         case .failure: return .success(holding)  // not answered: try again at the next renewal
         }
-    }
-
-    /// Publishes the events of log entries after the cursors to the webhook stream.
-    private func pump() async {
-        for shard in 0..<node.streamCount {
-            let after = state.withLock { $0.cursors[shard] ?? 0 }
-            let read = Mutex<[StoredMessage]>([])
-            let result = await call { completion in
-                self.node.log.read(stream: "TETHER_LOG_\(shard)", subject: "tether.log.\(shard).>", from: after + 1,
-                                   handler: { message in read.withLock { $0.append(message) } }, completion: completion)
-            }
-            var next = after + 1
-            for message in read.withLock({ $0 }) {
-                if after > 0, message.sequence > next { lostEntries(message.sequence - next, shard: shard, after: next - 1) }
-                next = message.sequence + 1
-                let deliveries = LogEntry(headers: message.headers, data: message.data)?.webhooks ?? []
-                for delivery in deliveries where !(await publish(delivery, created: Self.now)) { return }
-                state.withLock { $0.cursors[shard] = message.sequence }
-            }
-            if case .failure(let error) = result { logger.debug("cluster: webhooks: reading log \(shard): \(error)") }
-        }
-    }
-
-    /// Log entries after the cursor were gone before their events were taken: trimmed (a room's
-    /// log keeps its last 2,000 entries; the pump fell that far behind) or purged (a deleted room).
-    /// Their events, if any, are lost: said loudly, counted.
-    private func lostEntries(_ count: UInt64, shard: Int, after sequence: UInt64) {
-        logger.error("cluster: webhooks: \(count) entries of log \(shard) after \(sequence) were gone before their events were taken (trimmed or purged); any events they held are lost")
-        node.metrics.webhookLogEntriesMissed.increment(by: Int64(count))
     }
 
     /// Reads what the webhook stream holds after the last read into the deliverer's queue.
@@ -221,24 +185,40 @@ final class ClusterWebhookOutbox: WebhookOutbox {
         wake.withLock { $0 }?()
     }
 
-    private func loadCursors() async -> [Int: UInt64] {
-        guard case .success(let entry?) = await call({ self.node.snapshots.get(Self.cursorKey, completion: $0) }),
-              let json = try? JSONParser().parse(entry.value), let object = json.objectValue else { return [:] }
-        var cursors: [Int: UInt64] = [:]
-        for (key, value) in object { if let shard = Int(key), let sequence = value.intValue { cursors[shard] = UInt64(sequence) } }
-        return cursors
+    // MARK: Writing
+
+    /// Writes `deliveries` to the stream in order after what this node was given before;
+    /// `done` hears how many of the first were stored (all, or up to the first failure).
+    func write(_ deliveries: [WebhookDelivery], then done: @escaping @Sendable (Int) -> Void) {
+        let start = writes.withLock { writes in
+            writes.queue.append(Write(deliveries: deliveries, done: done))
+            defer { writes.running = true }
+            return !writes.running
+        }
+        if start { Task { [self] in await drainWrites() } }
     }
 
-    /// After each round that moved a cursor: a new holder pumps again from the saved cursors, and
-    /// the stream's duplicate window does not always catch a repeat (a NATS server that restarts
-    /// rebuilds it from the messages it holds, and delivered ones are deleted).
-    private func saveCursors() async {
-        let cursors: [Int: UInt64]? = state.withLock { state in state.cursors == state.savedCursors ? nil : state.cursors }
-        guard let cursors else { return }
-        let value = JSON.object(Dictionary(uniqueKeysWithValues: cursors.map { (String($0.key), JSON.int(Int($0.value))) })).encoded()
-        if case .success = await call({ self.node.snapshots.put(Self.cursorKey, value, completion: $0) }) {
-            state.withLock { $0.savedCursors = cursors }
+    /// One writer per node: its writes do not race each other for the stream's next place.
+    private func drainWrites() async {
+        while let next = writes.withLock({ writes -> Write? in
+            guard !writes.queue.isEmpty else {
+                writes.running = false
+                return nil
+            }
+            return writes.queue.removeFirst()
+        }) {
+            var count = 0
+            let now = Self.now
+            for delivery in next.deliveries {
+                guard await publish(delivery, created: now) else { break }
+                count += 1
+            }
+            next.done(count)
         }
+    }
+
+    private func write(_ deliveries: [WebhookDelivery]) async -> Int {
+        await withCheckedContinuation { continuation in write(deliveries) { continuation.resume(returning: $0) } }
     }
 
     // MARK: WebhookOutbox
@@ -246,16 +226,15 @@ final class ClusterWebhookOutbox: WebhookOutbox {
     /// Events that are not part of a step (members, rooms): into the stream from this node.
     func add(_ deliveries: [WebhookDelivery], now: Int) {
         Task { [self] in
-            for delivery in deliveries {
-                var tries = 0
-                while !(await publish(delivery, created: now)) {
-                    tries += 1
-                    guard tries < 5 else {
-                        logger.error("cluster: webhooks: event \(delivery.event.id) for \(delivery.endpoint) lost: the webhook stream took no write for 5 tries")
-                        break
-                    }
-                    try? await Task.sleep(for: .seconds(1))
+            var left = deliveries[...]
+            for tries in 1... {
+                left = left.dropFirst(await write(Array(left)))
+                guard let first = left.first else { return }
+                guard tries < 5 else {
+                    logger.error("cluster: webhooks: \(left.count) events (the first \(first.event.id) for \(first.endpoint)) lost: the webhook stream took no write for 5 tries")
+                    return
                 }
+                try? await Task.sleep(for: .seconds(1))
             }
         }
     }

@@ -83,6 +83,7 @@ extension ClusteredRoom {
         lastSnapshotVersion = snapshot.version
         outcomes = ActionOutcomes()
         outcomes.restore(applied: snapshot.actions)
+        webhooks.restored(snapshot.webhooks)
         publishListing(changed: false)
         perform(replica.restored(at: snapshot.sequence))
     }
@@ -110,6 +111,7 @@ extension ClusteredRoom {
         case .patch:
             guard applyPatch(entry, at: sequence) else { return reload() }
         }
+        if !entry.webhooks.isEmpty || entry.webhooksCopied != nil { loggedWebhooks(entry) }
         send(gate.replicaMoved(position))
         if lease.isOwning, version - lastSnapshotVersion >= ClusterNode.snapshotInterval { writeSnapshot() }
     }
@@ -177,6 +179,7 @@ extension ClusteredRoom {
     private func reload() {
         followers.restart(epoch: "", version: 0)
         outcomes = ActionOutcomes()
+        webhooks.restored([])
         document = .null
         storedDocument = nil
         perform(replica.reload(now: now))
@@ -186,7 +189,7 @@ extension ClusteredRoom {
         guard followers.hasEpoch else { return }
         lastSnapshotVersion = version
         let snapshot = ClusterSnapshot(epoch: followers.epoch, version: version, sequence: replica.lastSequence, state: document,
-                                       stored: storedDocument, actions: outcomes.applied)
+                                       stored: storedDocument, actions: outcomes.applied, webhooks: webhooks.events)
         let written = version
         node.snapshots.put(node.token(name), snapshot.encoded) { [self] result in
             execute { room in
@@ -202,6 +205,34 @@ extension ClusteredRoom {
                 // Not a whole interval later: the log keeps `logMessagesPerRoom` entries per room, and a
                 // replica whose snapshot is older than those cannot catch up until a newer one is written.
                 room.lastSnapshotVersion = min(room.lastSnapshotVersion, written - ClusterNode.snapshotInterval + Self.snapshotRetryVersions)
+            }
+        }
+    }
+
+    // MARK: Webhook events
+
+    /// An entry's events are stored in the log: pending until a later entry's mark says they
+    /// are copied. The owner copies them now.
+    private func loggedWebhooks(_ entry: LogEntry) {
+        let dropped = webhooks.logged(entry.webhooks, mark: entry.webhooksCopied)
+        if dropped > 0, ownership != nil {
+            logger.error("cluster: room \(name): \(dropped) webhook events dropped: more than \(PendingWebhooks.limit) waited to be copied into the webhook stream")
+            node.metrics.webhookEventsDropped.increment(by: Int64(dropped))
+        }
+        copyWebhooks()
+    }
+
+    /// The owner writes the next batch of pending events to the webhook stream; its next entry
+    /// carries the mark. A write that failed is tried again after a second.
+    func copyWebhooks() {
+        guard let ownership, let outbox = webhookRecorder?.outbox as? ClusterWebhookOutbox, let batch = webhooks.nextBatch() else { return }
+        let term = ownership.term
+        outbox.write(batch) { [self] count in
+            execute { room in
+                guard room.ownership?.term == term else { return }
+                room.webhooks.wrote(batch, count: count)
+                room.appender.webhooksCopied = room.webhooks.copied
+                if count == batch.count { room.copyWebhooks() } else { room.later(.seconds(1)) { $0.copyWebhooks() } }
             }
         }
     }

@@ -254,6 +254,8 @@ extension ClusteredRoom {
         // before anything handed to it now.
         feedOwner(room)
         drainWaitingActions()
+        webhooks.newTerm()
+        copyWebhooks()  // what the last owner may not have copied
         return true
     }
 
@@ -282,6 +284,7 @@ extension ClusteredRoom {
         guard let ownership else { return }
         logger.notice("cluster: node \(node.name) stops owning room \(name): \(reason)")
         self.ownership = nil
+        webhooks.newTerm()
         presence?.onMemberChange = nil
         viewers?.onChange = nil
         ownership.room.stop()
@@ -379,7 +382,7 @@ private struct OwnerLog: RoomLog {
 
     func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
                 webhooks: [WebhookDelivery], state: () -> RoomState) {
-        // The step's events go into its log entry: acked with it, pumped to the webhook stream.
+        // The step's events go into its log entry: acked with it, then copied to the webhook stream.
         hand(.patch(step, stored: stored, projections: projections, applied: applied, webhooks: webhooks))
     }
 

@@ -53,6 +53,8 @@ actor ClusteredRoom: RoomFront {
     /// The numbered actions' outcomes the log's entries carry, as the owner's `Room` remembers
     /// them: a new owner starts from these, so a repeat after a failover is answered too.
     var outcomes = ActionOutcomes()
+    /// Webhook events of the log not yet known to be in the webhook stream; the owner copies them.
+    var webhooks = PendingWebhooks()
     var waitingJoins: [(SessionHandle, ResumePoint?, Int?, PresenceJoin?)] = []
     private var subscriptions: [any ClusterSubscription] = []
     private var timers: [any ServerTimer] = []

@@ -86,6 +86,8 @@ struct LogAppender {
     private(set) var undecided: Undecided?
     /// The term that ended last: its ViewModel may still release replies to its steps.
     private(set) var ended: EndedTerm?
+    /// The mark for the next entry: the last webhook event this term copied (`PendingWebhooks`).
+    var webhooksCopied: String?
 
     struct EndedTerm {
         let term: String
@@ -104,6 +106,7 @@ struct LogAppender {
         self.term = term
         stored = (sequence, version)
         producedVersion = version
+        webhooksCopied = nil
     }
 
     /// A step the owner's ViewModel produced in `term`. A term that ended appends nothing.
@@ -214,7 +217,8 @@ struct LogAppender {
     /// The next append: one epoch start, or consecutive patches merged into one message.
     private mutating func next(now: ContinuousClock.Instant) -> [Action] {
         guard inFlight == nil, !queue.isEmpty, let term else { return [] }
-        let (entry, count) = Self.batch(queue, node: node, term: term)
+        var (entry, count) = Self.batch(queue, node: node, term: term)
+        entry.webhooksCopied = webhooksCopied
         inFlight = InFlight(entry: entry, count: count, firstTried: now, sent: now)
         return [.append(entry, expectedLastSequence: stored.sequence)]
     }

@@ -14,9 +14,9 @@ import TetherState
 /// ViewModel's stored state carries its operations last, and an epoch's start the whole stored
 /// state: the header `Tether-Stored-Length` gives their length at the end of the data. A step
 /// whose events webhook endpoints want carries them after that (`Tether-Webhooks-Length`): in
-/// the log they are as durable as the step, and the cluster's webhook pump takes them from there
-/// (Cluster/ClusterWebhooks.swift). Without any of these (every plain room), the data is the
-/// frame alone.
+/// the log they are as durable as the step, and the owner copies them into the webhook stream
+/// (Cluster/PendingWebhooks.swift; `Tether-Webhooks-Copied` names the last it copied). Without
+/// any of these (every plain room), the data is the frame alone.
 struct LogEntry: Sendable {
     enum Kind: String, Sendable { case patch, snapshot }
 
@@ -43,6 +43,9 @@ struct LogEntry: Sendable {
     var actions: [AppliedAction] = []
     /// The events its steps recorded for webhook endpoints.
     var webhooks: [WebhookDelivery] = []
+    /// The last event of the room the owner had copied into the webhook stream when it appended
+    /// this (`PendingWebhooks.key`).
+    var webhooksCopied: String?
 
     var headers: NATSHeaders {
         var headers: NATSHeaders = ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
@@ -51,6 +54,7 @@ struct LogEntry: Sendable {
         if let storedBytes { headers["Tether-Stored-Length"] = String(storedBytes.count) }
         if !actions.isEmpty { headers["Tether-Actions"] = String(decoding: ActionOutcomes.json(actions).encoded(), as: UTF8.self) }
         if let webhooksBytes { headers["Tether-Webhooks-Length"] = String(webhooksBytes.count) }
+        if let webhooksCopied { headers["Tether-Webhooks-Copied"] = webhooksCopied }
         return headers
     }
 
@@ -118,6 +122,7 @@ struct LogEntry: Sendable {
         self.init(kind: kind, epoch: epoch, from: from, version: version, node: headers["Tether-Node"] ?? "",
                   term: headers["Tether-Term"] ?? "", frame: frame, projections: projections, stored: stored, actions: ActionOutcomes.records(actions),
                   webhooks: webhooks)
+        webhooksCopied = headers["Tether-Webhooks-Copied"]
     }
 }
 
@@ -132,21 +137,26 @@ struct ClusterSnapshot: Sendable {
     var stored: JSON?
     /// The numbered actions' outcomes the room remembers at `version` (`ActionOutcomes.applied`).
     var actions: [AppliedAction] = []
+    /// Webhook events not yet known to be in the webhook stream (`PendingWebhooks`).
+    var webhooks: [WebhookDelivery] = []
 
     var encoded: [UInt8] {
         var object: [String: JSON] = ["epoch": .string(epoch), "version": .int(version), "sequence": .int(Int(sequence)), "state": state]
         if let stored { object["stored"] = stored }
         if !actions.isEmpty { object["actions"] = ActionOutcomes.json(actions) }
+        if !webhooks.isEmpty { object["webhooks"] = .array(webhooks.map(\.json)) }
         return JSON.object(object).encoded()
     }
 
-    init(epoch: String, version: Int, sequence: UInt64, state: JSON, stored: JSON? = nil, actions: [AppliedAction] = []) {
+    init(epoch: String, version: Int, sequence: UInt64, state: JSON, stored: JSON? = nil, actions: [AppliedAction] = [],
+         webhooks: [WebhookDelivery] = []) {
         self.epoch = epoch
         self.version = version
         self.sequence = sequence
         self.state = state
         self.stored = stored
         self.actions = actions
+        self.webhooks = webhooks
     }
 
     init?(_ bytes: [UInt8]) {
@@ -154,7 +164,8 @@ struct ClusterSnapshot: Sendable {
               let version = json["version"]?.intValue, let sequence = json["sequence"]?.intValue, let state = json["state"]
         else { return nil }
         self.init(epoch: epoch, version: version, sequence: UInt64(sequence), state: state, stored: json["stored"],
-                  actions: ActionOutcomes.records(json["actions"]))
+                  actions: ActionOutcomes.records(json["actions"]),
+                  webhooks: json["webhooks"]?.arrayValue?.compactMap(WebhookDelivery.init(json:)) ?? [])
     }
 }
 

@@ -26,8 +26,8 @@ final class ServerMetrics: Sendable {
     let ownershipChanges: Counter
     let catchUps: Counter
     /// The identity provider's key set: fetches by result, keys held.
-    /// Cluster log entries gone before the webhook pump took their events (ClusterWebhooks.swift).
-    let webhookLogEntriesMissed: Counter
+    /// Cluster webhook events dropped while too many waited to be copied (PendingWebhooks.swift).
+    let webhookEventsDropped: Counter
     let jwksFetched: Counter
     let jwksFetchFailed: Counter
     let jwksKeys: Gauge
@@ -79,7 +79,7 @@ final class ServerMetrics: Sendable {
             errors[code] = registry.makeCounter(descriptor: metric("tether_errors_sent_total", "Error messages sent, by code"), labels: [("code", code.rawValue)])
         }
         errorsByCode = errors
-        webhookLogEntriesMissed = registry.makeCounter(descriptor: metric("tether_webhook_log_entries_missed_total", "Cluster log entries gone (trimmed or purged) before the webhook pump took their events"))
+        webhookEventsDropped = registry.makeCounter(descriptor: metric("tether_webhook_events_dropped_total", "Cluster webhook events dropped while more than 100,000 of a room waited to be copied into the webhook stream"))
         jwksFetched = registry.makeCounter(descriptor: metric("tether_jwks_fetches_total", "Fetches of the identity provider's key set, by result"), labels: [("result", "ok")])
         jwksFetchFailed = registry.makeCounter(descriptor: metric("tether_jwks_fetches_total", "Fetches of the identity provider's key set, by result"), labels: [("result", "failed")])
         jwksKeys = registry.makeGauge(descriptor: metric("tether_jwks_keys", "Keys of the identity provider held (from its last good fetch)"))
