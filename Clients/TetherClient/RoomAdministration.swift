@@ -17,7 +17,7 @@ public struct RoomAdministration: Sendable {
         public var body: [UInt8]
         public var json: JSON? { try? JSONParser().parse(body) }
         /// The `error` member of a refusal, or the status.
-        public var errorMessage: String { json?["error"]?.stringValue ?? "HTTP \(status)" }
+        public var errorMessage: String { json?["error"]?.stringValue ?? json?["message"]?.stringValue ?? "HTTP \(status)" }
     }
 
     public init(options: ClientOptions, timeout: Duration = .seconds(10)) {
@@ -32,10 +32,19 @@ public struct RoomAdministration: Sendable {
 
     /// `DELETE /rooms/NAME`, the name percent-encoded.
     public func delete(room: String) async throws -> Answer {
+        try await request("DELETE", path: "/rooms/" + Self.encoded(room))
+    }
+
+    /// `GET /rooms/NAME/history?QUERY`: who made each kept version, newest first.
+    public func history(room: String, query: [(String, String)]) async throws -> Answer {
+        let pairs = query.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0.1)" }
+        return try await request("GET", path: "/rooms/" + Self.encoded(room) + "/history" + (pairs.isEmpty ? "" : "?" + pairs.joined(separator: "&")))
+    }
+
+    private static func encoded(_ room: String) -> String {
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "/%")
-        let encoded = room.addingPercentEncoding(withAllowedCharacters: allowed) ?? room
-        return try await request("DELETE", path: "/rooms/" + encoded)
+        return room.addingPercentEncoding(withAllowedCharacters: allowed) ?? room
     }
 
     /// `GET /webhooks`: the webhook endpoints with their queues.

@@ -170,6 +170,16 @@ public struct ViewModelKind: Sendable {
         kind.webhookArguments = true
         return kind
     }
+    /// Whether its rooms' history keeps its actions' arguments whole (else a digest of them):
+    /// off unless the kind says so, for the same reason.
+    public private(set) var historyArguments = false
+
+    /// The kind with its actions' arguments kept in its rooms' history (`tether history`).
+    public func keepingArgumentsInHistory() -> ViewModelKind {
+        var kind = self
+        kind.historyArguments = true
+        return kind
+    }
     private let make: @Sendable (ViewModelContext) -> ViewModelHost
 
     public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type,

@@ -153,7 +153,7 @@ struct ClusterProjectionTests {
         func restore() -> StoredRoom? { restored }
         func startEpoch(_ epoch: String, version: Int, state: RoomState, lastChange: Int) { Issue.record("the room continues its epoch") }
         func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
-                    webhooks: [WebhookDelivery], state: () -> RoomState) {
+                    webhooks: [WebhookDelivery], provenance: StepProvenance, state: () -> RoomState) {
             entries.withLock { $0.append(.step(step, projections: projections)) }
         }
         func release(_ deliveries: [RoomDelivery]) { entries.withLock { $0 += deliveries.map(Entry.released) } }

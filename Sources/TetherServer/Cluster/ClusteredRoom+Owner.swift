@@ -381,7 +381,7 @@ private struct OwnerLog: RoomLog {
     }
 
     func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
-                webhooks: [WebhookDelivery], state: () -> RoomState) {
+                webhooks: [WebhookDelivery], provenance: StepProvenance, state: () -> RoomState) {
         // The step's events go into its log entry: acked with it, then copied to the webhook stream.
         hand(.patch(step, stored: stored, projections: projections, applied: applied, webhooks: webhooks))
     }

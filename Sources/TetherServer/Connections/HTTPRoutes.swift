@@ -145,7 +145,7 @@ struct HTTPRoutes {
     }
 
     /// 401 without a valid token (with the challenge), 403 when it does not allow this.
-    private static func refusal(_ refusal: Admission.Refusal) -> HTTPResponse {
+    static func refusal(_ refusal: Admission.Refusal) -> HTTPResponse {
         let challenge = ["WWW-Authenticate": "Bearer realm=\"tetherd\""]
         switch refusal.reason {
         case .noToken: return error(401, .unauthorized, refusal.message + ": send it as Authorization: Bearer TOKEN", headers: challenge)

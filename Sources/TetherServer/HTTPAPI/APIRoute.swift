@@ -9,6 +9,8 @@ enum APIRoute: Equatable {
     case members(room: String)
     /// `GET /rooms/{room}/events`: Server-Sent Events.
     case events(room: String)
+    /// `GET /rooms/{room}/history`: who made each kept version (admins).
+    case history(room: String)
     /// `GET /kinds`, `GET /kinds/{kind}`
     case kinds(kind: String?)
     /// `GET /openapi.json`
@@ -38,7 +40,7 @@ enum APIRoute: Equatable {
             self = method == "POST" ? .act(room: room, action: action) : .methodNotAllowed(allow: "POST")
             return
         }
-        for (suffix, route) in [("/members", APIRoute.members), ("/events", APIRoute.events)] where rest.hasSuffix(suffix) && rest.count > suffix.count {
+        for (suffix, route) in [("/members", APIRoute.members), ("/events", APIRoute.events), ("/history", APIRoute.history)] where rest.hasSuffix(suffix) && rest.count > suffix.count {
             self = method == "GET" ? route(String(rest.dropLast(suffix.count))) : .methodNotAllowed(allow: "GET, HEAD")
             return
         }

@@ -46,6 +46,15 @@ struct HTTPAPI {
             run(.members(room: room), token: Self.bearerToken(request.authorization), responder: responder, from: address)
         case .events(let room):
             events(room: room, request, responder: responder, from: address)
+        case .history(let room):
+            let facts = Admission.Facts(now: rooms.runtime.clock.secondsSince1970)
+            if case .failure(let refusal) = Admission.decide(.administer(token: Self.bearerToken(request.authorization)), facts: facts,
+                                                            settings: rooms.configuration) {
+                responder.respond(HTTPRoutes.refusal(refusal))
+                return true
+            }
+            let rooms = self.rooms
+            rooms.queue.execute { responder.respond(RoomHistoryAnswer.answer(room: room, query: request.query, rooms: rooms)) }
         }
         return true
     }

@@ -42,6 +42,22 @@ enum OpenAPIDocument {
                     ]),
                 ], responses: reading(["200": ["description": "The stream.", "content": ["text/event-stream": ["schema": ["type": "string"]]]]])),
             ],
+            "/rooms/{room}/history": [
+                "parameters": .array([roomParameter]),
+                "get": operation("A stored room's kept versions, newest first: what made each (an action, a timer, presence), who and when, and the paths it changed (an admin token).", extra: [
+                    "parameters": .array([
+                        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": .int(RoomHistoryAnswer.maxLimit)]],
+                        ["name": "before", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1],
+                         "description": "Only versions before this one (the next page)."],
+                        ["name": "viewer", "in": "query", "required": false, "schema": ["type": "string"]],
+                        ["name": "action", "in": "query", "required": false, "schema": ["type": "string"]],
+                    ]),
+                ], responses: [
+                    "200": json("The steps.", ref("History")), "400": error("A malformed query."), "401": error("No token, or one that does not verify."),
+                    "403": error("The token has no admin claim."), "404": error("No stored room of that name, or a server that stores none."),
+                    "429": error("Too many requests."), "500": error("The store could not be read."), "501": error("Not on a cluster yet."),
+                ]),
+            ],
             "/rooms/{room}/actions/{action}": [
                 "parameters": .array([roomParameter, parameter("action", "The action's name.")]),
                 "post": act("Runs an action of the room's ViewModel.", arguments: ["type": "object"]),
@@ -171,6 +187,18 @@ enum OpenAPIDocument {
             "room": ["type": "string"], "version": ["type": "integer"],
             "members": ["type": "array", "items": ["type": "object", "required": ["id", "user", "data"], "properties": [
                 "id": ["type": "string"], "user": ["type": "string"], "data": ["type": "object"],
+            ]]],
+        ]],
+        "History": ["type": "object", "required": ["room", "epoch", "version", "oldest", "steps"], "properties": [
+            "room": ["type": "string"], "epoch": ["type": "string"], "version": ["type": "integer"],
+            "oldest": ["type": "integer", "description": "The oldest version the store still holds."],
+            "steps": ["type": "array", "items": ["type": "object", "required": ["version", "cause", "ops", "paths"], "properties": [
+                "version": ["type": "integer"],
+                "cause": ["type": "string", "enum": ["action", "refused", "timer", "presence", "viewers", "unknown"]],
+                "action": ["type": "string"], "timer": ["type": "integer"], "viewer": ["type": "string"],
+                "client": ["type": "string"], "seq": ["type": "integer"], "args": [:], "argsDigest": ["type": "string"],
+                "at": ["type": "integer", "description": "Seconds since 1970."], "node": ["type": "string"],
+                "ops": ["type": "integer"], "paths": ["type": "array", "items": ["type": "string"]],
             ]]],
         ]],
         "Description": ["type": "object", "required": ["kinds"], "properties": ["kinds": ["type": "array", "items": ["type": "object"]]]],

@@ -63,6 +63,8 @@ package final class RoomStore: Sendable {
     private let database: Mutex<SQLiteDatabase?>
     private let path: String
     private let lock: DataDirectoryLock
+    /// The key of the history's argument digests (`StepProvenance`), the database's own.
+    let digestKey: [UInt8]
 
     private enum Job: @unchecked Sendable {
         case write(Write)
@@ -111,6 +113,8 @@ package final class RoomStore: Sendable {
         let lastChange: Int
         /// The step's webhook events, recorded in its transaction: acked means they will be sent.
         var webhooks: [WebhookDelivery] = []
+        /// What made the step, who and when (encoded on the writer thread, into its patch row).
+        var provenance: StepProvenance?
     }
 
     /// Takes the data directory's lock, then opens (or creates) the database.
@@ -122,7 +126,9 @@ package final class RoomStore: Sendable {
         lock = try DataDirectoryLock(directory: directory)
         path = (directory as NSString).appendingPathComponent(Self.databaseFileName)
         do {
-            self.database = Mutex(try Self.open(path, durability: durability))
+            let database = try Self.open(path, durability: durability)
+            digestKey = try Self.digestKey(of: database)
+            self.database = Mutex(database)
         } catch {
             lock.release()
             throw .storage(error.description)
@@ -151,6 +157,7 @@ package final class RoomStore: Sendable {
         try addLastChange(to: database)
         try addStoredState(to: database)
         try createOutbox(in: database)
+        try addProvenance(to: database)
         return database
     }
 
@@ -305,7 +312,7 @@ package final class RoomStore: Sendable {
 
     private func write(_ writes: [Write], to database: SQLiteDatabase) throws(StorageError) {
         try database.transaction { () throws(StorageError) in
-            let insertPatch = try database.prepare("INSERT OR REPLACE INTO patches(room, version, frame, stored) VALUES(?, ?, ?, ?)")
+            let insertPatch = try database.prepare("INSERT OR REPLACE INTO patches(room, version, frame, stored, provenance) VALUES(?, ?, ?, ?, ?)")
             let advance = try database.prepare("UPDATE rooms SET version = ?, epoch = ?, last_change = ? WHERE name = ?")
             let snapshot = try database.prepare("""
                 INSERT INTO rooms(name, kind, epoch, version, snapshot_version, state, last_change, stored) VALUES(?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7)
@@ -334,7 +341,8 @@ package final class RoomStore: Sendable {
                         try forgetActions.run(.text(commit.room))  // their versions were the old epoch's
                     }
                     if let patch = commit.patch {
-                        try insertPatch.run(.text(commit.room), .int(patch.version), .blob(patch.frame), commit.storedOperations.map { .blob($0) } ?? .null)
+                        try insertPatch.run(.text(commit.room), .int(patch.version), .blob(patch.frame), commit.storedOperations.map { .blob($0) } ?? .null,
+                                            commit.provenance.map { .blob($0.json(digestKey: digestKey).encoded()) } ?? .null)
                     }
                     if !commit.webhooks.isEmpty { try Self.insertOutbox(commit.webhooks, into: database) }
                     if let number = commit.applied {
@@ -411,7 +419,7 @@ package final class RoomStore: Sendable {
     }
 
     /// Whether `table` has `column` (a backup of an older database may lack it).
-    private static func hasColumn(_ column: String, in table: String, of database: SQLiteDatabase) throws(StorageError) -> Bool {
+    static func hasColumn(_ column: String, in table: String, of database: SQLiteDatabase) throws(StorageError) -> Bool {
         var found = false
         try database.prepare("PRAGMA table_info(\(table))").query { row in found = found || row.text(1) == column }
         return found

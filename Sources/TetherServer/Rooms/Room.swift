@@ -180,13 +180,14 @@ actor Room: RoomFront {
     private func tick(_ index: Int) {
         guard !isStopped else { return }
         host.timers[index].tick()
+        let provenance = StepProvenance(cause: .timer(index), at: now)
         do {
-            let deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
+            let deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes), provenance: provenance)
             if !deliveries.isEmpty { log.release(deliveries) }
             refusedTicks = 0
         } catch {
             // Per-viewer values may read state the turn did not take back.
-            let deliveries = versionStep([])
+            let deliveries = versionStep([], provenance: provenance)
             if !deliveries.isEmpty { log.release(deliveries) }
             refusedTicks += 1
             // Once, then every 60th: a timer that keeps growing the state must not flood the log.
@@ -213,11 +214,12 @@ actor Room: RoomFront {
 
     /// What the ViewModel changed in reaction to presence: one version step like an action's.
     private func modelReaction() -> [RoomDelivery] {
+        let provenance = StepProvenance(cause: .presence, at: now)
         do {
-            return versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes))
+            return versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes), provenance: provenance)
         } catch {
             logger.warning("room \(name): a reaction to presence was taken back: \(error)")
-            return versionStep([])
+            return versionStep([], provenance: provenance)
         }
     }
 
@@ -236,7 +238,7 @@ actor Room: RoomFront {
         if clusterProjections == nil { clusterProjections = ClusterProjections() }
         guard let changed = clusterProjections!.change(node: node, set: set, removed: removed, { host.projection(for: $0) }) else { return }
         // Only those viewers' values changed: an empty step for everyone, their projections for the log.
-        log.release(commitTurn([], projections: changed, evenIfEmpty: true))
+        log.release(commitTurn([], projections: changed, provenance: StepProvenance(cause: .viewers, at: now), evenIfEmpty: true))
     }
 
     /// Members of the room on any cluster node joined, changed or left (this room runs on the
@@ -292,12 +294,14 @@ actor Room: RoomFront {
         }
         var deliveries: [RoomDelivery]
         if failure != nil { host.takeBackTurn() }
+        var provenance = StepProvenance(cause: failure == nil ? .action(action) : .refusedAction(action), viewer: target.viewer.id,
+                                        number: number, args: args, keepsArgs: kind.historyArguments, at: now)
         do {
             deliveries = versionStep(try host.finishTurn(maxEncodedSize: environment.configuration.maxStateBytes),
-                                     applying: failure == nil ? number : nil,
-                                     cause: failure == nil ? StepCause(action: action, viewer: target.viewer.id, args: args) : nil)
+                                     applying: failure == nil ? number : nil, provenance: provenance)
         } catch {
-            deliveries = versionStep([])
+            provenance.cause = .refusedAction(action)
+            deliveries = versionStep([], provenance: provenance)
             failure = ProtocolError(.tooLarge, error.description)
             logger.notice("room \(name): action \(action) refused: \(error.description)")
         }
@@ -313,26 +317,27 @@ actor Room: RoomFront {
     /// `applying`: the numbered action the step applies, stored with it. A turn that changed
     /// only the ViewModel's stored state is a step too (an empty patch for clients): what an
     /// ack confirms must be in the log.
-    private func versionStep(_ operations: [PatchOperation], applying number: ActionNumber? = nil, cause: StepCause? = nil) -> [RoomDelivery] {
+    private func versionStep(_ operations: [PatchOperation], applying number: ActionNumber? = nil, provenance: StepProvenance) -> [RoomDelivery] {
         var stored = host.takeStoredChanges()
         if storedStateUnlogged, !stored.isEmpty {
             stored = [.replace(path: .root, value: host.storedState)]
             storedStateUnlogged = false
         }
         guard host.hasPerViewerValues else {
-            return commitTurn(operations, stored: stored, applying: number, cause: cause, evenIfEmpty: !stored.isEmpty)
+            return commitTurn(operations, stored: stored, applying: number, provenance: provenance, evenIfEmpty: !stored.isEmpty)
         }
         let changes = followers.updateViews { host.projection(for: $0) }
         let nodeChanges = clusterProjections?.update { host.projection(for: $0) }
         guard !operations.isEmpty || !stored.isEmpty || !changes.isEmpty || nodeChanges != nil else { return [] }
-        return commitTurn(operations, stored: stored, changes: changes, projections: nodeChanges, applying: number, cause: cause, evenIfEmpty: true)
+        return commitTurn(operations, stored: stored, changes: changes, projections: nodeChanges, applying: number, provenance: provenance,
+                          evenIfEmpty: true)
     }
 
     /// Makes the turn's operations one version step (an empty one only when a viewer's own
     /// values or the stored state changed: the version counts for everyone), appends it to the
     /// log and returns what each follower here gets of it.
     private func commitTurn(_ operations: [PatchOperation], stored: [PatchOperation] = [], changes: [Viewer: [PatchOperation]] = [:],
-                            projections: JSON? = nil, applying number: ActionNumber? = nil, cause: StepCause? = nil,
+                            projections: JSON? = nil, applying number: ActionNumber? = nil, provenance: StepProvenance,
                             evenIfEmpty: Bool = false) -> [RoomDelivery] {
         guard !operations.isEmpty || evenIfEmpty else { return [] }
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
@@ -340,15 +345,16 @@ actor Room: RoomFront {
         published.lastChange = now
         published.stateBytes = host.context.documentSizeEstimate
         metrics.patchProduced()
-        let webhooks = cause.map { cause in
-            environment.webhooks?.deliveries(.actionApplied, room: name) { withArguments in
-                WebhookEvent.actionApplied(room: name, kind: kind.name, epoch: epoch, version: patch.version, action: cause.action,
-                                           viewer: cause.viewer, arguments: withArguments && kind.webhookArguments ? cause.args : nil,
+        var webhooks: [WebhookDelivery] = []
+        if case .action(let action) = provenance.cause {
+            webhooks = environment.webhooks?.deliveries(.actionApplied, room: name) { withArguments in
+                WebhookEvent.actionApplied(room: name, kind: kind.name, epoch: epoch, version: patch.version, action: action,
+                                           viewer: provenance.viewer ?? "", arguments: withArguments && kind.webhookArguments ? provenance.args : nil,
                                            at: Date().timeIntervalSince1970)
             } ?? []
-        } ?? []
+        }
         log.append(patch, stored: stored, projections: projections, applied: number, lastChange: published.lastChange,
-                   webhooks: webhooks, state: { roomState })
+                   webhooks: webhooks, provenance: provenance, state: { roomState })
         if !webhooks.isEmpty { environment.webhooks?.recorded() }
         return followers.follow(patch, changes: changes)
     }
@@ -361,13 +367,6 @@ actor Room: RoomFront {
 }
 
 /// What every room shares: settings, runtime, storage and observability.
-/// What made a version step, where an action did: kept with the step for its webhook.
-struct StepCause: Sendable {
-    let action: String
-    let viewer: String
-    let args: JSON?
-}
-
 struct RoomEnvironment: Sendable {
     let configuration: ServerConfiguration
     let runtime: ServerRuntime

@@ -20,9 +20,10 @@ protocol RoomLog: Sendable {
     /// snapshots; `projections`, on a cluster's owner: what changed for viewers of other nodes'
     /// sessions, `{node: {viewerID: projection}}` (Cluster/ClusterViewers.swift); `applied`: the
     /// numbered action it applies, kept with it (a restarted room answers its repeats);
-    /// `webhooks`: the step's events for webhook endpoints, recorded with it.
+    /// `webhooks`: the step's events for webhook endpoints, recorded with it; `provenance`:
+    /// what made it, who and when, kept with it for the room's history.
     func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
-                webhooks: [WebhookDelivery], state: () -> RoomState)
+                webhooks: [WebhookDelivery], provenance: StepProvenance, state: () -> RoomState)
     /// Hands `deliveries` on once every step appended before them is durable.
     func release(_ deliveries: [RoomDelivery])
     /// The room leaves memory at `version` with `state`.
@@ -70,7 +71,7 @@ struct LocalRoomLog: RoomLog {
     }
 
     func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
-                webhooks: [WebhookDelivery], state: () -> RoomState) {
+                webhooks: [WebhookDelivery], provenance: StepProvenance, state: () -> RoomState) {
         guard let store else {
             if !webhooks.isEmpty { self.webhooks?.outbox.add(webhooks, now: lastChange) }
             return
@@ -80,6 +81,7 @@ struct LocalRoomLog: RoomLog {
                                       state: snapshotDue ? RoomStore.Snapshot(state()) : nil, lastChange: lastChange)
         commit.applied = applied
         commit.webhooks = webhooks
+        commit.provenance = provenance
         if !stored.isEmpty { commit.storedOperations = JSONPatch.encode(stored).encoded() }
         store.commit(commit)
     }

@@ -1,0 +1,88 @@
+import TetherJSON
+import TetherProtocol
+import TetherTransport
+
+/// `GET /rooms/{room}/history`: a stored room's steps that its store still holds, newest first:
+/// each version with what made it, who and when, and the paths its operations touched. For
+/// admins (as `GET /rooms`). The ops are the shared document's: stored state and per-viewer
+/// values never appear. Query: `limit` (100, at most 1,000), `before` (a version), `viewer`,
+/// `action`.
+enum RoomHistoryAnswer {
+    static let defaultLimit = 100
+    static let maxLimit = 1_000
+    /// The paths listed per step; `ops` counts them all.
+    static let pathsShown = 5
+
+    struct Query: Equatable {
+        var limit = RoomHistoryAnswer.defaultLimit
+        var before: Int?
+        var viewer: String?
+        var action: String?
+    }
+
+    /// The query, or the error naming what is wrong with it.
+    static func query(_ text: String?) -> Result<Query, ProtocolError> {
+        var query = Query()
+        if let limit = APIArguments.queryValue("limit", in: text) {
+            guard let value = Int(limit), (1...maxLimit).contains(value) else {
+                return .failure(ProtocolError(.badMessage, "limit must be a number from 1 to \(maxLimit), not \(limit)"))
+            }
+            query.limit = value
+        }
+        if let before = APIArguments.queryValue("before", in: text) {
+            guard let value = Int(before), value > 0 else { return .failure(ProtocolError(.badMessage, "before must be a version, not \(before)")) }
+            query.before = value
+        }
+        query.viewer = APIArguments.queryValue("viewer", in: text).flatMap { $0.isEmpty ? nil : $0 }
+        query.action = APIArguments.queryValue("action", in: text).flatMap { $0.isEmpty ? nil : $0 }
+        return .success(query)
+    }
+
+    /// On the room service's queue: reads wait for the store's writes before them.
+    static func answer(room: String, query text: String?, rooms: RoomService) -> HTTPResponse {
+        let query: Query
+        switch Self.query(text) {
+        case .success(let parsed): query = parsed
+        case .failure(var error):
+            error.room = room
+            return APIError.response(error)
+        }
+        guard rooms.sharedRoomsAreLocal else {
+            return APIError.response(ProtocolError(.unavailable, "a cluster's history is not served yet: ask a single node's store", room: room), status: 501)
+        }
+        guard let store = rooms.store else {
+            return APIError.response(ProtocolError(.unknownRoom, "this server keeps no history: it stores no rooms (--memory-only, or no --data)", room: room), status: 404)
+        }
+        let history: RoomHistory?
+        do {
+            // Filters apply to what is kept (at most --history-max-patches and a snapshot's worth).
+            let filtered = query.viewer != nil || query.action != nil
+            history = try store.history(room: room, before: query.before, limit: filtered ? Int.max : query.limit)
+        } catch {
+            return APIError.response(ProtocolError(.internal, "cannot read the history of \(room): \(error)", room: room), status: 500)
+        }
+        guard let history else {
+            return APIError.response(ProtocolError(.unknownRoom, "no stored room \(room)", room: room), status: 404)
+        }
+        var steps: [JSON] = []
+        for step in history.steps where steps.count < query.limit {
+            let json = Self.json(step)
+            if let viewer = query.viewer, json["viewer"]?.stringValue != viewer { continue }
+            if let action = query.action, json["action"]?.stringValue != action { continue }
+            steps.append(json)
+        }
+        return APIError.json(200, ["room": .string(room), "epoch": .string(history.epoch), "version": .int(history.version),
+                                   "oldest": .int(history.oldest), "steps": .array(steps)])
+    }
+
+    /// One step: its provenance's fields (`cause` "unknown" for a step stored before history
+    /// was recorded), `version`, `ops` and the first `pathsShown` paths.
+    static func json(_ step: RoomHistory.Step) -> JSON {
+        var object = (try? JSONParser().parse(step.provenance))?.objectValue ?? ["cause": "unknown"]
+        object["version"] = .int(step.version)
+        let operations = (try? JSONParser().parse(step.frame))?["ops"]?.arrayValue ?? []
+        object["ops"] = .int(operations.count)
+        object["paths"] = .array(operations.prefix(pathsShown).compactMap { $0["path"] })
+        return .object(object)
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import TetherClient
+import TetherJSON
+import TetherTestSupport
+
+/// A room's history on a real daemon: `tether history` names the viewer, client and action of
+/// every kept version, across a restart; only an admin token reads it; the clock's timer steps
+/// say so; arguments are a digest that compares equal.
+@Suite("End to end: a room's history (who changed what)", .serialized)
+@MainActor
+struct HistoryTests {
+    nonisolated static let secret = "history-secret"
+
+    nonisolated static func token(_ subject: String, admin: Bool = false) throws -> String {
+        let result = try Daemon.runToExit(["token", "--secret", secret, "--subject", subject, "--rooms", "*", "--ttl", "600"] + (admin ? ["--admin"] : []))
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    nonisolated static func tether(_ daemon: Daemon, _ arguments: [String], token: String) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runProgram(Daemon.executable("tether"), ["history", "--url", daemon.url, "--token", token] + arguments)
+    }
+
+    /// Sends `actions` as `subject`, each numbered by the client (its id is the client's own).
+    func act(_ daemon: Daemon, as subject: String, _ actions: [(String, JSON)]) async throws {
+        var options = ClientOptions(url: daemon.url, token: try Self.token(subject))
+        options.reconnect.isEnabled = false
+        let client = TetherClient(options: options)
+        try client.connect()
+        let room = client.room("todo:history")
+        try await eventually("\(subject) joined") { room.isSynced }
+        for (action, args) in actions { _ = try await client.send(action, to: "todo:history", args: args) }
+        await client.close()
+    }
+
+    @Test func historyNamesWhoMadeEachVersionAcrossARestart() async throws {
+        let directory = Daemon.temporaryDirectory()
+        var daemon = try Daemon(arguments: ["--auth-secret", Self.secret], dataDirectory: directory)
+        try await act(daemon, as: "alice", [("add", ["title": "milk"]), ("add", ["title": "bread"])])
+        try await act(daemon, as: "bob", [("add", ["title": "milk"])])
+        _ = daemon.stop()
+        daemon = try Daemon(arguments: ["--auth-secret", Self.secret], dataDirectory: directory)
+        defer { _ = daemon.stop() }
+        let admin = try Self.token("ops", admin: true)
+
+        let answer = try Self.tether(daemon, ["todo:history", "--json"], token: admin)
+        #expect(answer.status == 0, "\(answer.stderr)")
+        let json = try JSON(parsing: answer.stdout)
+        let steps = json["steps"]?.arrayValue ?? []
+        #expect(steps.map { $0["version"]?.intValue } == [3, 2, 1], "newest first: \(answer.stdout)")
+        #expect(steps.map { $0["viewer"]?.stringValue } == ["bob", "alice", "alice"])
+        #expect(steps.allSatisfy { $0["cause"] == "action" && $0["action"] == "add" && $0["args"] == nil })
+        let digests = steps.map { $0["argsDigest"]?.stringValue }
+        #expect(digests[0] == digests[2] && digests[0] != digests[1], "equal arguments, equal digests: \(digests)")
+        #expect(Set(steps.compactMap { $0["client"]?.stringValue }).count == 2 && steps.allSatisfy { $0["seq"]?.intValue != nil },
+                "each client's numbered actions: \(steps)")
+        #expect(steps.allSatisfy { $0["paths"]?.arrayValue?.isEmpty == false && $0["ops"]?.intValue == 1 })
+
+        let alice = try Self.tether(daemon, ["todo:history", "--viewer", "alice"], token: admin)
+        let lines = alice.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3 && lines[0].hasPrefix("v2") && lines[1].hasPrefix("v1") && lines[0].contains("alice (") && lines[0].contains(" add args#"),
+                "\(alice.stdout)")
+        #expect(lines.last == "todo:history is at v3; versions from v1 are kept")
+
+        let refused = try Self.tether(daemon, ["todo:history"], token: try Self.token("alice"))
+        #expect(refused.status == 2 && refused.stderr.contains("admin"), "\(refused)")
+    }
+
+    @Test func aTimersStepsSayTheTimerMadeThem() async throws {
+        let daemon = try Daemon(arguments: ["--auth-secret", Self.secret])
+        defer { _ = daemon.stop() }
+        var options = ClientOptions(url: daemon.url, token: try Self.token("carol"))
+        options.reconnect.isEnabled = false
+        let client = TetherClient(options: options)
+        try client.connect()
+        let clock = client.room("clock")
+        try await eventually("the clock ticked twice", timeout: .seconds(10)) { (clock.version ?? 0) >= 2 }
+        await client.close()
+        let admin = try Self.token("ops", admin: true)
+        let answer = try Self.tether(daemon, ["clock", "--json", "--limit", "2"], token: admin)
+        let steps = try JSON(parsing: answer.stdout)["steps"]?.arrayValue ?? []
+        #expect(steps.count == 2 && steps.allSatisfy { $0["cause"] == "timer" && $0["timer"] == 0 && $0["viewer"] == nil }, "\(answer)")
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Logging
+import Testing
+import TetherJSON
+import TetherProtocol
+@testable import TetherServer
+import TetherTestSupport
+
+/// A room's history in the store: each step's provenance in its patch row, read back newest
+/// first; the query of `GET /rooms/{room}/history`; a database older than history.
+@Suite("Room history: provenance in the store")
+struct RoomHistoryTests {
+    static let key: [UInt8] = Array(repeating: 7, count: 32)
+
+    @Test func aStepsProvenanceIsStoredAsItsFields() {
+        let action = StepProvenance(cause: .action("vote"), viewer: "alice", number: ActionNumber(client: "c7", seq: 42),
+                                    args: ["option": "b"], at: 1_764_000_000)
+        let json = action.json(digestKey: Self.key)
+        #expect(json["cause"] == "action" && json["action"] == "vote" && json["viewer"] == "alice" && json["client"] == "c7"
+                && json["seq"] == 42 && json["at"] == 1_764_000_000 && json["args"] == nil)
+        let digest = json["argsDigest"]?.stringValue
+        #expect(digest?.count == 16)
+        #expect(StepProvenance(cause: .action("vote"), args: ["option": "b"], at: 1).json(digestKey: Self.key)["argsDigest"]?.stringValue == digest,
+                "equal arguments, equal digests")
+        #expect(StepProvenance(cause: .action("vote"), args: ["option": "c"], at: 1).json(digestKey: Self.key)["argsDigest"]?.stringValue != digest)
+        #expect(action.json(digestKey: Array(repeating: 8, count: 32))["argsDigest"]?.stringValue != digest, "another database, another key")
+        var kept = action
+        kept.keepsArgs = true
+        #expect(kept.json(digestKey: Self.key)["args"] == ["option": "b"] && kept.json(digestKey: Self.key)["argsDigest"] == nil)
+        let timer = StepProvenance(cause: .timer(1), at: 5).json(digestKey: Self.key)
+        #expect(timer == ["cause": "timer", "timer": 1, "at": 5])
+        #expect(StepProvenance(cause: .action("a"), viewer: "", at: 5).json(digestKey: Self.key)["viewer"] == "")
+        #expect(StepProvenance(cause: .presence, at: 5).json(digestKey: Self.key)["cause"] == "presence")
+        #expect(StepProvenance(cause: .refusedAction("add"), viewer: "bob", at: 5).json(digestKey: Self.key)["cause"] == "refused")
+    }
+
+    @Test(arguments: [
+        (nil, RoomHistoryAnswer.Query()),
+        ("limit=5&before=9", RoomHistoryAnswer.Query(limit: 5, before: 9)),
+        ("viewer=alice&action=vote", RoomHistoryAnswer.Query(viewer: "alice", action: "vote")),
+        ("viewer=&limit=1000", RoomHistoryAnswer.Query(limit: 1_000)),
+    ] as [(String?, RoomHistoryAnswer.Query)])
+    func aQueryIsRead(text: String?, expected: RoomHistoryAnswer.Query) throws {
+        #expect(try RoomHistoryAnswer.query(text).get() == expected)
+    }
+
+    @Test(arguments: ["limit=0", "limit=1001", "limit=ten", "before=0", "before=x"])
+    func aBadQueryIsRefusedSayingWhy(text: String) {
+        guard case .failure(let error) = RoomHistoryAnswer.query(text) else {
+            Issue.record("\(text) taken")
+            return
+        }
+        #expect(error.code == .badMessage && error.message.contains(String(text.prefix { $0 != "=" })))
+    }
+
+    @Test func aStoredStepIsReadBackWithItsProvenanceNewestFirst() throws {
+        let directory = Daemon.temporaryDirectory()
+        let store = try RoomStore(directory: directory, durability: .batch, historyLimit: 100, logger: Logger(label: "test"))
+        defer { store.close() }
+        var start = RoomStore.Commit(room: "todo:a", kind: "todo", epoch: "E", patch: nil, version: 0,
+                                     state: RoomStore.Snapshot(RoomState(published: ["items": []], stored: .null)), lastChange: 1)
+        start.startsEpoch = true
+        store.commit(start)
+        for version in 1...3 {
+            let patch = PatchFrame(room: "todo:a", epoch: "E", from: version - 1, version: version,
+                                   operations: [.add(path: JSONPointer("/items/-"), value: .int(version))])
+            var commit = RoomStore.Commit(room: "todo:a", kind: "todo", epoch: "E", patch: patch, version: version, state: nil, lastChange: version)
+            commit.provenance = version == 2 ? StepProvenance(cause: .timer(0), at: version)
+                                             : StepProvenance(cause: .action("add"), viewer: "v\(version)", at: version)
+            store.commit(commit)
+        }
+        let history = try #require(try store.history(room: "todo:a", before: nil, limit: 10))
+        #expect(history.epoch == "E" && history.version == 3 && history.oldest == 1)
+        let steps = history.steps.map(RoomHistoryAnswer.json)
+        #expect(steps.map { $0["version"]?.intValue } == [3, 2, 1])
+        #expect(steps.map { $0["cause"]?.stringValue } == ["action", "timer", "action"])
+        #expect(steps[0]["viewer"] == "v3" && steps[0]["ops"] == 1 && steps[0]["paths"] == ["/items/-"])
+        #expect(try store.history(room: "todo:a", before: 3, limit: 1)?.steps.map(\.version) == [2], "a page before a version")
+        #expect(try store.history(room: "todo:none", before: nil, limit: 10) == nil)
+    }
+
+    @Test func aDatabaseOlderThanHistoryGetsTheColumnAndItsStepsSayNotRecorded() throws {
+        let directory = Daemon.temporaryDirectory()
+        let path = try RoomStoreMigrationTests.oldDatabase(in: directory)
+        let old = try SQLiteDatabase(path: path)
+        try old.execute("""
+            INSERT INTO patches VALUES('counter:old', 3, CAST('{"type":"patch","room":"counter:old","epoch":"e1","from":2,"version":3,"ops":[{"op":"replace","path":"/count","value":3}]}' AS BLOB));
+            """)
+        let store = try RoomStore(directory: directory, durability: .batch, historyLimit: 10, logger: Logger(label: "test"))
+        defer { store.close() }
+        let steps = try #require(try store.history(room: "counter:old", before: nil, limit: 10)).steps.map(RoomHistoryAnswer.json)
+        #expect(steps.count == 1 && steps[0]["cause"] == "unknown" && steps[0]["version"] == 3 && steps[0]["paths"] == ["/count"])
+        #expect(try RoomStore.digestKey(of: SQLiteDatabase(path: path)) == store.digestKey, "the key is the database's, kept")
+    }
+}
