@@ -29,6 +29,9 @@ final class ClusterNode: Sendable {
     let streamCount: Int
     let lease: Duration
     let metrics: ServerMetrics
+    /// The key of the history's argument digests (`StepProvenance`), the cluster's own: kept in
+    /// the snapshots bucket, the same on every node.
+    let historyKey: [UInt8]
     let logger: Logger
     /// Rooms this node owns now, and the nodes it saw at the last heartbeat.
     private let state = Mutex(State())
@@ -55,7 +58,8 @@ final class ClusterNode: Sendable {
     static let snapshotInterval = 100
 
     init(name: String, messaging: any ClusterMessaging, log: any ClusterLog, owners: any ClusterKeyValue, snapshots: any ClusterKeyValue,
-         nodes: any ClusterKeyValue, streamCount: Int, lease: Duration, metrics: ServerMetrics, logger: Logger,
+         nodes: any ClusterKeyValue, streamCount: Int, lease: Duration, metrics: ServerMetrics,
+         historyKey: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }, logger: Logger,
          leaving: LeavingFlag = LeavingFlag(), close: @escaping @Sendable () -> Void = {}) {
         self.leaving = leaving
         self.close = close
@@ -68,6 +72,7 @@ final class ClusterNode: Sendable {
         self.streamCount = streamCount
         self.lease = lease
         self.metrics = metrics
+        self.historyKey = historyKey
         self.logger = logger
     }
 
@@ -111,9 +116,10 @@ final class ClusterNode: Sendable {
             let owners = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_OWNERS", ttl: configuration.ownershipLease, replicas: replicas) }
             let snapshots = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_SNAPSHOTS", replicas: replicas) }
             let nodes = try await whileElecting(logger) { try await jetStream.keyValue(bucket: "TETHER_NODES", ttl: .seconds(6), replicas: replicas) }
+            let historyKey = try await whileElecting(logger) { try await Self.historyKey(in: snapshots) }
             let node = ClusterNode(name: name, messaging: NATSClusterMessaging(connection: connection), log: NATSClusterLog(jetStream: jetStream),
                                    owners: owners, snapshots: snapshots, nodes: nodes, streamCount: configuration.clusterStreams,
-                                   lease: configuration.ownershipLease, metrics: metrics, logger: logger, leaving: leaving,
+                                   lease: configuration.ownershipLease, metrics: metrics, historyKey: historyKey, logger: logger, leaving: leaving,
                                    close: { connection.close() })
             logger.info("cluster: joined as node \(name) (\(configuration.clusterStreams) log streams, \(configuration.clusterReplicas) replicas, lease \(configuration.ownershipLease))")
             reportDurability(configuration.natsMonitoringURLs, logger: logger)
@@ -126,6 +132,22 @@ final class ClusterNode: Sendable {
             leaving.value.store(true, ordering: .relaxed)
             connection.close()
             throw .clusterStorage("\(error)")
+        }
+    }
+
+    static let historyKeyName = "tether.history.key"
+
+    /// The cluster's history key: the first node makes it, every node reads it.
+    static func historyKey(in snapshots: any ClusterKeyValue) async throws(NATSError) -> [UInt8] {
+        if let entry = try await snapshots.get(historyKeyName) { return entry.value }
+        let made = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let created = await withCheckedContinuation { continuation in
+            snapshots.create(historyKeyName, made) { continuation.resume(returning: $0) }
+        }
+        switch created {
+        case .success: return made
+        case .failure(.keyExists): return try await snapshots.get(historyKeyName)?.value ?? made
+        case .failure(let error): throw error
         }
     }
 

@@ -383,7 +383,13 @@ private struct OwnerLog: RoomLog {
     func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
                 webhooks: [WebhookDelivery], provenance: StepProvenance, state: () -> RoomState) {
         // The step's events go into its log entry: acked with it, then copied to the webhook stream.
-        hand(.patch(step, stored: stored, projections: projections, applied: applied, webhooks: webhooks))
+        var record = provenance
+        record.node = room.node.name
+        var fields = record.json(digestKey: room.node.historyKey).objectValue ?? [:]
+        fields["version"] = .int(step.version)
+        fields["ops"] = .int(step.operations.count)
+        hand(.patch(step, stored: stored, projections: projections, applied: applied, webhooks: webhooks,
+                    provenance: JSON.object(fields).encoded()))
     }
 
     private func hand(_ step: LogAppender.Step) {

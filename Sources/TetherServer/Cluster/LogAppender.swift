@@ -19,12 +19,14 @@ struct LogAppender {
         /// A version step, with its operations on the ViewModel's stored state, the projections it
         /// changed on each node (per-viewer values), the numbered action it applied and its events
         /// for webhook endpoints.
-        case patch(PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, webhooks: [WebhookDelivery] = [])
+        /// `provenance`: the step's record (`StepProvenance`), encoded, for the room's history.
+        case patch(PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, webhooks: [WebhookDelivery] = [],
+                   provenance: [UInt8]? = nil)
         case epochStart(epoch: String, version: Int, frame: [UInt8], stored: JSON)
 
         var version: Int {
             switch self {
-            case .patch(let patch, _, _, _, _): patch.version
+            case .patch(let patch, _, _, _, _, _): patch.version
             case .epochStart(_, let version, _, _): version
             }
         }
@@ -73,6 +75,8 @@ struct LogAppender {
     /// timeout) before its actions are answered as unknown.
     static let undecidedLimit: Duration = .seconds(5)
     static let maxAppendBytes = 256 << 10
+    /// The most the steps' provenance (`Tether-Steps`, a header) may hold in one merged append.
+    static let maxProvenanceBytes = 16 << 10
 
     let node: String
     /// The owner's term while it owns the room (`LogEntry.term`); nil otherwise.
@@ -228,29 +232,35 @@ struct LogAppender {
         case .epochStart(let epoch, let version, let frame, let stored):
             return (LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node, term: term, frame: frame,
                              stored: stored), 1)
-        case .patch(let first, let firstStored, let firstProjections, let firstApplied, let firstWebhooks):
+        case .patch(let first, let firstStored, let firstProjections, let firstApplied, let firstWebhooks, let firstProvenance):
             var last = first
             var bytes = first.operations.count
+            var provenanceBytes = firstProvenance?.count ?? 0
             var count = 1
-            while count < queue.count, case .patch(let next, _, _, _, _) = queue[count], next.epoch == first.epoch,
-                  next.from == last.version, bytes + next.operations.count <= maxAppendBytes {
+            while count < queue.count, case .patch(let next, _, _, _, _, let provenance) = queue[count], next.epoch == first.epoch,
+                  next.from == last.version, bytes + next.operations.count <= maxAppendBytes,
+                  provenanceBytes + (provenance?.count ?? 0) <= maxProvenanceBytes {
                 last = next
                 bytes += next.operations.count
+                provenanceBytes += provenance?.count ?? 0
                 count += 1
             }
             guard count > 1 else {
                 return (LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: first.version, node: node, term: term,
                                  frame: first.frame, projections: firstProjections, stored: storedOperations(firstStored),
-                                 actions: firstApplied.map { [($0, first.version)] } ?? [], webhooks: firstWebhooks), 1)
+                                 actions: firstApplied.map { [($0, first.version)] } ?? [], webhooks: firstWebhooks,
+                                 steps: steps([firstProvenance])), 1)
             }
             var stored: [PatchOperation] = []
             var projections: JSON?
             var actions: [AppliedAction] = []
             var patches: [PatchFrame] = []
             var webhooks: [WebhookDelivery] = []
-            for case .patch(let patch, let storedOperations, let changed, let applied, let events) in queue[0..<count] {
+            var records: [[UInt8]?] = []
+            for case .patch(let patch, let storedOperations, let changed, let applied, let events, let provenance) in queue[0..<count] {
                 patches.append(patch)
                 webhooks += events
+                records.append(provenance)
                 stored += storedOperations  // each step's operations apply after the last's
                 if let changed { projections = merge(projections, changed) }
                 if let applied { actions.append((applied, patch.version)) }
@@ -259,8 +269,21 @@ struct LogAppender {
             PatchFrame.writeMerged(patches, from: first.from, to: last.version, into: &frame)
             return (LogEntry(kind: .patch, epoch: first.epoch, from: first.from, version: last.version, node: node, term: term,
                              frame: frame, projections: projections, stored: storedOperations(stored), actions: actions,
-                             webhooks: webhooks), count)
+                             webhooks: webhooks, steps: steps(records)), count)
         }
+    }
+
+    /// The steps' records as one JSON array (nil when none has one).
+    private static func steps(_ records: [[UInt8]?]) -> [UInt8]? {
+        let present = records.compactMap { $0 }
+        guard !present.isEmpty else { return nil }
+        var array: [UInt8] = [UInt8(ascii: "[")]
+        for (index, record) in present.enumerated() {
+            if index > 0 { array.append(UInt8(ascii: ",")) }
+            array += record
+        }
+        array.append(UInt8(ascii: "]"))
+        return array
     }
 
     /// A message's stored operations, or none. (Not `isEmpty ? nil : …`: JSON takes `nil` as a

@@ -46,6 +46,10 @@ struct LogEntry: Sendable {
     /// The last event of the room the owner had copied into the webhook stream when it appended
     /// this (`PendingWebhooks.key`).
     var webhooksCopied: String?
+    /// What made each of its versions (a JSON array of `StepProvenance` records with `version`
+    /// and `ops`, their operations' count in the frame), for the room's history: the header
+    /// `Tether-Steps`, which nodes that know nothing of it ignore.
+    var steps: [UInt8]?
 
     var headers: NATSHeaders {
         var headers: NATSHeaders = ["Tether-Kind": kind.rawValue, "Tether-Epoch": epoch, "Tether-From": String(from),
@@ -55,6 +59,7 @@ struct LogEntry: Sendable {
         if !actions.isEmpty { headers["Tether-Actions"] = String(decoding: ActionOutcomes.json(actions).encoded(), as: UTF8.self) }
         if let webhooksBytes { headers["Tether-Webhooks-Length"] = String(webhooksBytes.count) }
         if let webhooksCopied { headers["Tether-Webhooks-Copied"] = webhooksCopied }
+        if let steps { headers["Tether-Steps"] = String(decoding: steps, as: UTF8.self) }
         return headers
     }
 
@@ -80,7 +85,7 @@ struct LogEntry: Sendable {
     }
 
     init(kind: Kind, epoch: String, from: Int, version: Int, node: String, term: String, frame: [UInt8], projections: JSON? = nil,
-         stored: JSON? = nil, actions: [AppliedAction] = [], webhooks: [WebhookDelivery] = []) {
+         stored: JSON? = nil, actions: [AppliedAction] = [], webhooks: [WebhookDelivery] = [], steps: [UInt8]? = nil) {
         self.kind = kind
         self.epoch = epoch
         self.from = from
@@ -92,6 +97,7 @@ struct LogEntry: Sendable {
         self.stored = stored
         self.actions = actions
         self.webhooks = webhooks
+        self.steps = steps
     }
 
     init?(headers: NATSHeaders, data: [UInt8]) {
@@ -123,6 +129,7 @@ struct LogEntry: Sendable {
                   term: headers["Tether-Term"] ?? "", frame: frame, projections: projections, stored: stored, actions: ActionOutcomes.records(actions),
                   webhooks: webhooks)
         webhooksCopied = headers["Tether-Webhooks-Copied"]
+        steps = headers["Tether-Steps"].map { Array($0.utf8) }
     }
 }
 

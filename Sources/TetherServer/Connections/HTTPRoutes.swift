@@ -22,7 +22,7 @@ struct HTTPRoutes {
     static let roomsPath = "/rooms"
 
     func answer(_ request: HTTPRequest, responder: HTTPResponder) {
-        if HTTPAPI(rooms: rooms, hub: hub, limits: apiLimits).answer(request, responder: responder, from: request.remoteAddress) { return }
+        if HTTPAPI(rooms: rooms, hub: hub, limits: apiLimits, cluster: cluster).answer(request, responder: responder, from: request.remoteAddress) { return }
         if request.path == "/webhooks" || request.path.hasPrefix("/webhooks/") {
             administerWebhooks(request, responder: responder)
             return

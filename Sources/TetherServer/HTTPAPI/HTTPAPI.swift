@@ -14,6 +14,8 @@ struct HTTPAPI {
     let hub: SessionHub?
     /// That shard's callers' rate buckets.
     let limits: APIRateLimits
+    /// This node's cluster, if any (a room's history is read from its log there).
+    var cluster: ClusterNode? = nil
 
     /// How long an action or read may take before it is answered 504.
     static let answerTimeout: Duration = .seconds(10)
@@ -53,8 +55,10 @@ struct HTTPAPI {
                 responder.respond(HTTPRoutes.refusal(refusal))
                 return true
             }
-            let rooms = self.rooms
-            rooms.queue.execute { responder.respond(RoomHistoryAnswer.answer(room: room, query: request.query, rooms: rooms)) }
+            let rooms = self.rooms, cluster = self.cluster
+            rooms.queue.execute {
+                RoomHistoryAnswer.answer(room: room, query: request.query, rooms: rooms, cluster: cluster) { responder.respond($0) }
+            }
         }
         return true
     }

@@ -55,7 +55,7 @@ enum OpenAPIDocument {
                 ], responses: [
                     "200": json("The steps.", ref("History")), "400": error("A malformed query."), "401": error("No token, or one that does not verify."),
                     "403": error("The token has no admin claim."), "404": error("No stored room of that name, or a server that stores none."),
-                    "429": error("Too many requests."), "500": error("The store could not be read."), "501": error("Not on a cluster yet."),
+                    "429": error("Too many requests."), "503": error("The store or the cluster's log could not be read."),
                 ]),
             ],
             "/rooms/{room}/actions/{action}": [

@@ -43,34 +43,42 @@ enum RoomHistoryAnswer {
         return .success(query)
     }
 
-    /// On the room service's queue: reads wait for the store's writes before them.
-    static func answer(room: String, query text: String?, rooms: RoomService) -> HTTPResponse {
+    /// On the room service's queue: reads wait for the store's writes before them. A cluster
+    /// node reads the room's log instead (`ClusterHistoryReader`) and answers later.
+    static func answer(room: String, query text: String?, rooms: RoomService, cluster: ClusterNode?,
+                       responder: @escaping @Sendable (HTTPResponse) -> Void) {
         let query: Query
         switch Self.query(text) {
         case .success(let parsed): query = parsed
         case .failure(var error):
             error.room = room
-            return APIError.response(error)
+            return responder(APIError.response(error))
         }
-        guard rooms.sharedRoomsAreLocal else {
-            return APIError.response(ProtocolError(.unavailable, "a cluster's history is not served yet: ask a single node's store", room: room), status: 501)
-        }
+        if let cluster { return ClusterHistoryReader.read(room: room, node: cluster) { responder(answer(room: room, $0, query: query)) } }
         guard let store = rooms.store else {
-            return APIError.response(ProtocolError(.unknownRoom, "this server keeps no history: it stores no rooms (--memory-only, or no --data)", room: room), status: 404)
+            return responder(APIError.response(ProtocolError(.unknownRoom, "this server keeps no history: it stores no rooms (--memory-only, or no --data)", room: room), status: 404))
         }
-        let history: RoomHistory?
         do {
             // Filters apply to what is kept (at most --history-max-patches and a snapshot's worth).
             let filtered = query.viewer != nil || query.action != nil
-            history = try store.history(room: room, before: query.before, limit: filtered ? Int.max : query.limit)
+            let history = try store.history(room: room, before: query.before, limit: filtered ? Int.max : query.limit)
+            responder(answer(room: room, .success(history), query: query))
         } catch {
-            return APIError.response(ProtocolError(.internal, "cannot read the history of \(room): \(error)", room: room), status: 500)
+            responder(answer(room: room, .failure(StoreReadError(reason: error.description)), query: query))
         }
-        guard let history else {
-            return APIError.response(ProtocolError(.unknownRoom, "no stored room \(room)", room: room), status: 404)
+    }
+
+    /// The answer for what was read: a room's history (nil: no such room), or why it could
+    /// not be read.
+    static func answer(room: String, _ read: Result<RoomHistory?, StoreReadError>, query: Query) -> HTTPResponse {
+        let history: RoomHistory
+        switch read {
+        case .success(let found?): history = found
+        case .success(nil): return APIError.response(ProtocolError(.unknownRoom, "no room \(room) with a history here", room: room), status: 404)
+        case .failure(let error): return APIError.response(ProtocolError(.unavailable, "cannot read the history of \(room): \(error.reason)", room: room), status: 503)
         }
         var steps: [JSON] = []
-        for step in history.steps where steps.count < query.limit {
+        for step in history.steps where steps.count < query.limit && step.version < (query.before ?? Int.max) {
             let json = Self.json(step)
             if let viewer = query.viewer, json["viewer"]?.stringValue != viewer { continue }
             if let action = query.action, json["action"]?.stringValue != action { continue }
@@ -85,9 +93,14 @@ enum RoomHistoryAnswer {
     static func json(_ step: RoomHistory.Step) -> JSON {
         var object = (try? JSONParser().parse(step.provenance))?.objectValue ?? ["cause": "unknown"]
         object["version"] = .int(step.version)
-        let operations = (try? JSONParser().parse(step.frame))?["ops"]?.arrayValue ?? []
+        let operations = step.operations ?? (try? JSONParser().parse(step.frame))?["ops"]?.arrayValue ?? []
         object["ops"] = .int(operations.count)
         object["paths"] = .array(operations.prefix(pathsShown).compactMap { $0["path"] })
         return .object(object)
+    }
+
+    /// Why a history could not be read.
+    struct StoreReadError: Error {
+        let reason: String
     }
 }

@@ -43,14 +43,16 @@ extension RoomStore {
     }
 }
 
-/// The steps of a room that its store still holds, newest first.
+/// The steps of a room that its store (or a cluster's log) still holds, newest first.
 struct RoomHistory: Sendable {
     struct Step: Sendable {
         let version: Int
         /// The patch as clients got it.
-        let frame: [UInt8]
+        var frame: [UInt8] = []
         /// `StepProvenance`'s stored form; empty when not recorded (a step older than history).
         let provenance: [UInt8]
+        /// Its operations when already read (a cluster's merged entry, split); else the frame's.
+        var operations: [JSON]? = nil
     }
 
     let epoch: String

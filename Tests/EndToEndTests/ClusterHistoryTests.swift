@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+import TetherJSON
+import TetherTestSupport
+
+/// A room's history on a real cluster: every version in the log says who made it and on which
+/// node, through the owner's `kill -9`, and any node answers.
+@Suite("End to end: a room's history on a cluster", .serialized, .timeLimit(.minutes(4)))
+@MainActor
+struct ClusterHistoryTests {
+    func act(_ cluster: ClusterFixture, on node: String, _ range: ClosedRange<Int>) throws {
+        for index in range {
+            let answer = try HTTPAPITests.curl("http://127.0.0.1:\(cluster.node(node).port)", "POST", "/rooms/counter%3Ahistory/actions/increment",
+                                               body: #"{"by": \#(index)}"#, headers: ["Tether-Client: history-\(node)", "Idempotency-Key: \(index)"])
+            #expect(answer.status == 200, "\(answer)")
+        }
+    }
+
+    @Test func everyVersionNamesItsActionClientAndNodeAcrossAFailover() async throws {
+        let cluster = try ClusterFixture()
+        defer { cluster.stop() }
+        try act(cluster, on: "n1", 1...5)
+        let first = try #require(cluster.owner(of: "counter:history"))
+        cluster.node(first).kill9()
+        let other = try #require(["n1", "n2", "n3"].first { $0 != first })
+        try await eventually("a new owner takes actions", timeout: .seconds(30)) {
+            (try? HTTPAPITests.curl("http://127.0.0.1:\(cluster.node(other).port)", "POST", "/rooms/counter%3Ahistory/actions/increment",
+                                    body: #"{"by": 6}"#, headers: ["Tether-Client: history-\(other)", "Idempotency-Key: 6"]).status) == 200
+        }
+        try act(cluster, on: other, 7...8)
+        let second = try #require(cluster.owner(of: "counter:history"))
+        let reader = try #require(["n1", "n2", "n3"].first { $0 != first && cluster.nodes[$0]?.isRunning == true })
+        let answer = try HTTPAPITests.curl("http://127.0.0.1:\(cluster.node(reader).port)", "GET", "/rooms/counter%3Ahistory/history?limit=50")
+        #expect(answer.status == 200, "\(answer)")
+        let steps = try #require(answer.json?["steps"]?.arrayValue)
+        #expect(steps.map { $0["version"]?.intValue } == Array((1...8).reversed()), "every version, newest first: \(steps)")
+        #expect(steps.allSatisfy { $0["cause"] == "action" && $0["action"] == "increment" && $0["ops"] == 1 && $0["paths"] == ["/count"] })
+        #expect(steps.map { $0["seq"]?.intValue } == [8, 7, 6, 5, 4, 3, 2, 1], "each numbered action's number")
+        #expect(steps.suffix(5).allSatisfy { $0["node"]?.stringValue == first }, "the first owner made versions 1 to 5: \(steps)")
+        #expect(steps.prefix(3).allSatisfy { $0["node"]?.stringValue == second }, "the new owner the rest")
+        #expect(Set(steps.compactMap { $0["argsDigest"]?.stringValue }).count == 8, "different arguments, different digests")
+        let filtered = try HTTPAPITests.curl("http://127.0.0.1:\(cluster.node(reader).port)", "GET", "/rooms/counter%3Ahistory/history?limit=2&before=5")
+        #expect(filtered.json?["steps"]?.arrayValue?.map { $0["version"]?.intValue } == [4, 3], "\(filtered)")
+    }
+}

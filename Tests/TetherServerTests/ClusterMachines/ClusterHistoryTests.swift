@@ -1,0 +1,52 @@
+import Testing
+import TetherJSON
+import TetherState
+@testable import TetherServer
+
+/// A cluster room's history: the owner's records ride in its log entries, merged appends keep
+/// one per version, and the reader splits them back with their operations.
+@Suite("Cluster history: records in log entries")
+struct ClusterHistoryRecordTests {
+    static func step(_ version: Int, operations: Int = 1, record: JSON? = nil) -> LogAppender.Step {
+        let ops = (0..<operations).map { PatchOperation.replace(path: try! JSONPointer(parsing: "/n\($0)"), value: .int(version)) }
+        let provenance = record ?? ["cause": "action", "action": "add", "viewer": .string("v\(version)"), "version": .int(version), "ops": .int(operations)]
+        return .patch(PatchFrame(room: "r", epoch: "E", from: version - 1, version: version, operations: ops),
+                      stored: [], projections: nil, applied: nil, provenance: provenance.encoded())
+    }
+
+    @Test func aMergedAppendKeepsOneRecordPerVersionAndTheReaderSplitsItsOperations() throws {
+        let (entry, count) = LogAppender.batch([Self.step(5, operations: 2), Self.step(6), Self.step(7, operations: 3)], node: "a", term: "T")
+        #expect(count == 3 && entry.from == 4 && entry.version == 7)
+        let read = try #require(LogEntry(headers: entry.headers, data: entry.data), "through the message's headers")
+        let steps = ClusterHistoryReader.split(read).map(RoomHistoryAnswer.json)
+        #expect(steps.map { $0["version"]?.intValue } == [5, 6, 7])
+        #expect(steps.map { $0["ops"]?.intValue } == [2, 1, 3])
+        #expect(steps[0]["paths"] == ["/n0", "/n1"] && steps[2]["paths"] == ["/n0", "/n1", "/n2"] && steps[1]["viewer"] == "v6")
+    }
+
+    @Test func anAppendStopsMergingAtTheRecordsBudget() {
+        let big: JSON = ["cause": "action", "args": .string(String(repeating: "x", count: LogAppender.maxProvenanceBytes / 2)), "version": 1, "ops": 1]
+        let (_, count) = LogAppender.batch([Self.step(1, record: big), Self.step(2, record: big), Self.step(3, record: big)], node: "a", term: "T")
+        #expect(count == 1, "two records over the budget do not go in one message")
+    }
+
+    @Test func anEntryWithoutRecordsIsOneStepOfUnknownCause() {
+        let entry = LogEntry(kind: .patch, epoch: "E", from: 2, version: 4, node: "a", term: "T",
+                             frame: PatchFrame(room: "r", epoch: "E", from: 2, version: 4, operations: [.remove(path: JSONPointer("/x"))]).frame)
+        let steps = ClusterHistoryReader.split(entry).map(RoomHistoryAnswer.json)
+        #expect(steps.count == 1 && steps[0]["version"] == 4 && steps[0]["cause"] == "unknown" && steps[0]["ops"] == 1)
+    }
+
+    @Test func theHistoryIsTheLastEpochsNewestFirst() throws {
+        func entry(_ epoch: String, _ version: Int, kind: LogEntry.Kind = .patch) -> LogEntry {
+            guard kind == .patch, case .patch(let frame, _, _, _, _, let provenance) = Self.step(version) else {
+                return LogEntry(kind: kind, epoch: epoch, from: version, version: version, node: "a", term: "T", frame: [])
+            }
+            return LogEntry(kind: .patch, epoch: epoch, from: version - 1, version: version, node: "a", term: "T", frame: frame.frame,
+                            steps: provenance.map { [UInt8(ascii: "[")] + $0 + [UInt8(ascii: "]")] })
+        }
+        let history = try #require(ClusterHistoryReader.history([entry("OLD", 1), entry("NEW", 0, kind: .snapshot), entry("NEW", 1), entry("NEW", 2)]))
+        #expect(history.epoch == "NEW" && history.version == 2 && history.oldest == 1 && history.steps.map(\.version) == [2, 1])
+        #expect(ClusterHistoryReader.history([]) == nil)
+    }
+}
