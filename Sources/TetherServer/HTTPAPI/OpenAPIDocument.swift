@@ -47,7 +47,7 @@ enum OpenAPIDocument {
                 "get": operation("A stored room's kept versions, newest first: what made each (an action, a timer, presence), who and when, and the paths it changed (an admin token).", extra: [
                     "parameters": .array([
                         ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": .int(RoomHistoryAnswer.maxLimit)]],
-                        ["name": "before", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1],
+                        ["name": "before", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": .int(Int.max)],
                          "description": "Only versions before this one (the next page)."],
                         ["name": "viewer", "in": "query", "required": false, "schema": printable],
                         ["name": "action", "in": "query", "required": false, "schema": printable],
