@@ -41,6 +41,11 @@ public struct RoomAdministration: Sendable {
         return try await request("GET", path: "/rooms/" + Self.encoded(room) + "/history" + (pairs.isEmpty ? "" : "?" + pairs.joined(separator: "&")))
     }
 
+    /// `GET /rooms/NAME/state?at=VERSION`: the room's published state at an earlier version.
+    public func state(room: String, at version: Int) async throws -> Answer {
+        try await request("GET", path: "/rooms/" + Self.encoded(room) + "/state?at=\(version)")
+    }
+
     private static func encoded(_ room: String) -> String {
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "/%")

@@ -96,3 +96,46 @@ struct History: AsyncParsableCommand {
         }
     }
 }
+
+/// `tether show ROOM --at V`: a stored room's published state at an earlier version
+/// (`GET /rooms/NAME/state?at=V`). An admin token, as for `tether history`.
+struct Show: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a room's state at an earlier version, as its clients saw it then.",
+        discussion: """
+            The server rebuilds it from a snapshot and the patches after it: any version that \
+            `tether history` lists, back to the oldest snapshot kept. Per-viewer values and the \
+            ViewModel's stored state are never shown. Exits 2 when the server refuses (no admin \
+            token, a version no longer kept), 1 when it cannot be reached.
+            Example: tether show vote:lunch --at 12
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(help: "The room: KIND or KIND:INSTANCE.")
+    var room: String
+
+    @Option(help: "The version.")
+    var at: Int
+
+    @Flag(help: "Print the server's answer as one JSON line: {room, kind, epoch, version, state}.")
+    var json = false
+
+    func run() async throws {
+        Output.prepareProcess(logLevel: connection.logLevel)
+        let answer = try await WebhooksCommand.ask(connection, "show \(room) at version \(at)") { try await $0.state(room: room, at: at) }
+        if json { return Output.writeLine(answer.body) }
+        Output.writeLine(Array("\(room) at v\(at) (epoch \(answer.json?["epoch"]?.stringValue ?? "?"))".utf8))
+        Output.writeLine(Array(Self.pretty(answer.json?["state"] ?? .null).utf8))
+    }
+
+    /// Two-space indented JSON, keys sorted.
+    static func pretty(_ json: JSON) -> String {
+        let bytes = Data(json.encoded())
+        guard let object = try? JSONSerialization.jsonObject(with: bytes, options: [.fragmentsAllowed]),
+              let text = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed]) else {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

@@ -93,3 +93,56 @@ struct RoomHistoryTests {
         #expect(try RoomStore.digestKey(of: SQLiteDatabase(path: path)) == store.digestKey, "the key is the database's, kept")
     }
 }
+
+/// The state at any kept version, rebuilt by the store from a snapshot and the patches after
+/// it, equals the state the room had then: random steps, every version checked, with patches
+/// and snapshots trimmed as a long-lived room's are.
+@Suite("Room history: the state at a version")
+struct StateAtVersionTests {
+    /// A random step on `{"n": Int, "items": [Int]}`.
+    static func step(_ state: JSON, random: inout some RandomNumberGenerator) -> [PatchOperation] {
+        let items = state["items"]?.arrayValue ?? []
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0: return [.replace(path: try! JSONPointer(parsing: "/n"), value: .int(Int.random(in: 0..<1_000, using: &random)))]
+        case 1 where !items.isEmpty: return [.remove(path: try! JSONPointer(parsing: "/items/0"))]
+        default: return [.add(path: try! JSONPointer(parsing: "/items/-"), value: .int(Int.random(in: 0..<1_000, using: &random)))]
+        }
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func everyKeptVersionRebuildsToTheStateItHad(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed)
+        let store = try RoomStore(directory: Daemon.temporaryDirectory(), durability: .batch, historyLimit: 30, logger: Logger(label: "test"))
+        defer { store.close() }
+        var state: JSON = ["n": 0, "items": []]
+        var states = [state]
+        var start = RoomStore.Commit(room: "r", kind: "k", epoch: "E", patch: nil, version: 0,
+                                     state: RoomStore.Snapshot(RoomState(published: state, stored: .null)), lastChange: 0)
+        start.startsEpoch = true
+        store.commit(start)
+        for version in 1...250 {
+            let operations = Self.step(state, random: &random)
+            try state.apply(operations)
+            states.append(state)
+            let patch = PatchFrame(room: "r", epoch: "E", from: version - 1, version: version, operations: operations)
+            // A snapshot every 10 versions, as a room's log takes one every 100.
+            let snapshot = version % 10 == 0 ? RoomStore.Snapshot(RoomState(published: state, stored: .null)) : nil
+            store.commit(RoomStore.Commit(room: "r", kind: "k", epoch: "E", patch: patch, version: version, state: snapshot, lastChange: version))
+        }
+        var kept = 0
+        for version in 0...250 {
+            switch try store.state(room: "r", at: version) {
+            case .state(let epoch, let rebuilt):
+                #expect(epoch == "E" && rebuilt == states[version], "version \(version)")
+                kept += 1
+            case .notKept(let oldest, let newest):
+                #expect(version < oldest && newest == 250, "version \(version) is kept from \(oldest)")
+            case .noRoom:
+                Issue.record("the room is stored")
+            }
+        }
+        #expect(kept >= 30, "at least the patches kept for resuming: \(kept)")
+        #expect(try store.state(room: "r", at: 251) == .notKept(oldest: 250 - kept + 1, newest: 250))
+        #expect(try store.state(room: "none", at: 1) == .noRoom)
+    }
+}

@@ -11,6 +11,8 @@ enum APIRoute: Equatable {
     case events(room: String)
     /// `GET /rooms/{room}/history`: who made each kept version (admins).
     case history(room: String)
+    /// `GET /rooms/{room}/state?at=V`: the state at an earlier version (admins).
+    case stateAt(room: String)
     /// `GET /kinds`, `GET /kinds/{kind}`
     case kinds(kind: String?)
     /// `GET /openapi.json`
@@ -40,7 +42,7 @@ enum APIRoute: Equatable {
             self = method == "POST" ? .act(room: room, action: action) : .methodNotAllowed(allow: "POST")
             return
         }
-        for (suffix, route) in [("/members", APIRoute.members), ("/events", APIRoute.events), ("/history", APIRoute.history)] where rest.hasSuffix(suffix) && rest.count > suffix.count {
+        for (suffix, route) in [("/members", APIRoute.members), ("/events", APIRoute.events), ("/history", APIRoute.history), ("/state", APIRoute.stateAt)] where rest.hasSuffix(suffix) && rest.count > suffix.count {
             self = method == "GET" ? route(String(rest.dropLast(suffix.count))) : .methodNotAllowed(allow: "GET, HEAD")
             return
         }

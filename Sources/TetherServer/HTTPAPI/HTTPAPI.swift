@@ -49,16 +49,15 @@ struct HTTPAPI {
         case .events(let room):
             events(room: room, request, responder: responder, from: address)
         case .history(let room):
-            let facts = Admission.Facts(now: rooms.runtime.clock.secondsSince1970)
-            if case .failure(let refusal) = Admission.decide(.administer(token: Self.bearerToken(request.authorization)), facts: facts,
-                                                            settings: rooms.configuration) {
-                responder.respond(HTTPRoutes.refusal(refusal))
-                return true
-            }
+            guard administers(request, responder: responder) else { return true }
             let rooms = self.rooms, cluster = self.cluster
             rooms.queue.execute {
                 RoomHistoryAnswer.answer(room: room, query: request.query, rooms: rooms, cluster: cluster) { responder.respond($0) }
             }
+        case .stateAt(let room):
+            guard administers(request, responder: responder) else { return true }
+            let rooms = self.rooms, cluster = self.cluster
+            rooms.queue.execute { responder.respond(RoomHistoryAnswer.state(room: room, query: request.query, rooms: rooms, clustered: cluster != nil)) }
         }
         return true
     }
@@ -139,6 +138,16 @@ struct HTTPAPI {
             return nil
         }
         return kind
+    }
+
+    /// Whether the request carries what room administration needs (an admin token where tokens
+    /// are checked); else it is answered with the refusal.
+    private func administers(_ request: HTTPRequest, responder: HTTPResponder) -> Bool {
+        let facts = Admission.Facts(now: rooms.runtime.clock.secondsSince1970)
+        guard case .failure(let refusal) = Admission.decide(.administer(token: Self.bearerToken(request.authorization)), facts: facts,
+                                                            settings: rooms.configuration) else { return true }
+        responder.respond(HTTPRoutes.refusal(refusal))
+        return false
     }
 
     private func withinRate(_ caller: String, responder: HTTPResponder, room: String?) -> Bool {

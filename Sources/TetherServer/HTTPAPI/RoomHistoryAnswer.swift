@@ -88,6 +88,34 @@ enum RoomHistoryAnswer {
                                    "oldest": .int(history.oldest), "steps": .array(steps)])
     }
 
+    /// `GET /rooms/{room}/state?at=V`: the published state at version V, rebuilt by the store
+    /// (`RoomStore.state(room:at:)`); 410 for a version it no longer rebuilds.
+    static func state(room: String, query: String?, rooms: RoomService, clustered: Bool) -> HTTPResponse {
+        guard let text = APIArguments.queryValue("at", in: query), let version = Int(text), version >= 0 else {
+            return APIError.response(ProtocolError(.badMessage, "at must be a version: GET /rooms/{room}/state?at=VERSION", room: room))
+        }
+        guard !clustered else {
+            return APIError.response(ProtocolError(.unavailable, "the state at an earlier version is not rebuilt on a cluster yet", room: room), status: 501)
+        }
+        guard let store = rooms.store else {
+            return APIError.response(ProtocolError(.unknownRoom, "this server keeps no history: it stores no rooms (--memory-only, or no --data)", room: room), status: 404)
+        }
+        do {
+            switch try store.state(room: room, at: version) {
+            case .state(let epoch, let state):
+                return APIError.json(200, ["room": .string(room), "kind": .string(String(room.prefix { $0 != ":" })), "epoch": .string(epoch),
+                                           "version": .int(version), "state": state])
+            case .notKept(let oldest, let newest):
+                let why = version > newest ? "\(room) is at version \(newest)" : "the store rebuilds \(room) from version \(oldest) to \(newest)"
+                return APIError.response(ProtocolError(.unknownRoom, "version \(version) is not kept: \(why)", room: room), status: 410)
+            case .noRoom:
+                return APIError.response(ProtocolError(.unknownRoom, "no stored room \(room)", room: room), status: 404)
+            }
+        } catch {
+            return APIError.response(ProtocolError(.unavailable, "cannot rebuild \(room) at \(version): \(error)", room: room), status: 503)
+        }
+    }
+
     /// One step: its provenance's fields (`cause` "unknown" for a step stored before history
     /// was recorded), `version`, `ops` and the first `pathsShown` paths.
     static func json(_ step: RoomHistory.Step) -> JSON {

@@ -332,6 +332,7 @@ package final class RoomStore: Sendable {
                 case .statement(let statement):
                     try statement(database)
                 case .delete(let room):
+                    try Self.forgetHistory(room: room, in: database)
                     try forget.run(.text(room))
                     try forgetActions.run(.text(room))
                     try remove.run(.text(room))
@@ -353,6 +354,8 @@ package final class RoomStore: Sendable {
                         try snapshot.run(.text(commit.room), .text(commit.kind), .text(commit.epoch), .int(commit.version), .blob(state.published),
                                          .int(commit.lastChange), .blob(state.stored))
                         try trim.run(.text(commit.room), .int(commit.version - historyLimit))
+                        try Self.keepHistorySnapshot(room: commit.room, version: commit.version, state: state.published,
+                                                     startsEpoch: commit.startsEpoch, in: database)
                     } else {
                         try advance.run(.int(commit.version), .text(commit.epoch), .int(commit.lastChange), .text(commit.room))
                     }
