@@ -126,16 +126,23 @@ struct Show: AsyncParsableCommand {
         let answer = try await WebhooksCommand.ask(connection, "show \(room) at version \(at)") { try await $0.state(room: room, at: at) }
         if json { return Output.writeLine(answer.body) }
         Output.writeLine(Array("\(room) at v\(at) (epoch \(answer.json?["epoch"]?.stringValue ?? "?"))".utf8))
-        Output.writeLine(Array(Self.pretty(answer.json?["state"] ?? .null).utf8))
+        // Line by line: writeLine puts a JSON text that spans lines back onto one.
+        for line in Self.pretty(answer.json?["state"] ?? .null).split(separator: "\n") { Output.writeLine(Array(line.utf8)) }
     }
 
     /// Two-space indented JSON, keys sorted.
-    static func pretty(_ json: JSON) -> String {
-        let bytes = Data(json.encoded())
-        guard let object = try? JSONSerialization.jsonObject(with: bytes, options: [.fragmentsAllowed]),
-              let text = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed]) else {
-            return String(decoding: bytes, as: UTF8.self)
+    static func pretty(_ json: JSON, indent: String = "") -> String {
+        let inner = indent + "  "
+        switch json {
+        case .object(let fields) where !fields.isEmpty:
+            let members = fields.keys.sorted().map { key in
+                inner + String(decoding: JSON.string(key).encoded(), as: UTF8.self) + ": " + pretty(fields[key] ?? .null, indent: inner)
+            }
+            return "{\n" + members.joined(separator: ",\n") + "\n" + indent + "}"
+        case .array(let items) where !items.isEmpty:
+            return "[\n" + items.map { inner + pretty($0, indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
+        default:
+            return String(decoding: json.encoded(), as: UTF8.self)
         }
-        return String(decoding: text, as: UTF8.self)
     }
 }

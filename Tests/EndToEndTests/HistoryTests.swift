@@ -63,6 +63,18 @@ struct HistoryTests {
                 "\(alice.stdout)")
         #expect(lines.last == "todo:history is at v3; versions from v1 are kept")
 
+        // The state at each version, as the mirrors saw it then.
+        let titles = { (version: Int) throws -> [String] in
+            let shown = try runProgram(Daemon.executable("tether"), ["show", "--url", daemon.url, "--token", admin, "todo:history", "--at", "\(version)", "--json"])
+            #expect(shown.status == 0, "\(shown.stderr)")
+            return try JSON(parsing: shown.stdout)["state"]?["items"]?.arrayValue?.compactMap { $0["title"]?.stringValue } ?? []
+        }
+        #expect(try titles(1) == ["milk"] && titles(2) == ["milk", "bread"] && titles(3) == ["milk", "bread", "milk"])
+        let human = try runProgram(Daemon.executable("tether"), ["show", "--url", daemon.url, "--token", admin, "todo:history", "--at", "1"])
+        #expect(human.stdout.hasPrefix("todo:history at v1 (epoch ") && human.stdout.contains("      \"title\": \"milk\""), "\(human.stdout)")
+        let future = try runProgram(Daemon.executable("tether"), ["show", "--url", daemon.url, "--token", admin, "todo:history", "--at", "9"])
+        #expect(future.status == 2 && future.stderr.contains("version 9 is not kept: todo:history is at version 3"), "\(future)")
+
         let refused = try Self.tether(daemon, ["todo:history"], token: try Self.token("alice"))
         #expect(refused.status == 2 && refused.stderr.contains("admin"), "\(refused)")
     }

@@ -33,13 +33,8 @@ enum RoomHistoryAnswer {
             guard let value = Int(before), value > 0 else { return .failure(ProtocolError(.badMessage, "before must be a version, not \(before)")) }
             query.before = value
         }
-        for name in ["viewer", "action"] {
-            guard let value = APIArguments.queryValue(name, in: text), !value.isEmpty else { continue }
-            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
-                return .failure(ProtocolError(.badMessage, "\(name) holds a control character"))
-            }
-            if name == "viewer" { query.viewer = value } else { query.action = value }
-        }
+        query.viewer = APIArguments.queryValue("viewer", in: text).flatMap { $0.isEmpty ? nil : $0 }
+        query.action = APIArguments.queryValue("action", in: text).flatMap { $0.isEmpty ? nil : $0 }
         return .success(query)
     }
 
