@@ -15,12 +15,15 @@ struct HTTPAPIFuzzTests {
         let token = minted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONPATH"] = Repository.root.appendingPathComponent(".tools/schemathesis").path
+        // One worker: with two, Hypothesis on Python 3.11 sometimes fails describing a filter
+        // ("AST constructor recursion depth mismatch", compiling on two threads at once), an
+        // error of the tool that failed 2 runs in 7; with one, 6 of 6 passed.
         // unsupported_method is left out: libwebsockets answers a method it does not parse
         // (TRACE) with 403 before tetherd sees it; the methods it parses get 405 (below).
         let result = try runProgram(URL(fileURLWithPath: "/usr/bin/python3"), [
             "-m", "schemathesis.cli", "--config-file", Repository.root.appendingPathComponent("Tests/HTTP/schemathesis.toml").path,
             "run", "http://127.0.0.1:\(daemon.port)/openapi.json", "--checks", "all", "--exclude-checks", "unsupported_method",
-            "-H", "Authorization: Bearer \(token)", "--max-examples", "20", "--seed", "1", "--workers", "2", "--request-timeout", "15",
+            "-H", "Authorization: Bearer \(token)", "--max-examples", "20", "--seed", "1", "--workers", "1", "--request-timeout", "15",
         ], environment: environment, timeout: .seconds(240))
         #expect(result.status == 0, "schemathesis (run Scripts/setup.sh to install it): \(result.stdout.suffix(6000)) \(result.stderr.suffix(2000))")
         #expect(result.stdout.contains(" passed"), "\(result.stdout.suffix(2000))")

@@ -340,7 +340,7 @@ extension ClusteredRoom {
     }
 
     /// A step the owner's ViewModel produced in `term`, for the log.
-    fileprivate func ownerProduced(_ step: LogAppender.Step, term: String) {
+    func ownerProduced(_ step: LogAppender.Step, term: String) {
         perform(appender.produced(step, term: term, now: now))
     }
 
@@ -348,7 +348,7 @@ extension ClusteredRoom {
     /// owner's `Room` has no subscribers: each node's replica serves them). An ack waits for the
     /// version it names (a repeat's, answered from the record, may be stored long since); an
     /// error for every step produced before it.
-    fileprivate func ownerReleased(_ deliveries: [RoomDelivery], term: String) {
+    func ownerReleased(_ deliveries: [RoomDelivery], term: String) {
         for case .reply(let outcome, let target) in deliveries {
             var version = appender.producedVersion
             if case .applied(let applied) = outcome { version = applied }
@@ -363,46 +363,4 @@ extension ClusteredRoom {
                                    deadline: replyDeadline(for: target)))
         }
     }
-}
-
-/// The log of the owner's `Room`: the room's fenced stream. Its steps are appended there (and
-/// a new epoch's snapshot first), its replies wait for them; a room taken over continues from
-/// the replica's state.
-private struct OwnerLog: RoomLog {
-    let room: ClusteredRoom
-    let term: String
-    let restored: StoredRoom?
-
-    func restore() -> StoredRoom? { restored }
-
-    func startEpoch(_ epoch: String, version: Int, state: RoomState, lastChange: Int) {
-        let frame = ServerMessage.snapshot(room: room.name, epoch: epoch, version: version, state: state.published).encoded()
-        hand(.epochStart(epoch: epoch, version: version, frame: frame, stored: state.stored))
-    }
-
-    func append(_ step: PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, lastChange: Int,
-                webhooks: [WebhookDelivery], provenance: StepProvenance, state: () -> RoomState) {
-        // The step's events go into its log entry: acked with it, then copied to the webhook stream.
-        var record = provenance
-        record.node = room.node.name
-        var fields = record.json(digestKey: room.node.historyKey).objectValue ?? [:]
-        fields["version"] = .int(step.version)
-        fields["ops"] = .int(step.operations.count)
-        hand(.patch(step, stored: stored, projections: projections, applied: applied, webhooks: webhooks,
-                    provenance: JSON.object(fields).encoded()))
-    }
-
-    private func hand(_ step: LogAppender.Step) {
-        let term = self.term
-        room.execute { $0.ownerProduced(step, term: term) }
-    }
-
-    func release(_ deliveries: [RoomDelivery]) {
-        let term = self.term
-        room.execute { $0.ownerReleased(deliveries, term: term) }
-    }
-
-    // The log keeps the room: nothing to store when the owner's `Room` stops, or to forget here.
-    func close(epoch: String, version: Int, state: RoomState, lastChange: Int) {}
-    func delete() {}
 }
