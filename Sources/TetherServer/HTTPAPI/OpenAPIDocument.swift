@@ -136,6 +136,7 @@ enum OpenAPIDocument {
             "200": json("Applied: its effects are in the state at `version` or earlier.", ref("ActionResult")),
             "400": error("Not JSON, or bad idempotency headers."), "401": error("No token, or one that does not verify."),
             "403": error("The token does not allow acting on the room."), "404": error("No such room or action."),
+            "405": error("The path names no action: a room name holding a control character (%0D) is cut there by the transport."),
             "409": error("A numbered action older than those the room remembers."), "413": error("The body is too large."),
             "422": error("The arguments are wrong, or the ViewModel refused them."), "429": error("Too many requests."),
             "500": error("The ViewModel failed."), "503": error("The room cannot take actions now."),
