@@ -102,6 +102,7 @@ struct History: AsyncParsableCommand {
 struct Show: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a room's state at an earlier version, as its clients saw it then.",
+        usage: "tether show [--url <url>] [--token-file <file>] [--json] <room> --at <v>",
         discussion: """
             The server rebuilds it from a snapshot and the patches after it: any version that \
             `tether history` lists, back to the oldest snapshot kept. Per-viewer values and the \
