@@ -45,7 +45,7 @@ struct History: AsyncParsableCommand {
         if let viewer { query.append(("viewer", viewer)) }
         if let action { query.append(("action", action)) }
         if let before { query.append(("before", String(before))) }
-        let answer = try await WebhooksCommand.ask(connection, "read the history of \(room)") { try await $0.history(room: room, query: query) }
+        let answer = try await AdminCommand.ask(connection, "read the history of \(room)") { try await $0.history(room: room, query: query) }
         if json { return Output.writeLine(answer.body) }
         for line in Self.lines(answer.json ?? .null) { Output.writeLine(Array(line.utf8)) }
     }
@@ -124,7 +124,7 @@ struct Show: AsyncParsableCommand {
 
     func run() async throws {
         Output.prepareProcess(logLevel: connection.logLevel)
-        let answer = try await WebhooksCommand.ask(connection, "show \(room) at version \(at)") { try await $0.state(room: room, at: at) }
+        let answer = try await AdminCommand.ask(connection, "show \(room) at version \(at)") { try await $0.state(room: room, at: at) }
         if json { return Output.writeLine(answer.body) }
         Output.writeLine(Array("\(room) at v\(at) (epoch \(answer.json?["epoch"]?.stringValue ?? "?"))".utf8))
         // Line by line: writeLine puts a JSON text that spans lines back onto one.

@@ -25,7 +25,7 @@ struct Webhooks: AsyncParsableCommand {
 
         func run() async throws {
             Output.prepareProcess(logLevel: connection.logLevel)
-            let answer = try await WebhooksCommand.ask(connection, "list the webhooks") { try await $0.webhooks() }
+            let answer = try await AdminCommand.ask(connection, "list the webhooks") { try await $0.webhooks() }
             if json { return Output.writeLine(answer.body) }
             let endpoints = answer.json?["webhooks"]?.arrayValue ?? []
             if endpoints.isEmpty { return Output.writeLine(Array("no webhook endpoints (the config file's webhooks: list)".utf8)) }
@@ -53,7 +53,7 @@ struct Webhooks: AsyncParsableCommand {
 
         func run() async throws {
             Output.prepareProcess(logLevel: connection.logLevel)
-            let answer = try await WebhooksCommand.ask(connection, "retry \(endpoint)") { try await $0.webhook(endpoint, "retry") }
+            let answer = try await AdminCommand.ask(connection, "retry \(endpoint)") { try await $0.webhook(endpoint, "retry") }
             Output.writeLine(Array("\(endpoint): \(answer.json?["revived"]?.intValue ?? 0) dead event(s) pending again".utf8))
         }
     }
@@ -67,7 +67,7 @@ struct Webhooks: AsyncParsableCommand {
 
         func run() async throws {
             Output.prepareProcess(logLevel: connection.logLevel)
-            let answer = try await WebhooksCommand.ask(connection, "test \(endpoint)") { try await $0.webhook(endpoint, "test") }
+            let answer = try await AdminCommand.ask(connection, "test \(endpoint)") { try await $0.webhook(endpoint, "test") }
             let milliseconds = answer.json?["milliseconds"]?.intValue ?? 0
             if let status = answer.json?["status"]?.intValue {
                 Output.writeLine(Array("\(endpoint): HTTP \(status) in \(milliseconds) ms".utf8))
@@ -77,23 +77,5 @@ struct Webhooks: AsyncParsableCommand {
                 throw ExitCode(Output.serverError)
             }
         }
-    }
-}
-
-enum WebhooksCommand {
-    static func ask(_ connection: ConnectionOptions, _ what: String,
-                    _ request: (RoomAdministration) async throws -> RoomAdministration.Answer) async throws -> RoomAdministration.Answer {
-        let options = try connection.clientOptions(reconnect: false)
-        let answer: RoomAdministration.Answer
-        do {
-            answer = try await request(RoomAdministration(options: options, timeout: connection.timeoutDuration))
-        } catch {
-            throw Output.failure("cannot reach \(options.urls[0]): \(Output.describe(error))")
-        }
-        guard answer.status == 200 else {
-            let reason = AuthAdvice.roomAdministration(status: answer.status, serverReason: answer.errorMessage, hadToken: options.token != nil)
-            throw Output.failure("cannot \(what): \(reason)", code: Output.serverError)
-        }
-        return answer
     }
 }

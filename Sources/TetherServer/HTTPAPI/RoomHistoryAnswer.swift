@@ -51,7 +51,7 @@ enum RoomHistoryAnswer {
         }
         if let cluster { return ClusterHistoryReader.read(room: room, node: cluster) { responder(answer(room: room, $0, query: query)) } }
         guard let store = rooms.store else {
-            return responder(APIError.response(ProtocolError(.unknownRoom, "this server keeps no history: it stores no rooms (--memory-only, or no --data)", room: room), status: 404))
+            return responder(noHistory(room))
         }
         do {
             // Filters apply to what is kept (at most --history-max-patches and a snapshot's worth).
@@ -93,7 +93,7 @@ enum RoomHistoryAnswer {
             return APIError.response(ProtocolError(.unavailable, "the state at an earlier version is not rebuilt on a cluster yet", room: room), status: 501)
         }
         guard let store = rooms.store else {
-            return APIError.response(ProtocolError(.unknownRoom, "this server keeps no history: it stores no rooms (--memory-only, or no --data)", room: room), status: 404)
+            return noHistory(room)
         }
         do {
             switch try store.state(room: room, at: version) {
@@ -109,6 +109,12 @@ enum RoomHistoryAnswer {
         } catch {
             return APIError.response(ProtocolError(.unavailable, "cannot rebuild \(room) at \(version): \(error)", room: room), status: 503)
         }
+    }
+
+    /// A server without a store keeps no history.
+    private static func noHistory(_ room: String) -> HTTPResponse {
+        APIError.response(ProtocolError(.unknownRoom, "this server keeps no history: it stores no rooms (--memory-only, or no --data)", room: room),
+                          status: 404)
     }
 
     /// One step: its provenance's fields (`cause` "unknown" for a step stored before history
