@@ -22,6 +22,9 @@ public final class JetStream: @unchecked Sendable {
     /// Tests only: catch-up consumers behave as if served by a replica whose log ends at this
     /// stream sequence (a follower behind its leader); nil (always, outside tests): they don't.
     package let consumerReplicaEndForTests = Mutex<UInt64?>(nil)
+    /// Tests only: catch-up consumers lose the message with this consumer sequence on the way (as
+    /// the C client drops messages for a slow consumer); nil outside tests.
+    package let consumerDropsForTests = Mutex<UInt64?>(nil)
 
     init(connection: NATSConnection, timeout: Duration) throws(NATSError) {
         self.connection = connection

@@ -6,8 +6,11 @@ extension JetStream {
     /// Reads the messages of `subject` in `stream` from `startSequence` on, in stream order, up to
     /// the end of the stream (messages appended meanwhile included).
     ///
-    /// It reads through an ordered consumer (an ephemeral push consumer, 82,000–108,000 messages/s
-    /// measured). Creating a consumer needs the JetStream meta leader, which is re-elected for
+    /// It reads through an ephemeral push consumer (82,000–108,000 messages/s measured), not the
+    /// C client's ordered consumer: libnats 3.4.1 recreates an ordered consumer on a thread of its
+    /// own after missed heartbeats or a gap, and that thread dereferences NULL when its UNSUB can't
+    /// be sent (the connection closed, a write timed out): CI crashed there. A gap in the consumer
+    /// sequence (messages dropped for a slow consumer) sends the read to the leader instead. Creating a consumer needs the JetStream meta leader, which is re-elected for
     /// several seconds after the server holding it dies; if the consumer can't be created within
     /// `consumerTimeout`, the read goes on with one message-get request per message instead
     /// (answered by the stream leader, about 2,000 messages/s).
@@ -33,7 +36,7 @@ extension JetStream {
             case .success(let last):
                 guard let last, last.sequence >= startSequence else { return completion(.success(nil)) }
                 let reader = CatchUpReader(jetStream: self, stream: stream, subject: subject, from: startSequence, target: last.sequence, handler: handler, completion: completion)
-                Blocking.start { reader.startOrderedConsumer(from: startSequence, timeout: consumerTimeout) }
+                Blocking.start { reader.startConsumer(from: startSequence, timeout: consumerTimeout) }
                 reader.watch(idleTimeout: idleTimeout ?? self.timeout)
             }
         }
@@ -55,7 +58,7 @@ extension JetStream {
 
 /// One catch-up read: delivers in order, stops at the end of the stream, then deletes its consumer.
 ///
-/// The ordered consumer is served by one replica of the stream, which may be behind the stream
+/// The consumer is served by one replica of the stream, which may be behind the stream
 /// leader (a follower whose catch-up stalled after a pause or a restart: its end is not the
 /// stream's). The read goes on to `target`, the subject's last message as the leader reported
 /// it when the read began; what the consumer does not deliver up to there is read from the
@@ -67,6 +70,8 @@ private final class CatchUpReader: @unchecked Sendable {
         var finished = false
         var delivered = 0
         var lastSequence: UInt64?
+        /// The last consumer sequence seen: each next one must follow it.
+        var consumerSequence: UInt64 = 0
         /// The consumer fell short of `target`: messages come by `MSG.GET` now, not from it.
         var readingFromLeader = false
     }
@@ -79,6 +84,8 @@ private final class CatchUpReader: @unchecked Sendable {
     private let startSequence: UInt64
     /// Where the consumer's replica ends, in tests (`JetStream.consumerReplicaEndForTests`).
     private let consumerReplicaEnd: UInt64?
+    /// The consumer message lost on the way in tests (`JetStream.consumerDropsForTests`).
+    private let consumerDropsForTests: UInt64?
     private let handler: @Sendable (StoredMessage) -> Void
     private let completion: @Sendable (Result<UInt64?, NATSError>) -> Void
     private let state = Mutex(State())
@@ -91,19 +98,25 @@ private final class CatchUpReader: @unchecked Sendable {
         self.target = target
         self.startSequence = startSequence
         consumerReplicaEnd = jetStream.consumerReplicaEndForTests.withLock { $0 }
+        consumerDropsForTests = jetStream.consumerDropsForTests.withLock { $0 }
         self.handler = handler
         self.completion = completion
     }
 
-    // MARK: Ordered consumer
+    // MARK: Consumer
 
     /// Runs on a blocking-call thread: `js_Subscribe` creates the consumer with an API request.
-    func startOrderedConsumer(from startSequence: UInt64, timeout: Duration) {
+    /// The consumer is configured as the C client configures an ordered one, without heartbeats
+    /// and flow control (which start its recreation thread).
+    func startConsumer(from startSequence: UInt64, timeout: Duration) {
         var options = jsSubOptions()
         jsSubOptions_Init(&options)
-        options.Ordered = true
         options.Config.DeliverPolicy = js_DeliverByStartSequence
         options.Config.OptStartSeq = startSequence
+        options.Config.AckPolicy = js_AckNone
+        options.Config.MaxDeliver = 1
+        options.Config.MemoryStorage = true
+        options.Config.Replicas = 1
         var contextOptions = jsOptions()
         jsOptions_Init(&contextOptions)
         contextOptions.Wait = timeout.milliseconds
@@ -121,7 +134,7 @@ private final class CatchUpReader: @unchecked Sendable {
         guard status == NATS_OK, let subscription = subscriptionPointer else {
             Unmanaged<CatchUpReader>.fromOpaque(closure).release()
             if errorCode.rawValue == 10059 {  // no such stream
-                return finish(.failure(JetStream.apiError("ordered consumer on \(stream) \(subject)", status, errorCode)))
+                return finish(.failure(JetStream.apiError("catch-up consumer on \(stream) \(subject)", status, errorCode)))
             }
             return readRestFromLeader(countingIt: false)  // no consumer: not a replica behind
         }
@@ -138,8 +151,15 @@ private final class CatchUpReader: @unchecked Sendable {
         var metadataPointer: UnsafeMutablePointer<jsMsgMetaData>?
         guard natsMsg_GetMetaData(&metadataPointer, message) == NATS_OK, let metadata = metadataPointer else { return }
         let sequence = metadata.pointee.Sequence.Stream
+        let consumerSequence = metadata.pointee.Sequence.Consumer
         var pending = metadata.pointee.NumPending
         jsMsgMetaData_Destroy(metadata)
+        if consumerSequence == consumerDropsForTests { return }
+        let follows = state.withLock { state -> Bool in
+            defer { state.consumerSequence = consumerSequence }
+            return consumerSequence == state.consumerSequence + 1
+        }
+        guard follows else { return readRestFromLeader() }
         if let consumerReplicaEnd {
             guard sequence <= consumerReplicaEnd else { return }
             if sequence == consumerReplicaEnd { pending = 0 }
@@ -150,8 +170,8 @@ private final class CatchUpReader: @unchecked Sendable {
         if sequence >= target { finish(.success(sequence)) } else { readRestFromLeader() }
     }
 
-    /// The consumer's replica ends (or stays silent) before `target`, or no consumer could be
-    /// made: the rest from the leader. Once: a second call (the idle watch and a failed
+    /// The consumer's replica ends (or stays silent) before `target`, it skipped a message, or no
+    /// consumer could be made: the rest from the leader. Once: a second call (the idle watch and a failed
     /// consumer both) starts no second chain of reads.
     private func readRestFromLeader(countingIt: Bool = true) {
         let next = state.withLock { state -> UInt64? in

@@ -260,6 +260,24 @@ extension NATS {
             #expect(js.readsFromLeader.load(ordering: .relaxed) == 1)
         }
 
+        /// A consumer message lost on the way (the C client drops messages for a slow consumer):
+        /// the gap in consumer sequences sends the read to the leader, which has the message.
+        @Test func aReadWhoseConsumerSkipsAMessageReadsTheRestFromTheLeader() async throws {
+            let server = try NATSCluster(size: 1)
+            defer { server.stop() }
+            let js = try connect(server.urls).jetStream()
+            _ = try await js.addOrUpdateStream(.init(name: "LOG", subjects: ["log.>"], replicas: 1))
+            for index in 1...20 {
+                _ = try await js.publish(index % 4 == 0 ? "log.other" : "log.r", Array("\(index)".utf8))
+            }
+            let expected = (1...20).filter { $0 % 4 != 0 }.map(String.init)
+
+            js.consumerDropsForTests.withLock { $0 = 5 }
+            let read = try await js.messages(stream: "LOG", subject: "log.r", from: 1)
+            #expect(read.map { String(decoding: $0.data, as: UTF8.self) } == expected, "every message, in order, none twice")
+            #expect(js.readsFromLeader.load(ordering: .relaxed) == 1)
+        }
+
         /// Creating a consumer needs the JetStream meta leader: while it is re-elected after its
         /// server died, a catch-up read goes on with message-get requests to the stream leader.
         @Test func catchUpWorksWhileTheMetaLeaderIsReElected() async throws {
