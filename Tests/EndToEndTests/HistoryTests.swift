@@ -75,6 +75,16 @@ struct HistoryTests {
         let future = try runProgram(Daemon.executable("tether"), ["show", "--url", daemon.url, "--token", admin, "todo:history", "--at", "9"])
         #expect(future.status == 2 && future.stderr.contains("version 9 is not kept: todo:history is at version 3"), "\(future)")
 
+        // What changed between two versions, and who made the versions between.
+        let diff = try runProgram(Daemon.executable("tether"), ["diff", "--url", daemon.url, "--token", admin, "todo:history", "1", "3"])
+        #expect(diff.status == 0, "\(diff.stderr)")
+        let diffLines = diff.stdout.split(separator: "\n").map(String.init)
+        #expect(diffLines.first?.hasPrefix("todo:history from v1 to v3: 2 versions, made by ") == true, "\(diff.stdout)")
+        #expect(diffLines.dropFirst().map { $0.prefix(13) } == ["+ /items/1  {", "+ /items/2  {"], "\(diff.stdout)")
+        let diffJSON = try runProgram(Daemon.executable("tether"), ["diff", "--url", daemon.url, "--token", admin, "todo:history", "1", "3", "--json"])
+        let patch = try JSON(parsing: diffJSON.stdout)["patch"]?.arrayValue ?? []
+        #expect(patch.map { $0["op"] } == ["add", "add"] && patch.map { $0["path"] } == ["/items/1", "/items/2"], "\(diffJSON)")
+
         let refused = try Self.tether(daemon, ["todo:history"], token: try Self.token("alice"))
         #expect(refused.status == 2 && refused.stderr.contains("admin"), "\(refused)")
     }

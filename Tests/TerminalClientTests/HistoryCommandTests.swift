@@ -33,4 +33,19 @@ struct HistoryCommandTests {
         let lines = History.lines(["room": "todo:a", "version": 5, "oldest": 1, "steps": []])
         #expect(lines == ["todo:a: no kept version matches (kept: v1 to v5)"])
     }
+
+    @Test func aDiffNamesWhoMadeTheVersionsThenEachChange() throws {
+        let old: JSON = ["votes": ["pizza": 2], "open": true, "names": ["ann"]]
+        let new: JSON = ["votes": ["pizza": 3, "sushi": 1], "names": ["ann", "bo"]]
+        let steps: [JSON] = [["version": 7, "viewer": "alice", "client": "c", "seq": 2], ["version": 6, "viewer": "bob"], ["version": 5, "viewer": "alice"]]
+        let lines = Diff.lines(room: "vote:lunch", from: 4, to: 7, old: old, patch: JSONPatch.difference(from: old, to: new), steps: steps)
+        #expect(lines == [
+            "vote:lunch from v4 to v7: 3 versions, made by alice (2), bob (1)",
+            "- /open",
+            "+ /names/1  \"bo\"",
+            "~ /votes/pizza  2 → 3",
+            "+ /votes/sushi  1",
+        ], "\(lines.joined(separator: "\n"))")
+        #expect(Diff.lines(room: "a", from: 2, to: 2, old: old, patch: [], steps: []) == ["a from v2 to v2: 0 versions", "no change"])
+    }
 }

@@ -71,7 +71,7 @@ struct RoomHistoryTests {
         }
         let history = try #require(try store.history(room: "todo:a", before: nil, limit: 10))
         #expect(history.epoch == "E" && history.version == 3 && history.oldest == 1)
-        let steps = history.steps.map(RoomHistoryAnswer.json)
+        let steps = history.steps.map { RoomHistoryAnswer.json($0) }
         #expect(steps.map { $0["version"]?.intValue } == [3, 2, 1])
         #expect(steps.map { $0["cause"]?.stringValue } == ["action", "timer", "action"])
         #expect(steps[0]["viewer"] == "v3" && steps[0]["ops"] == 1 && steps[0]["paths"] == ["/items/-"])
@@ -88,7 +88,7 @@ struct RoomHistoryTests {
             """)
         let store = try RoomStore(directory: directory, durability: .batch, historyLimit: 10, logger: Logger(label: "test"))
         defer { store.close() }
-        let steps = try #require(try store.history(room: "counter:old", before: nil, limit: 10)).steps.map(RoomHistoryAnswer.json)
+        let steps = try #require(try store.history(room: "counter:old", before: nil, limit: 10)).steps.map { RoomHistoryAnswer.json($0) }
         #expect(steps.count == 1 && steps[0]["cause"] == "unknown" && steps[0]["version"] == 3 && steps[0]["paths"] == ["/count"])
         #expect(try RoomStore.digestKey(of: SQLiteDatabase(path: path)) == store.digestKey, "the key is the database's, kept")
     }

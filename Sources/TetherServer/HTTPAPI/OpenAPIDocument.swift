@@ -51,6 +51,8 @@ enum OpenAPIDocument {
                          "description": "Only versions before this one (the next page)."],
                         ["name": "viewer", "in": "query", "required": false, "schema": ["type": "string"]],
                         ["name": "action", "in": "query", "required": false, "schema": ["type": "string"]],
+                        ["name": "patch", "in": "query", "required": false, "schema": ["type": "boolean"],
+                         "description": "Each step's whole patch (`patch`) too."],
                     ]),
                 ], responses: [
                     "200": json("The steps.", ref("History")), "400": error("A malformed query."), "401": error("No token, or one that does not verify."),
@@ -211,6 +213,7 @@ enum OpenAPIDocument {
                 "client": ["type": "string"], "seq": ["type": "integer"], "args": [:], "argsDigest": ["type": "string"],
                 "at": ["type": "integer", "description": "Seconds since 1970."], "node": ["type": "string"],
                 "ops": ["type": "integer"], "paths": ["type": "array", "items": ["type": "string"]],
+                "patch": ["type": "array", "items": ["type": "object"], "description": "The step's JSON Patch operations (with patch=true)."],
             ]]],
         ]],
         "Description": ["type": "object", "required": ["kinds"], "properties": ["kinds": ["type": "array", "items": ["type": "object"]]]],

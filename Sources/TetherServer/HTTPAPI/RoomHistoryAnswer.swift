@@ -6,7 +6,7 @@ import TetherTransport
 /// each version with what made it, who and when, and the paths its operations touched. For
 /// admins (as `GET /rooms`). The ops are the shared document's: stored state and per-viewer
 /// values never appear. Query: `limit` (100, at most 1,000), `before` (a version), `viewer`,
-/// `action`.
+/// `action`, `patch=true` (each step's operations too).
 enum RoomHistoryAnswer {
     static let defaultLimit = 100
     static let maxLimit = 1_000
@@ -18,6 +18,8 @@ enum RoomHistoryAnswer {
         var before: Int?
         var viewer: String?
         var action: String?
+        /// Each step's whole patch, as clients got it (`patch`), beside its paths.
+        var patches = false
     }
 
     /// The query, or the error naming what is wrong with it.
@@ -35,6 +37,10 @@ enum RoomHistoryAnswer {
         }
         query.viewer = APIArguments.queryValue("viewer", in: text).flatMap { $0.isEmpty ? nil : $0 }
         query.action = APIArguments.queryValue("action", in: text).flatMap { $0.isEmpty ? nil : $0 }
+        if let patch = APIArguments.queryValue("patch", in: text) {
+            guard patch == "true" || patch == "false" else { return .failure(ProtocolError(.badMessage, "patch must be true or false, not \(patch)")) }
+            query.patches = patch == "true"
+        }
         return .success(query)
     }
 
@@ -74,7 +80,7 @@ enum RoomHistoryAnswer {
         }
         var steps: [JSON] = []
         for step in history.steps where steps.count < query.limit && step.version < (query.before ?? Int.max) {
-            let json = Self.json(step)
+            let json = Self.json(step, withPatch: query.patches)
             if let viewer = query.viewer, json["viewer"]?.stringValue != viewer { continue }
             if let action = query.action, json["action"]?.stringValue != action { continue }
             steps.append(json)
@@ -118,13 +124,14 @@ enum RoomHistoryAnswer {
     }
 
     /// One step: its provenance's fields (`cause` "unknown" for a step stored before history
-    /// was recorded), `version`, `ops` and the first `pathsShown` paths.
-    static func json(_ step: RoomHistory.Step) -> JSON {
+    /// was recorded), `version`, `ops` and the first `pathsShown` paths; `patch` too if asked.
+    static func json(_ step: RoomHistory.Step, withPatch: Bool = false) -> JSON {
         var object = (try? JSONParser().parse(step.provenance))?.objectValue ?? ["cause": "unknown"]
         object["version"] = .int(step.version)
         let operations = step.operations ?? (try? JSONParser().parse(step.frame))?["ops"]?.arrayValue ?? []
         object["ops"] = .int(operations.count)
         object["paths"] = .array(operations.prefix(pathsShown).compactMap { $0["path"] })
+        if withPatch { object["patch"] = .array(operations) }
         return .object(object)
     }
 

@@ -18,7 +18,7 @@ struct ClusterHistoryRecordTests {
         let (entry, count) = LogAppender.batch([Self.step(5, operations: 2), Self.step(6), Self.step(7, operations: 3)], node: "a", term: "T")
         #expect(count == 3 && entry.from == 4 && entry.version == 7)
         let read = try #require(LogEntry(headers: entry.headers, data: entry.data), "through the message's headers")
-        let steps = ClusterHistoryReader.split(read).map(RoomHistoryAnswer.json)
+        let steps = ClusterHistoryReader.split(read).map { RoomHistoryAnswer.json($0) }
         #expect(steps.map { $0["version"]?.intValue } == [5, 6, 7])
         #expect(steps.map { $0["ops"]?.intValue } == [2, 1, 3])
         #expect(steps[0]["paths"] == ["/n0", "/n1"] && steps[2]["paths"] == ["/n0", "/n1", "/n2"] && steps[1]["viewer"] == "v6")
@@ -33,7 +33,7 @@ struct ClusterHistoryRecordTests {
     @Test func anEntryWithoutRecordsIsOneStepOfUnknownCause() {
         let entry = LogEntry(kind: .patch, epoch: "E", from: 2, version: 4, node: "a", term: "T",
                              frame: PatchFrame(room: "r", epoch: "E", from: 2, version: 4, operations: [.remove(path: JSONPointer("/x"))]).frame)
-        let steps = ClusterHistoryReader.split(entry).map(RoomHistoryAnswer.json)
+        let steps = ClusterHistoryReader.split(entry).map { RoomHistoryAnswer.json($0) }
         #expect(steps.count == 1 && steps[0]["version"] == 4 && steps[0]["cause"] == "unknown" && steps[0]["ops"] == 1)
     }
 
