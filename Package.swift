@@ -266,7 +266,9 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTransport", "TetherServer", "TetherTestSupport"]
+            // TetherDemos, TetherTesting: exported histories replayed against the demos' code (ReplayTests).
+            dependencies: ["TetherClient", "TetherProtocol", "TetherJSON", "TetherBinding", "TetherTransport", "TetherServer", "TetherTestSupport",
+                           "TetherDemos", "TetherDemoContracts", "TetherContract", "TetherState", "TetherTesting"]
         ),
         .testTarget(name: "TetherTUITests", dependencies: ["TetherTUI", "TetherTestSupport"]),
         // Against real nats-server processes (1 or 3) started by TetherTestSupport's NATSCluster.

@@ -52,6 +52,17 @@ public struct RoomAdministration: Sendable {
         return room.addingPercentEncoding(withAllowedCharacters: allowed) ?? room
     }
 
+    /// `GET /rooms/NAME/export?from=V[&to=W]`: the steps between two versions, to replay.
+    public func export(room: String, from: Int, to: Int?) async throws -> Answer {
+        try await request("GET", path: "/rooms/" + Self.encoded(room) + "/export?from=\(from)" + (to.map { "&to=\($0)" } ?? ""))
+    }
+
+    /// `POST /rooms/NAME/fork?at=V&to=NEW`: a new room from the state at version V.
+    public func fork(room: String, at version: Int, into target: String) async throws -> Answer {
+        let to = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target
+        return try await request("POST", path: "/rooms/" + Self.encoded(room) + "/fork?at=\(version)&to=" + to)
+    }
+
     /// `GET /webhooks`: the webhook endpoints with their queues.
     public func webhooks() async throws -> Answer {
         try await request("GET", path: "/webhooks")

@@ -49,7 +49,7 @@ struct Tether: AsyncParsableCommand {
             before its answer, or the server says it no longer knows: stale_action), 64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self, Codegen.self, Rooms.self, History.self, Show.self, Diff.self, Webhooks.self],
+        subcommands: [Open.self, Inspect.self, Watch.self, Send.self, Kinds.self, Describe.self, Codegen.self, Rooms.self, History.self, Show.self, Diff.self, Export.self, Fork.self, Webhooks.self],
         defaultSubcommand: Open.self)
 
     static func main() async {

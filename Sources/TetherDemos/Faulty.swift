@@ -4,7 +4,7 @@ import TetherState
 
 /// A room whose actions fail on the server's side, so tests can reach the `internal` error code
 /// and see a failed turn taken back (`changeThenFail` changes `/changes`, then throws).
-/// Registered only with `tetherd --test-kinds` (with the BenchViews, BenchPresence, Roster and Ledger kinds).
+/// Registered only with `tetherd --test-kinds` (with the BenchViews, BenchPresence, Roster, Ledger and Dice kinds).
 public final class Faulty: ViewModel {
     struct Failure: Error {}
 
@@ -35,5 +35,7 @@ extension Demos {
         ViewModelKind("roster", scope: .shared, Roster.self),
         // Attributable actions for the fault-injection test (Tests/Jepsen).
         ViewModelKind("ledger", scope: .shared, Ledger.self),
+        // Chance and time read through the context: exports replay exactly.
+        ViewModelKind("dice", scope: .shared, Dice.self).keepingArgumentsInHistory(),
     ]
 }

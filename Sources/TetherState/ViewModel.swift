@@ -313,6 +313,7 @@ public final class ViewModelHost {
     /// changes wait for `takeStoredChanges()`. Plain properties a ViewModel keeps for itself
     /// are not rolled back.
     public func finishTurn(maxEncodedSize: Int) throws(ActionError) -> [PatchOperation] {
+        lastTurnInputs = context.inputs.finish()
         let documents = [(context.document, "its patch", "the state"), (context.stored.members.document, "its change of the stored state", "the stored state")]
         for (document, turn, whole) in documents {
             // A state already past the limit (restored after the limit was lowered) may still shrink.
@@ -327,6 +328,16 @@ public final class ViewModelHost {
         }
         return context.document.takeChanges()
     }
+
+    /// What the last finished turn read from `context.now` and `context.random`, for its step's
+    /// history.
+    public private(set) var lastTurnInputs = TurnRecord()
+
+    /// A replay: the next turn reads `inputs` instead of the clock and a new seed.
+    public func replayTurnInputs(_ inputs: TurnRecord) { context.inputs.replay(inputs) }
+
+    /// The wall clock `context.now` reads (milliseconds since 1970): the server's.
+    public func setClock(_ clock: @escaping () -> Int) { context.inputs.clock = clock }
 
     /// The operations of the turn on the stored state (`ViewModelContext.stored`), in order:
     /// stored with the turn's version step, never sent to clients.

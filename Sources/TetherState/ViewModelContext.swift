@@ -1,3 +1,4 @@
+import FoundationEssentials
 import TetherBinding
 import TetherJSON
 
@@ -72,6 +73,19 @@ public final class ViewModelContext {
     public func every(_ interval: Duration, _ tick: @escaping () -> Void) {
         timers.append(ViewModelTimer(interval: interval, tick: tick))
     }
+
+    // MARK: Time and chance
+
+    /// The wall-clock time of the turn being run, the same for every read in one turn. Read it
+    /// here, not with `Date()`: the step records it, and a replay of the room's history
+    /// (`TestRoom.replay`) gives the ViewModel the same time back.
+    public var now: Date { inputs.now }
+
+    /// Random numbers for the turn being run, from a seed the step records (for replays, as
+    /// `now`): `var random = context.random; Int.random(in: 1...6, using: &random)`.
+    public var random: TurnRandom { inputs.random }
+
+    let inputs = TurnInputs()
 
     // MARK: Restore and snapshot
 

@@ -31,6 +31,11 @@ public final class TestClock: ServerClock, Sendable {
 
     public var secondsSince1970: Int { wallStart + Int(state.withLock { $0.elapsed }.components.seconds) }
 
+    public var millisecondsSince1970: Int {
+        let elapsed = state.withLock { $0.elapsed }.components
+        return wallStart * 1000 + Int(elapsed.seconds) * 1000 + Int(elapsed.attoseconds / 1_000_000_000_000_000)
+    }
+
     /// Time since the clock was made.
     public var elapsed: Duration { state.withLock { $0.elapsed } }
 

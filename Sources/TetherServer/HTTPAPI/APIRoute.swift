@@ -13,6 +13,10 @@ enum APIRoute: Equatable {
     case history(room: String)
     /// `GET /rooms/{room}/state?at=V`: the state at an earlier version (admins).
     case stateAt(room: String)
+    /// `GET /rooms/{room}/export?from=V&to=W`: the steps between two versions, to replay (admins).
+    case export(room: String)
+    /// `POST /rooms/{room}/fork`: a new room from the state at a version (admins).
+    case fork(room: String)
     /// `GET /kinds`, `GET /kinds/{kind}`
     case kinds(kind: String?)
     /// `GET /openapi.json`
@@ -42,7 +46,12 @@ enum APIRoute: Equatable {
             self = method == "POST" ? .act(room: room, action: action) : .methodNotAllowed(allow: "POST")
             return
         }
-        for (suffix, route) in [("/members", APIRoute.members), ("/events", APIRoute.events), ("/history", APIRoute.history), ("/state", APIRoute.stateAt)] where rest.hasSuffix(suffix) && rest.count > suffix.count {
+        if rest.hasSuffix("/fork"), rest.count > "/fork".count {
+            self = method == "POST" ? .fork(room: String(rest.dropLast("/fork".count))) : .methodNotAllowed(allow: "POST")
+            return
+        }
+        for (suffix, route) in [("/members", APIRoute.members), ("/events", APIRoute.events), ("/history", APIRoute.history), ("/state", APIRoute.stateAt),
+                                ("/export", APIRoute.export)] where rest.hasSuffix(suffix) && rest.count > suffix.count {
             self = method == "GET" ? route(String(rest.dropLast(suffix.count))) : .methodNotAllowed(allow: "GET, HEAD")
             return
         }

@@ -58,6 +58,14 @@ struct HTTPAPI {
             guard administers(request, responder: responder) else { return true }
             let rooms = self.rooms, cluster = self.cluster
             rooms.queue.execute { responder.respond(RoomHistoryAnswer.state(room: room, query: request.query, rooms: rooms, clustered: cluster != nil)) }
+        case .export(let room):
+            guard administers(request, responder: responder) else { return true }
+            let rooms = self.rooms, cluster = self.cluster
+            rooms.queue.execute { responder.respond(RoomExportAnswer.answer(room: room, query: request.query, rooms: rooms, clustered: cluster != nil)) }
+        case .fork(let room):
+            guard administers(request, responder: responder) else { return true }
+            let rooms = self.rooms
+            rooms.queue.execute { rooms.fork(room, query: request.query) { responder.respond($0) } }
         }
         return true
     }

@@ -71,6 +71,41 @@ enum OpenAPIDocument {
                     "429": error("Too many requests."), "501": error("Not on a cluster yet."), "503": error("The store could not be read."),
                 ]),
             ],
+            "/rooms/{room}/export": [
+                "parameters": .array([roomParameter]),
+                "get": operation("A stored room's steps between two versions with what a replay needs: the published and stored state at `from`, then each step's provenance, patch and stored operations (an admin token; kinds that keep their arguments).", extra: [
+                    "parameters": .array([
+                        ["name": "from", "in": "query", "required": true, "schema": ["type": "integer", "minimum": 0, "maximum": .int(Int.max)]],
+                        ["name": "to", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 0, "maximum": .int(Int.max)],
+                         "description": "The last version (default: the room's)."],
+                    ]),
+                ], responses: [
+                    "200": json("The export.", ref("Export")), "400": error("No from, a to before it, or more than \(RoomExportAnswer.maxSteps) steps."),
+                    "401": error("No token, or one that does not verify."), "403": error("The token has no admin claim."),
+                    "404": error("No stored room of that name, or a server that stores none."),
+                    "409": error("A step that cannot be replayed: its kind keeps its arguments as a digest, or it predates history."),
+                    "410": error("Versions the store no longer rebuilds."), "429": error("Too many requests."), "501": error("Not on a cluster yet."),
+                    "503": error("The store could not be read."),
+                ]),
+            ],
+            "/rooms/{room}/fork": [
+                "parameters": .array([roomParameter]),
+                "post": operation("Makes a new room of the same kind whose state is this room's at a version, published and stored (an admin token).", extra: [
+                    "parameters": .array([
+                        ["name": "at", "in": "query", "required": true, "schema": ["type": "integer", "minimum": 0, "maximum": .int(Int.max)]],
+                        ["name": "to", "in": "query", "required": true, "schema": ["type": "string", "minLength": 1], "description": "The new room's name."],
+                    ]),
+                ], responses: [
+                    "201": json("Forked.", ["type": "object", "required": ["room", "from", "at", "epoch"], "properties": [
+                        "room": ["type": "string"], "from": ["type": "string"], "at": ["type": "integer"], "epoch": ["type": "string"],
+                    ]]),
+                    "400": error("No version or new name, or a new room of another kind."), "401": error("No token, or one that does not verify."),
+                    "403": error("The token has no admin claim."), "404": error("No stored room of that name, or a server that stores none."),
+                    "409": error("A room of the new name exists."), "410": error("A version the store no longer rebuilds."),
+                    "429": error("Too many requests."), "501": error("Not on a cluster yet."),
+                    "503": error("The store could not be read."),
+                ]),
+            ],
             "/rooms/{room}/actions/{action}": [
                 "parameters": .array([roomParameter, parameter("action", "The action's name.")]),
                 "post": act("Runs an action of the room's ViewModel.", arguments: ["type": "object"]),
@@ -215,6 +250,11 @@ enum OpenAPIDocument {
                 "ops": ["type": "integer"], "paths": ["type": "array", "items": ["type": "string"]],
                 "patch": ["type": "array", "items": ["type": "object"], "description": "The step's JSON Patch operations (with patch=true)."],
             ]]],
+        ]],
+        "Export": ["type": "object", "required": ["format", "room", "kind", "epoch", "from", "to", "state", "stored", "steps"], "properties": [
+            "format": ["type": "string", "const": .string(RoomExportAnswer.format)], "room": ["type": "string"], "kind": ["type": "string"],
+            "epoch": ["type": "string"], "from": ["type": "integer"], "to": ["type": "integer"], "state": ["type": "object"], "stored": [:],
+            "steps": ["type": "array", "items": ["type": "object", "required": ["version", "cause", "patch"]]],
         ]],
         "Description": ["type": "object", "required": ["kinds"], "properties": ["kinds": ["type": "array", "items": ["type": "object"]]]],
         "RoomList": ["type": "object", "required": ["rooms"], "properties": [

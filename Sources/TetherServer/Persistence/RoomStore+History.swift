@@ -9,7 +9,10 @@ extension RoomStore {
     /// recorded), and every database a key of its own for argument digests.
     static func addProvenance(to database: SQLiteDatabase) throws(StorageError) {
         try database.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value BLOB NOT NULL)")
-        try database.execute("CREATE TABLE IF NOT EXISTS history_snapshots(room TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL, PRIMARY KEY(room, version)) WITHOUT ROWID")
+        try database.execute("CREATE TABLE IF NOT EXISTS history_snapshots(room TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL, stored BLOB, PRIMARY KEY(room, version)) WITHOUT ROWID")
+        if try !hasColumn("stored", in: "history_snapshots", of: database) {
+            try database.execute("ALTER TABLE history_snapshots ADD COLUMN stored BLOB")
+        }
         guard try !hasColumn("provenance", in: "patches", of: database) else { return }
         try database.execute("ALTER TABLE patches ADD COLUMN provenance BLOB")
     }
@@ -26,8 +29,9 @@ extension RoomStore {
     /// In a snapshot's transaction: keeps the published `state` at `version` as a history
     /// snapshot when the room has none, or its kept patches since the last one hold at least the
     /// state's bytes (so history snapshots never take more room than the patches they stand for);
-    /// then forgets those no kept patch follows any more. Stored state is never kept here.
-    static func keepHistorySnapshot(room: String, version: Int, state: [UInt8], startsEpoch: Bool,
+    /// then forgets those no kept patch follows any more. The ViewModel's stored state is kept
+    /// beside it for exports (`export(room:from:to:)`), never shown.
+    static func keepHistorySnapshot(room: String, version: Int, state: [UInt8], stored: [UInt8], startsEpoch: Bool,
                                     in database: SQLiteDatabase) throws(StorageError) {
         if startsEpoch { try forgetHistory(room: room, in: database) }
         var last = -1
@@ -40,7 +44,8 @@ extension RoomStore {
             due = bytes >= state.count
         }
         if due {
-            try database.prepare("INSERT OR REPLACE INTO history_snapshots(room, version, state) VALUES(?, ?, ?)").run(.text(room), .int(version), .blob(state))
+            try database.prepare("INSERT OR REPLACE INTO history_snapshots(room, version, state, stored) VALUES(?, ?, ?, ?)")
+                .run(.text(room), .int(version), .blob(state), .blob(stored))
         }
         // A snapshot older than the version before the oldest kept patch rebuilds nothing.
         try database.prepare("DELETE FROM history_snapshots WHERE room = ?1 AND version < (SELECT min(version) - 1 FROM patches WHERE room = ?1)")

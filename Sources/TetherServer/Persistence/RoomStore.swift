@@ -354,7 +354,7 @@ package final class RoomStore: Sendable {
                         try snapshot.run(.text(commit.room), .text(commit.kind), .text(commit.epoch), .int(commit.version), .blob(state.published),
                                          .int(commit.lastChange), .blob(state.stored))
                         try trim.run(.text(commit.room), .int(commit.version - historyLimit))
-                        try Self.keepHistorySnapshot(room: commit.room, version: commit.version, state: state.published,
+                        try Self.keepHistorySnapshot(room: commit.room, version: commit.version, state: state.published, stored: state.stored,
                                                      startsEpoch: commit.startsEpoch, in: database)
                     } else {
                         try advance.run(.int(commit.version), .text(commit.epoch), .int(commit.lastChange), .text(commit.room))

@@ -45,12 +45,15 @@ actor Room: RoomFront {
     /// sees every version this one committed.
     nonisolated let stopped = DispatchGroup()
     private var isStopped = false
+    /// Presence changes heard since the last step (`hear`).
+    private var heardPresence: [JSON] = []
 
     init(name: String, kind: ViewModelKind, environment: RoomEnvironment, log: any RoomLog) {
         self.name = name
         self.kind = kind
         self.executor = environment.runtime.makeRoomExecutor(name)
         self.host = kind.instantiate(room: name)
+        host.setClock { [clock = environment.runtime.clock] in clock.millisecondsSince1970 }
         self.environment = environment
         self.log = log
         let presence = kind.hasPresence ? RoomPresence(room: name, maxMembers: environment.configuration.maxPresenceMembers,
@@ -209,7 +212,16 @@ actor Room: RoomFront {
     func membersChanged(_ outcome: RoomFollowers.PresenceOutcome) -> [RoomDelivery] {
         if let left = outcome.left { host.presenceLeft(memberID: left) }
         if let listed = outcome.listed { host.presenceChanged(listed) }
+        hear(listed: outcome.listed.map { [$0] } ?? [], left: outcome.left.map { [$0] } ?? [])
         return modelReaction()
+    }
+
+    /// Presence changes go into the next step's history where the kind keeps arguments (a
+    /// replay gives them to the ViewModel in the same order).
+    private func hear(listed: [PresenceMember], left: [String]) {
+        guard kind.historyArguments else { return }
+        heardPresence += left.map { ["left": .string($0)] }
+            + listed.map { ["listed": ["id": .string($0.id), "user": .string($0.user), "data": $0.data]] }
     }
 
     /// What the ViewModel changed in reaction to presence: one version step like an action's.
@@ -251,6 +263,7 @@ actor Room: RoomFront {
         guard !isStopped else { return }
         for id in left { host.presenceLeft(memberID: id) }
         for member in listed { host.presenceChanged(member) }
+        hear(listed: listed, left: left)
         let deliveries = modelReaction()
         if !deliveries.isEmpty { log.release(deliveries) }
     }
@@ -318,6 +331,8 @@ actor Room: RoomFront {
     /// only the ViewModel's stored state is a step too (an empty patch for clients): what an
     /// ack confirms must be in the log.
     private func versionStep(_ operations: [PatchOperation], applying number: ActionNumber? = nil, provenance: StepProvenance) -> [RoomDelivery] {
+        var provenance = provenance
+        provenance.inputs = host.lastTurnInputs
         var stored = host.takeStoredChanges()
         if storedStateUnlogged, !stored.isEmpty {
             stored = [.replace(path: .root, value: host.storedState)]
@@ -340,6 +355,9 @@ actor Room: RoomFront {
                             projections: JSON? = nil, applying number: ActionNumber? = nil, provenance: StepProvenance,
                             evenIfEmpty: Bool = false) -> [RoomDelivery] {
         guard !operations.isEmpty || evenIfEmpty else { return [] }
+        var provenance = provenance
+        provenance.heard = heardPresence
+        heardPresence = []
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
                                compressAbove: environment.configuration.compressionThreshold)
         published.lastChange = now

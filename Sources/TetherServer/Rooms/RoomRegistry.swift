@@ -163,6 +163,18 @@ final class RoomRegistry: @unchecked Sendable {
         }
     }
 
+    /// Takes `name` for a room made outside a room (a fork, written to the store by `write`
+    /// under the lock, so no join makes the room meanwhile); false when a room of that name
+    /// exists, live, stored or stopping.
+    func claim(_ name: String, _ room: KnownRoom, write: () -> Void) -> Bool {
+        lock.withLock {
+            guard known[name] == nil, shared[name] == nil, retiring[name] == nil else { return false }
+            write()
+            remember(name, room)
+            return true
+        }
+    }
+
     // MARK: Per-session kinds
 
     /// A new per-session instance of `kind`, counted until `releasePrivateRooms`.

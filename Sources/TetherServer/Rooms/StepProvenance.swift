@@ -1,5 +1,6 @@
 import TetherJSON
 import TetherProtocol
+import TetherState
 
 /// What made a version step, who and when: stored with the step (its patch row, in the same
 /// transaction), shown to admins by `GET /rooms/{room}/history` and `tether history`.
@@ -30,9 +31,14 @@ struct StepProvenance: Sendable, Equatable {
     var at: Int
     /// The node whose ViewModel made it, on a cluster.
     var node: String?
+    /// What the turn read from `context.now` and `context.random`.
+    var inputs = TurnRecord()
+    /// Presence changes the ViewModel heard since the step before (`{"listed": member}` or
+    /// `{"left": id}`), kept only where the kind keeps arguments: a replay needs them.
+    var heard: [JSON] = []
 
     /// As stored: `{"cause", "action"?, "timer"?, "viewer"?, "client"?, "seq"?, "args"? |
-    /// "argsDigest"?, "at", "node"?}`. The digest is an HMAC of the arguments' canonical encoding
+    /// "argsDigest"?, "at", "node"?, "now"?, "seed"?, "heard"?}`. The digest is an HMAC of the arguments' canonical encoding
     /// under the database's own key: equal arguments compare equal, yet a guess cannot be checked
     /// without the key.
     func json(digestKey: [UInt8]) -> JSON {
@@ -57,6 +63,9 @@ struct StepProvenance: Sendable, Equatable {
             }
         }
         if let node { object["node"] = .string(node) }
+        if let milliseconds = inputs.milliseconds { object["now"] = .int(milliseconds) }
+        if let seed = inputs.seed { object["seed"] = .int(Int(seed)) }
+        if !heard.isEmpty { object["heard"] = .array(heard) }
         return .object(object)
     }
 

@@ -9,9 +9,15 @@ public protocol ServerClock: Sendable {
     var now: ContinuousClock.Instant { get }
     /// Wall-clock seconds since 1970, for token expiry.
     var secondsSince1970: Int { get }
+    /// Wall-clock milliseconds since 1970: the time a ViewModel's turn reads (`context.now`).
+    var millisecondsSince1970: Int { get }
     /// Calls `tick` every `interval` (the first time one interval from now) until the timer is
     /// cancelled. `tick` runs on no particular thread: it hands work to where it belongs.
     func startTimer(every interval: Duration, _ tick: @escaping @Sendable () -> Void) -> any ServerTimer
+}
+
+extension ServerClock {
+    public var millisecondsSince1970: Int { secondsSince1970 * 1000 }
 }
 
 /// A repeating timer from a `ServerClock`.
@@ -26,6 +32,8 @@ public struct SystemClock: ServerClock {
     public var now: ContinuousClock.Instant { .now }
 
     public var secondsSince1970: Int { Int(Date().timeIntervalSince1970) }
+
+    public var millisecondsSince1970: Int { Int((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
     public func startTimer(every interval: Duration, _ tick: @escaping @Sendable () -> Void) -> any ServerTimer {
         let source = DispatchSource.makeTimerSource(queue: .global())
