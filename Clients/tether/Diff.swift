@@ -7,7 +7,7 @@ import TetherJSON
 struct Diff: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show what changed in a room between two versions, and who changed it.",
-        usage: "tether diff [--url <url>] [--token-file <file>] [--json] <room> <from> <to>",
+        usage: "tether diff [--url <url>] [--token-file <file>] [--json]\n                   <room> <from> <to>",
         discussion: """
             One line per change: + added, - removed, ~ changed (old → new), from the state at \
             FROM to the state at TO as the server rebuilds them (see tether show), after a line \

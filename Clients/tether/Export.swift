@@ -8,7 +8,7 @@ import TetherJSON
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write the steps between two versions of a room, to replay them as a test.",
-        usage: "tether export [--url <url>] [--token-file <file>] <room> --from <v> [--to <w>] [--output <file>]",
+        usage: "tether export [--url <url>] [--token-file <file>] <room> --from <v>\n                     [--to <w>] [--output <file>]",
         discussion: """
             The file holds the room's published and stored state at FROM, then each step \
             after it up to TO (default: the room's version): what made it (an action with its \

@@ -6,7 +6,7 @@ import TetherTUI
 /// Any room without a screen of its own (bench, a kind of your own), or any room at all with
 /// `tether inspect ROOM`: the state as an indented JSON tree, live, with the rows the last patch
 /// touched marked "»"; the room's actions as the server describes them; and a line to send one:
-/// `ACTION {json args}`, Enter.
+/// `ACTION {json args}`, Enter; with `--history`, who made its last versions.
 @MainActor
 final class Inspector: Screen {
     let body: Widget
@@ -15,6 +15,8 @@ final class Inspector: Screen {
     let command = TextField(placeholder: "ACTION {\"arg\": value}, then Enter")
     private let outcome = Label("", style: Style(fg: .green))
     private var described: [KindDescription.Action] = []
+    /// `--history`: who made the last versions.
+    private var history: HistoryPane?
     /// The actions beside the state from 70 columns of room (an 80-column terminal gives it 78: a
     /// todo's tree and its five actions both whole on 24 rows), else below it while the state keeps 3 lines of JSON.
     private let stateAndActions: Beside
@@ -66,10 +68,20 @@ final class Inspector: Screen {
             membersBox = Box(title: "Here", members)
             rows.append(membersBox!)
         }
-        let stack = Stack(.vertical, rows + [main, Box(title: "Send an action", command), outcome])
+        // With --history: the last versions, under the state; they give way before the state.
+        var historyBox: Box?
+        if context.showsHistory {
+            history = HistoryPane(context)
+            historyBox = Box(title: "History", history!.list)
+        }
+        let stack = Stack(.vertical, rows + [main] + (historyBox.map { [$0] } ?? []) + [Box(title: "Send an action", command), outcome])
         // The state keeps 3 lines of JSON: the last patch, then the members give way first.
         stack.setSize(.min(main.minimumHeight), of: main)
         stack.setCollapsible(lastPatch)
+        if let historyBox {
+            stack.setSize(.length(6), of: historyBox)
+            stack.setCollapsible(historyBox)
+        }
         if let membersBox {
             stack.setSize(.length(3), of: membersBox)
             stack.setCollapsible(membersBox)

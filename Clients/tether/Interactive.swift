@@ -7,7 +7,7 @@ import TetherTUI
 /// `tether inspect ROOM`: the inspector, whatever the room.
 @MainActor
 enum Interactive {
-    static func run(options: ClientOptions, room name: String, inspector: Bool = false) async throws {
+    static func run(options: ClientOptions, room name: String, inspector: Bool = false, history: Bool = false) async throws {
         let client = TetherClient(options: options, logger: Logger(label: "tether.client"))
         do {
             try client.connect()  // only a URL that cannot work fails here; the rest is retried
@@ -15,6 +15,7 @@ enum Interactive {
             throw Output.failure("cannot connect to \(options.url): \(Output.describe(error))")
         }
         let context = ScreenContext(client: client, room: client.room(name))
+        context.showsHistory = history
         let shell = Shell(client: client, context: context, inspector: inspector)
         let application = Application(root: shell.root, backend: ANSITerminalBackend())
         shell.attach(to: application)

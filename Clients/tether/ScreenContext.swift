@@ -22,6 +22,8 @@ final class ScreenContext {
     /// Hears problems the screen words itself: a mistake in what the user typed, caught before
     /// sending anything, or a refusal `send` was given words for.
     var onProblem: (String) -> Void = { _ in }
+    /// `tether inspect --history`: the inspector lists who made the room's last versions.
+    var showsHistory = false
 
     init(client: TetherClient, room: RemoteRoom) {
         self.client = client

@@ -121,7 +121,9 @@ struct Inspect: AsyncParsableCommand {
             The state is shown as an indented JSON tree; rows the last patch touched are marked ». \
             The Actions box lists the room's actions with their argument types, as the server \
             describes them; Enter on one fills it in below. Type ACTION {"arg": value} and press \
-            Enter to send it: the ack's version or the server's error is shown.
+            Enter to send it: the ack's version or the server's error is shown. With \
+            --history, a History box lists the room's last versions with who made them \
+            (a stored room, and a token with the admin claim), kept current as they come.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -129,12 +131,15 @@ struct Inspect: AsyncParsableCommand {
     @Argument(help: "The room: KIND or KIND:INSTANCE.")
     var room: String
 
+    @Flag(help: "Show who made the room's last versions, live (an admin token).")
+    var history = false
+
     func run() async throws {
         guard ANSITerminalBackend.isAvailable else {
             throw Output.failure("tether inspect needs a terminal; use `tether watch` in scripts", code: ExitCode.validationFailure.rawValue)
         }
         Output.prepareProcess(logLevel: nil)
-        try await Interactive.run(options: connection.clientOptions(reconnect: true), room: room, inspector: true)
+        try await Interactive.run(options: connection.clientOptions(reconnect: true), room: room, inspector: true, history: history)
     }
 }
 

@@ -230,7 +230,7 @@ struct CommandLineTests {
     /// Every help text fits 80 columns, so no terminal breaks a flag in two.
     @Test func helpTextsFitEightyColumns() async throws {
         for command in [[], ["open"], ["inspect"], ["watch"], ["send"], ["kinds"], ["describe"], ["codegen"], ["codegen", "typescript"],
-                        ["webhooks"], ["webhooks", "retry"], ["webhooks", "test"], ["history"], ["show"]] {
+                        ["webhooks"], ["webhooks", "retry"], ["webhooks", "test"], ["history"], ["show"], ["diff"], ["export"], ["fork"]] {
             let help = try await runTether(command + ["--help"], environment: ["COLUMNS": "80"])
             #expect(help.status == 0)
             for line in help.stdout.rows {

@@ -170,6 +170,35 @@ struct TmuxScreenTests {
         #expect(screen.contains("patch v0→v1: replace /count"))
     }
 
+    /// `--history`: who made the last versions, under the state, kept current as actions come;
+    /// a token without the admin claim is told what it needs.
+    @Test func theInspectorsHistoryListsWhoMadeEachVersionLive() async throws {
+        let secret = "inspect-history"
+        func token(_ subject: String, admin: Bool = false) throws -> String {
+            let made = try Daemon.runToExit(["token", "--secret", secret, "--subject", subject, "--rooms", "*", "--ttl", "600"] + (admin ? ["--admin"] : []))
+            return made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let data = Daemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let daemon = try Daemon(arguments: ["--auth-secret", secret], dataDirectory: data)
+        defer { daemon.stop() }
+        let send = { (subject: String, title: String) throws in
+            let sent = try runProgram(Daemon.executable("tether"), ["send", "--url", daemon.url, "--token", try token(subject), "todo:pane", "add", #"{"title": "\#(title)"}"#])
+            #expect(sent.status == 0, "\(sent.stderr)")
+        }
+        try send("alice", "milk")
+        let tmux = try Tmux(width: 80, height: 24)
+        defer { tmux.kill() }
+        try tmux.startTether("inspect", ["inspect", "--history", "--url", daemon.url, "--token", try token("ops", admin: true), "todo:pane"])
+        try await tmux.waitFor("inspect", "the first version and who made it") { $0.contains("History") && $0.contains(#"alice  add {"title":"milk"}"#) }
+        try send("bob", "bread")
+        let screen = try await tmux.waitFor("inspect", "the new version, live") { $0.contains(#"bob  add {"title":"bread"}"#) }
+        #expect(screen.range(of: "v2  ")!.lowerBound < screen.range(of: "v1  ")!.lowerBound, "newest first:\n\(screen)")
+
+        try tmux.startTether("bob", ["inspect", "--history", "--url", daemon.url, "--token", try token("bob"), "todo:pane"])
+        try await tmux.waitFor("bob", "what the history needs") { $0.contains("the history needs a token with the admin claim") }
+    }
+
     /// Issue 34: with two members present the State box was one line (`{`) at 80×24 and at
     /// 40×12; todo's Actions list lost `toggle`; a sent command stayed in the line, so the next was
     /// appended; invalid JSON showed beside a stale "✓ … acknowledged".

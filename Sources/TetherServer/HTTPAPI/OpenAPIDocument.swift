@@ -80,7 +80,8 @@ enum OpenAPIDocument {
                          "description": "The last version (default: the room's)."],
                     ]),
                 ], responses: [
-                    "200": json("The export.", ref("Export")), "400": error("No from, a to before it, or more than \(RoomExportAnswer.maxSteps) steps."),
+                    "200": json("The export.", ref("Export")), "400": error("No from, or a version that is not a number."),
+                    "422": error("A to before from, or more than \(RoomExportAnswer.maxSteps) steps."),
                     "401": error("No token, or one that does not verify."), "403": error("The token has no admin claim."),
                     "404": error("No stored room of that name, or a server that stores none."),
                     "409": error("A step that cannot be replayed: its kind keeps its arguments as a digest, or it predates history."),
@@ -99,7 +100,7 @@ enum OpenAPIDocument {
                     "201": json("Forked.", ["type": "object", "required": ["room", "from", "at", "epoch"], "properties": [
                         "room": ["type": "string"], "from": ["type": "string"], "at": ["type": "integer"], "epoch": ["type": "string"],
                     ]]),
-                    "400": error("No version or new name, or a new room of another kind."), "401": error("No token, or one that does not verify."),
+                    "400": error("No version or new name."), "422": error("A new room of another kind, or not a room name."), "401": error("No token, or one that does not verify."),
                     "403": error("The token has no admin claim."), "404": error("No stored room of that name, or a server that stores none."),
                     "409": error("A room of the new name exists."), "410": error("A version the store no longer rebuilds."),
                     "429": error("Too many requests."), "501": error("Not on a cluster yet."),

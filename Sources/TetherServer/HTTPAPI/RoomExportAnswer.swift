@@ -18,8 +18,11 @@ enum RoomExportAnswer {
         }
         var to: Int?
         if let toText = APIArguments.queryValue("to", in: query) {
-            guard let value = Int(toText), value >= from else {
-                return APIError.response(ProtocolError(.badMessage, "to must be a version from \(from) on, not \(toText)", room: room))
+            guard let value = Int(toText) else {
+                return APIError.response(ProtocolError(.badMessage, "to must be a version, not \(toText)", room: room))
+            }
+            guard value >= from else {
+                return APIError.response(ProtocolError(.badMessage, "to must be a version from \(from) on, not \(toText)", room: room), status: 422)
             }
             to = value
         }
@@ -34,7 +37,8 @@ enum RoomExportAnswer {
             var newest = from
             if let to { newest = to } else if let version = try store.history(room: room, before: nil, limit: 0)?.version { newest = version }
             guard newest - from <= maxSteps else {
-                return APIError.response(ProtocolError(.badMessage, "at most \(maxSteps) steps in one export: to must be at most \(from + maxSteps)", room: room))
+                return APIError.response(ProtocolError(.badMessage, "at most \(maxSteps) steps in one export: to must be at most \(from + maxSteps)", room: room),
+                                         status: 422)
             }
             switch try store.export(room: room, from: from, to: newest) {
             case .export(let export):

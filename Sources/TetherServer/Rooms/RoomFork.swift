@@ -27,7 +27,7 @@ extension RoomService {
         }
         guard case .success(let targetKind) = self.kind(forRoom: request.target), targetKind.name == kind.name else {
             return answer(APIError.response(ProtocolError(.badMessage, "a fork is a room of the same kind: to must be \(kind.name) or \(kind.name):NAME, not \(request.target)",
-                                                          room: source)))
+                                                          room: source), status: 422))
         }
         let read: RoomExportRead
         do { read = try store.export(room: source, from: request.at, to: request.at) } catch {
