@@ -180,6 +180,21 @@ public struct ViewModelKind: Sendable {
         kind.historyArguments = true
         return kind
     }
+    /// How much of its rooms' history the store keeps (default: the server's
+    /// `--history-max-patches`, history snapshots by size).
+    public private(set) var historyRetention = HistoryRetention()
+
+    /// The kind keeping at least its rooms' last `versions` steps (nil: the server's
+    /// `--history-max-patches`) and every step younger than `age`, with a history snapshot
+    /// every `snapshotEvery` versions, so that any kept version rebuilds from one snapshot and
+    /// at most that many patches (nil: a snapshot when the patches since the last one hold the
+    /// state's bytes).
+    public func keepingHistory(versions: Int? = nil, for age: Duration? = nil, snapshotEvery: Int? = nil) -> ViewModelKind {
+        precondition(versions.map { $0 >= 0 } ?? true && snapshotEvery.map { $0 > 0 } ?? true, "versions is 0 or more, snapshotEvery 1 or more")
+        var kind = self
+        kind.historyRetention = HistoryRetention(versions: versions, ageSeconds: age.map { Int($0.components.seconds) }, snapshotEvery: snapshotEvery)
+        return kind
+    }
     private let make: @Sendable (ViewModelContext) -> ViewModelHost
 
     public init<Model: ViewModel>(_ name: String, scope: RoomScope, _ type: Model.Type,
@@ -362,4 +377,20 @@ public final class ViewModelHost {
 
     /// The stored state (`ViewModelContext.stored`): never published.
     public var storedState: JSON { context.stored.state }
+}
+
+/// How much history a kind's rooms keep (`ViewModelKind.keepingHistory`).
+public struct HistoryRetention: Sendable, Equatable {
+    /// At least this many last steps (nil: the server's `--history-max-patches`).
+    public var versions: Int?
+    /// And every step younger than this, in seconds (nil: none for its age).
+    public var ageSeconds: Int?
+    /// A history snapshot every this many versions (nil: by size).
+    public var snapshotEvery: Int?
+
+    public init(versions: Int? = nil, ageSeconds: Int? = nil, snapshotEvery: Int? = nil) {
+        self.versions = versions
+        self.ageSeconds = ageSeconds
+        self.snapshotEvery = snapshotEvery
+    }
 }

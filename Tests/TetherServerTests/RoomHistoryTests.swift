@@ -3,6 +3,7 @@ import Logging
 import Testing
 import TetherJSON
 import TetherProtocol
+import TetherState
 @testable import TetherServer
 import TetherTestSupport
 
@@ -144,5 +145,50 @@ struct StateAtVersionTests {
         #expect(kept >= 30, "at least the patches kept for resuming: \(kept)")
         #expect(try store.state(room: "r", at: 251) == .notKept(oldest: 250 - kept + 1, newest: 250))
         #expect(try store.state(room: "none", at: 1) == .noRoom)
+    }
+
+    /// A kind's retention, one step a minute for 300 minutes: at least its last `versions` steps
+    /// and those younger than its age are kept, and a history snapshot every `snapshotEvery`
+    /// versions, so every kept version rebuilds from one snapshot and at most that many patches.
+    @Test(arguments: [
+        // Patches go up to a history snapshot: 280 is the last one 50 versions back.
+        (HistoryRetention(versions: 50, snapshotEvery: 20), 241),
+        // 60 minutes: steps from 240 on (at 240 × 60 s) are young; 200, the snapshot before.
+        (HistoryRetention(versions: 10, ageSeconds: 3_600), 201),
+        (HistoryRetention(), 1),  // the server's 1,000
+    ])
+    func aKindsRetentionKeepsItsVersionsAndAge(retention: HistoryRetention, oldest: Int) throws {
+        let directory = Daemon.temporaryDirectory()
+        let store = try RoomStore(directory: directory, durability: .batch, historyLimit: 1_000, logger: Logger(label: "test"))
+        defer { store.close() }
+        var state: JSON = ["n": 0]
+        var start = RoomStore.Commit(room: "r", kind: "k", epoch: "E", patch: nil, version: 0,
+                                     state: RoomStore.Snapshot(RoomState(published: state, stored: .null)), lastChange: 0)
+        start.startsEpoch = true
+        store.commit(start)
+        for version in 1...300 {
+            let operations: [PatchOperation] = [.replace(path: try JSONPointer(parsing: "/n"), value: .int(version))]
+            try state.apply(operations)
+            let patch = PatchFrame(room: "r", epoch: "E", from: version - 1, version: version, operations: operations)
+            // As the room's log does: a snapshot every 100 versions, or every snapshotEvery when fewer.
+            let snapshotDue = version % min(100, retention.snapshotEvery ?? 100) == 0
+            var commit = RoomStore.Commit(room: "r", kind: "k", epoch: "E", patch: patch, version: version,
+                                          state: snapshotDue ? RoomStore.Snapshot(RoomState(published: state, stored: .null)) : nil, lastChange: version * 60)
+            commit.provenance = StepProvenance(cause: .action("set"), at: version * 60)
+            commit.retention = retention
+            store.commit(commit)
+        }
+        #expect(try store.history(room: "r", before: nil, limit: 1_000)?.oldest == oldest)
+        // Every kept version rebuilds, from the snapshot before the oldest patch on.
+        for version in (oldest - 1)...300 {
+            let rebuilt = try store.state(room: "r", at: version)
+            #expect(rebuilt == .state(epoch: "E", state: ["n": .int(version)]), "version \(version): \(rebuilt)")
+        }
+        if let every = retention.snapshotEvery {
+            let database = try SQLiteDatabase(path: (directory as NSString).appendingPathComponent(RoomStore.databaseFileName))
+            var snapshots: [Int] = []
+            try database.prepare("SELECT version FROM history_snapshots WHERE room = 'r' ORDER BY version").query { snapshots.append($0.int(0)) }
+            #expect(snapshots == Array(stride(from: oldest - 1, through: 300, by: every)), "one every \(every) from the oldest kept: \(snapshots)")
+        }
     }
 }

@@ -13,6 +13,9 @@ extension RoomStore {
         if try !hasColumn("stored", in: "history_snapshots", of: database) {
             try database.execute("ALTER TABLE history_snapshots ADD COLUMN stored BLOB")
         }
+        if try !hasColumn("at", in: "patches", of: database) {
+            try database.execute("ALTER TABLE patches ADD COLUMN at INTEGER")  // seconds since 1970: retention by age
+        }
         guard try !hasColumn("provenance", in: "patches", of: database) else { return }
         try database.execute("ALTER TABLE patches ADD COLUMN provenance BLOB")
     }
@@ -27,17 +30,19 @@ extension RoomStore {
     }
 
     /// In a snapshot's transaction: keeps the published `state` at `version` as a history
-    /// snapshot when the room has none, or its kept patches since the last one hold at least the
-    /// state's bytes (so history snapshots never take more room than the patches they stand for);
-    /// then forgets those no kept patch follows any more. The ViewModel's stored state is kept
+    /// snapshot when the room has none, when `every` versions passed since the last one (a kind's
+    /// retention), or else when its kept patches since the last one hold at least the state's
+    /// bytes (so history snapshots never take more room than the patches they stand for). The ViewModel's stored state is kept
     /// beside it for exports (`export(room:from:to:)`), never shown.
-    static func keepHistorySnapshot(room: String, version: Int, state: [UInt8], stored: [UInt8], startsEpoch: Bool,
+    static func keepHistorySnapshot(room: String, version: Int, state: [UInt8], stored: [UInt8], every: Int? = nil, startsEpoch: Bool,
                                     in database: SQLiteDatabase) throws(StorageError) {
         if startsEpoch { try forgetHistory(room: room, in: database) }
         var last = -1
         try database.prepare("SELECT coalesce(max(version), -1) FROM history_snapshots WHERE room = ?").query(.text(room)) { last = $0.int(0) }
         var due = last < 0
-        if !due, last < version {
+        if !due, let every {
+            due = version - last >= every
+        } else if !due, last < version {
             var bytes = 0
             try database.prepare("SELECT coalesce(sum(length(frame)), 0) FROM patches WHERE room = ? AND version > ? AND version <= ?")
                 .query(.text(room), .int(last), .int(version)) { bytes = $0.int(0) }
@@ -47,9 +52,15 @@ extension RoomStore {
             try database.prepare("INSERT OR REPLACE INTO history_snapshots(room, version, state, stored) VALUES(?, ?, ?, ?)")
                 .run(.text(room), .int(version), .blob(state), .blob(stored))
         }
-        // A snapshot older than the version before the oldest kept patch rebuilds nothing.
-        try database.prepare("DELETE FROM history_snapshots WHERE room = ?1 AND version < (SELECT min(version) - 1 FROM patches WHERE room = ?1)")
-            .run(.text(room))
+    }
+
+    /// After a trim: the snapshots older than the newest one at or before the oldest kept patch's
+    /// predecessor rebuild nothing.
+    static func forgetUnusedHistorySnapshots(room: String, in database: SQLiteDatabase) throws(StorageError) {
+        try database.prepare("""
+            DELETE FROM history_snapshots WHERE room = ?1 AND version < (
+              SELECT max(version) FROM history_snapshots WHERE room = ?1 AND version <= (SELECT min(version) - 1 FROM patches WHERE room = ?1))
+            """).run(.text(room))
     }
 
     static func forgetHistory(room: String, in database: SQLiteDatabase) throws(StorageError) {

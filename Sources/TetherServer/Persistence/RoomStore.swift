@@ -1,8 +1,9 @@
 import Foundation
 import Logging
 import Synchronization
-import TetherProtocol
 import TetherJSON
+import TetherProtocol
+import TetherState
 
 /// What an acknowledgement promises about a change surviving a crash.
 public enum Durability: String, Sendable, CaseIterable {
@@ -115,6 +116,8 @@ package final class RoomStore: Sendable {
         var webhooks: [WebhookDelivery] = []
         /// What made the step, who and when (encoded on the writer thread, into its patch row).
         var provenance: StepProvenance?
+        /// How much of the room's history to keep, applied when the commit carries a snapshot.
+        var retention = HistoryRetention()
     }
 
     /// Takes the data directory's lock, then opens (or creates) the database.
@@ -312,15 +315,20 @@ package final class RoomStore: Sendable {
 
     private func write(_ writes: [Write], to database: SQLiteDatabase) throws(StorageError) {
         try database.transaction { () throws(StorageError) in
-            let insertPatch = try database.prepare("INSERT OR REPLACE INTO patches(room, version, frame, stored, provenance) VALUES(?, ?, ?, ?, ?)")
+            let insertPatch = try database.prepare("INSERT OR REPLACE INTO patches(room, version, frame, stored, provenance, at) VALUES(?, ?, ?, ?, ?, ?)")
             let advance = try database.prepare("UPDATE rooms SET version = ?, epoch = ?, last_change = ? WHERE name = ?")
             let snapshot = try database.prepare("""
                 INSERT INTO rooms(name, kind, epoch, version, snapshot_version, state, last_change, stored) VALUES(?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7)
                 ON CONFLICT(name) DO UPDATE SET kind = ?2, epoch = ?3, version = ?4, snapshot_version = ?4, state = ?5, last_change = ?6, stored = ?7
                 """)
+            // Patches up to a history snapshot that is beyond the versions kept (?2), older than
+            // the age kept (?3: a patch without a time is old) and not after the room's own
+            // snapshot: every kept version still rebuilds from a snapshot, and the room restores.
             let trim = try database.prepare("""
-                DELETE FROM patches WHERE room = ?1 AND version <= ?2
-                  AND version <= (SELECT snapshot_version FROM rooms WHERE name = ?1)
+                DELETE FROM patches WHERE room = ?1 AND version <= (
+                  SELECT max(version) FROM history_snapshots WHERE room = ?1 AND version <= ?2
+                    AND version <= (SELECT snapshot_version FROM rooms WHERE name = ?1)
+                    AND version <= coalesce((SELECT max(version) FROM patches WHERE room = ?1 AND coalesce(at, 0) < ?3), -1))
                 """)
             let forget = try database.prepare("DELETE FROM patches WHERE room = ?")
             let remove = try database.prepare("DELETE FROM rooms WHERE name = ?")
@@ -343,7 +351,8 @@ package final class RoomStore: Sendable {
                     }
                     if let patch = commit.patch {
                         try insertPatch.run(.text(commit.room), .int(patch.version), .blob(patch.frame), commit.storedOperations.map { .blob($0) } ?? .null,
-                                            commit.provenance.map { .blob($0.json(digestKey: digestKey).encoded()) } ?? .null)
+                                            commit.provenance.map { .blob($0.json(digestKey: digestKey).encoded()) } ?? .null,
+                                            .int(commit.provenance?.at ?? commit.lastChange))
                     }
                     if !commit.webhooks.isEmpty { try Self.insertOutbox(commit.webhooks, into: database) }
                     if let number = commit.applied {
@@ -353,9 +362,12 @@ package final class RoomStore: Sendable {
                     if let state = commit.state {
                         try snapshot.run(.text(commit.room), .text(commit.kind), .text(commit.epoch), .int(commit.version), .blob(state.published),
                                          .int(commit.lastChange), .blob(state.stored))
-                        try trim.run(.text(commit.room), .int(commit.version - historyLimit))
+                        let retention = commit.retention
                         try Self.keepHistorySnapshot(room: commit.room, version: commit.version, state: state.published, stored: state.stored,
-                                                     startsEpoch: commit.startsEpoch, in: database)
+                                                     every: retention.snapshotEvery, startsEpoch: commit.startsEpoch, in: database)
+                        try trim.run(.text(commit.room), .int(commit.version - (retention.versions ?? historyLimit)),
+                                     .int(retention.ageSeconds.map { commit.lastChange - $0 } ?? Int.max))
+                        try Self.forgetUnusedHistorySnapshots(room: commit.room, in: database)
                     } else {
                         try advance.run(.int(commit.version), .text(commit.epoch), .int(commit.lastChange), .text(commit.room))
                     }

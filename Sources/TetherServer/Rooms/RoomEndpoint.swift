@@ -46,7 +46,7 @@ struct LocalRoomFactory: RoomFactory {
         // The server's own rooms describe the running daemon: nothing of theirs is stored.
         let stored = kind.scope == .shared && !SystemRoom.isSystemKind(kind.name)
         let log = LocalRoomLog(room: name, kind: kind.name, store: stored ? environment.store : nil, output: output,
-                               webhooks: stored ? environment.webhooks : nil)
+                               webhooks: stored ? environment.webhooks : nil, retention: kind.historyRetention)
         let room = Room(name: name, kind: kind, environment: environment, log: log)
         room.start(after: predecessor)
         return room

@@ -1,5 +1,6 @@
 import TetherJSON
 import TetherProtocol
+import TetherState
 
 /// Where a room's owner makes its version steps durable, and the one rule for everything a
 /// room sends: output leaves once every step appended before it is durable, in order. So no
@@ -58,6 +59,8 @@ struct LocalRoomLog: RoomLog {
     let output: any RoomOutput
     /// Where a memory-only room's webhook events go (a stored room's go in its commits).
     var webhooks: WebhookRecorder? = nil
+    /// How much of the room's history the store keeps (its kind's).
+    var retention = HistoryRetention()
 
     func restore() throws -> StoredRoom? {
         try store?.load(room: room)
@@ -76,9 +79,11 @@ struct LocalRoomLog: RoomLog {
             if !webhooks.isEmpty { self.webhooks?.outbox.add(webhooks, now: lastChange) }
             return
         }
-        let snapshotDue = step.version % RoomStore.snapshotInterval == 0
+        // A kind that wants history snapshots closer than the room's snapshots gets both as often.
+        let snapshotDue = step.version % min(RoomStore.snapshotInterval, retention.snapshotEvery ?? Int.max) == 0
         var commit = RoomStore.Commit(room: room, kind: kind, epoch: step.epoch, patch: step, version: step.version,
                                       state: snapshotDue ? RoomStore.Snapshot(state()) : nil, lastChange: lastChange)
+        commit.retention = retention
         commit.applied = applied
         commit.webhooks = webhooks
         commit.provenance = provenance
