@@ -41,5 +41,13 @@ struct ClusterHistoryTests {
         #expect(Set(steps.compactMap { $0["argsDigest"]?.stringValue }).count == 8, "different arguments, different digests")
         let filtered = try HTTPAPITests.curl("http://127.0.0.1:\(cluster.node(reader).port)", "GET", "/rooms/counter%3Ahistory/history?limit=2&before=5")
         #expect(filtered.json?["steps"]?.arrayValue?.map { $0["version"]?.intValue } == [4, 3], "\(filtered)")
+
+        // The state at every version, rebuilt from the log on any node: version V counted 1 + ... + V.
+        for version in 0...8 {
+            let state = try HTTPAPITests.curl("http://127.0.0.1:\(cluster.node(reader).port)", "GET", "/rooms/counter%3Ahistory/state?at=\(version)")
+            #expect(state.status == 200 && state.json?["state"]?["count"]?.intValue == (0...version).reduce(0, +), "v\(version): \(state)")
+        }
+        let future = try HTTPAPITests.curl("http://127.0.0.1:\(cluster.node(reader).port)", "GET", "/rooms/counter%3Ahistory/state?at=9")
+        #expect(future.status == 410, "\(future)")
     }
 }

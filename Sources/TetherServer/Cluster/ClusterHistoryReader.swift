@@ -1,5 +1,6 @@
 import Synchronization
 import TetherJSON
+import TetherProtocol
 
 /// A room's history on a cluster: what its log still holds (its last 2,000 entries), each
 /// version with the record its owner wrote (`LogEntry.steps`), merged entries split back into
@@ -7,13 +8,38 @@ import TetherJSON
 enum ClusterHistoryReader {
     /// Reads the room's log from JetStream; `completion` runs on no particular thread.
     static func read(room: String, node: ClusterNode, completion: @escaping @Sendable (Result<RoomHistory?, RoomHistoryAnswer.StoreReadError>) -> Void) {
+        entries(room: room, node: node) { completion($0.map(history)) }
+    }
+
+    /// The room's log entries, oldest first, as JetStream holds them.
+    static func entries(room: String, node: ClusterNode, completion: @escaping @Sendable (Result<[LogEntry], RoomHistoryAnswer.StoreReadError>) -> Void) {
         let entries = Mutex<[LogEntry]>([])
         node.log.read(stream: node.stream(room), subject: node.logSubject(room), from: 1, handler: { message in
             if let entry = LogEntry(headers: message.headers, data: message.data) { entries.withLock { $0.append(entry) } }
         }, completion: { result in
             if case .failure(let error) = result { return completion(.failure(.init(reason: "\(error)"))) }
-            completion(.success(history(entries.withLock { $0 })))
+            completion(.success(entries.withLock { $0 }))
         })
+    }
+
+    /// The published state at `version` from the log: the epoch's start (a snapshot entry) at or
+    /// before it, then each version's share of the patch entries after it. Versions before the
+    /// oldest epoch start the log still holds are not rebuilt.
+    static func state(at version: Int, _ entries: [LogEntry]) -> StateAtVersion {
+        guard let last = entries.last else { return .noRoom }
+        let current = entries.filter { $0.epoch == last.epoch }
+        let oldest = current.first { $0.kind == .snapshot }?.version ?? last.version + 1
+        let notKept = StateAtVersion.notKept(oldest: oldest, newest: last.version)
+        guard version <= last.version, let base = current.lastIndex(where: { $0.kind == .snapshot && $0.version <= version }),
+              case .snapshot(_, _, let start, var state)? = try? ServerMessage.decode(current[base].frame) else { return notKept }
+        var reached = start
+        for entry in current[(base + 1)...] where entry.kind == .patch {
+            for step in split(entry) where step.version > reached && step.version <= version {
+                guard let operations = try? JSONPatch.decode(.array(step.operations ?? [])), (try? state.apply(operations)) != nil else { return notKept }
+                reached = step.version
+            }
+        }
+        return reached == version ? .state(epoch: last.epoch, state: state) : notKept
     }
 
     /// The history of `entries`, oldest first as the log holds them; nil when there are none.

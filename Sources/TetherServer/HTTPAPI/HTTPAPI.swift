@@ -57,7 +57,7 @@ struct HTTPAPI {
         case .stateAt(let room):
             guard administers(request, responder: responder) else { return true }
             let rooms = self.rooms, cluster = self.cluster
-            rooms.queue.execute { responder.respond(RoomHistoryAnswer.state(room: room, query: request.query, rooms: rooms, clustered: cluster != nil)) }
+            rooms.queue.execute { RoomHistoryAnswer.state(room: room, query: request.query, rooms: rooms, cluster: cluster) { responder.respond($0) } }
         case .export(let room):
             guard administers(request, responder: responder) else { return true }
             let rooms = self.rooms, cluster = self.cluster

@@ -62,13 +62,13 @@ enum OpenAPIDocument {
             ],
             "/rooms/{room}/state": [
                 "parameters": .array([roomParameter]),
-                "get": operation("A stored room's published state at an earlier version, rebuilt from a snapshot and the patches after it (an admin token).", extra: [
+                "get": operation("A stored room's published state at an earlier version, rebuilt from a snapshot and the patches after it, or from a cluster's log (an admin token).", extra: [
                     "parameters": .array([["name": "at", "in": "query", "required": true, "schema": ["type": "integer", "minimum": 0, "maximum": .int(Int.max)]]]),
                 ], responses: [
                     "200": json("The state then.", ref("RoomState")), "400": error("No version, or not a number."),
                     "401": error("No token, or one that does not verify."), "403": error("The token has no admin claim."),
                     "404": error("No stored room of that name, or a server that stores none."), "410": error("A version the store no longer rebuilds."),
-                    "429": error("Too many requests."), "501": error("Not on a cluster yet."), "503": error("The store could not be read."),
+                    "429": error("Too many requests."), "503": error("The store or the cluster's log could not be read."),
                 ]),
             ],
             "/rooms/{room}/export": [

@@ -90,30 +90,47 @@ enum RoomHistoryAnswer {
     }
 
     /// `GET /rooms/{room}/state?at=V`: the published state at version V, rebuilt by the store
-    /// (`RoomStore.state(room:at:)`); 410 for a version it no longer rebuilds.
-    static func state(room: String, query: String?, rooms: RoomService, clustered: Bool) -> HTTPResponse {
+    /// (`RoomStore.state(room:at:)`) or from a cluster's log (`ClusterHistoryReader.state`); 410
+    /// for a version no longer rebuilt.
+    static func state(room: String, query: String?, rooms: RoomService, cluster: ClusterNode?, responder: @escaping @Sendable (HTTPResponse) -> Void) {
         guard let text = APIArguments.queryValue("at", in: query), let version = Int(text), version >= 0 else {
-            return APIError.response(ProtocolError(.badMessage, "at must be a version: GET /rooms/{room}/state?at=VERSION", room: room))
+            return responder(APIError.response(ProtocolError(.badMessage, "at must be a version: GET /rooms/{room}/state?at=VERSION", room: room)))
         }
-        guard !clustered else {
-            return APIError.response(ProtocolError(.unavailable, "the state at an earlier version is not rebuilt on a cluster yet", room: room), status: 501)
+        if let cluster {
+            return ClusterHistoryReader.entries(room: room, node: cluster) { read in
+                switch read {
+                case .success(let entries): responder(state(room: room, version: version, .success(ClusterHistoryReader.state(at: version, entries))))
+                case .failure(let error): responder(state(room: room, version: version, .failure(error)))
+                }
+            }
         }
         guard let store = rooms.store else {
-            return noHistory(room)
+            return responder(noHistory(room))
         }
         do {
-            switch try store.state(room: room, at: version) {
+            responder(state(room: room, version: version, .success(try store.state(room: room, at: version))))
+        } catch {
+            responder(state(room: room, version: version, .failure(StoreReadError(reason: error.description))))
+        }
+    }
+
+    /// The answer for a state rebuilt, or why it could not be.
+    static func state(room: String, version: Int, _ read: Result<StateAtVersion, StoreReadError>) -> HTTPResponse {
+        do {
+            switch try read.get() {
             case .state(let epoch, let state):
                 return APIError.json(200, ["room": .string(room), "kind": .string(String(room.prefix { $0 != ":" })), "epoch": .string(epoch),
                                            "version": .int(version), "state": state])
             case .notKept(let oldest, let newest):
-                let why = version > newest ? "\(room) is at version \(newest)" : "the store rebuilds \(room) from version \(oldest) to \(newest)"
+                let why = version > newest ? "\(room) is at version \(newest)"
+                    : oldest > newest ? "the log no longer holds the start of \(room)'s epoch"
+                    : "\(room) is rebuilt from version \(oldest) to \(newest)"
                 return APIError.response(ProtocolError(.unknownRoom, "version \(version) is not kept: \(why)", room: room), status: 410)
             case .noRoom:
                 return APIError.response(ProtocolError(.unknownRoom, "no stored room \(room)", room: room), status: 404)
             }
         } catch {
-            return APIError.response(ProtocolError(.unavailable, "cannot rebuild \(room) at \(version): \(error)", room: room), status: 503)
+            return APIError.response(ProtocolError(.unavailable, "cannot rebuild \(room) at \(version): \(error.reason)", room: room), status: 503)
         }
     }
 

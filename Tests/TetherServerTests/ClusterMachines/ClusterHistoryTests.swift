@@ -1,5 +1,6 @@
 import Testing
 import TetherJSON
+import TetherProtocol
 import TetherState
 @testable import TetherServer
 
@@ -48,5 +49,22 @@ struct ClusterHistoryRecordTests {
         let history = try #require(ClusterHistoryReader.history([entry("OLD", 1), entry("NEW", 0, kind: .snapshot), entry("NEW", 1), entry("NEW", 2)]))
         #expect(history.epoch == "NEW" && history.version == 2 && history.oldest == 1 && history.steps.map(\.version) == [2, 1])
         #expect(ClusterHistoryReader.history([]) == nil)
+    }
+
+    /// The state at a version from the log: the epoch's start, then each version's share of the
+    /// (merged) entries after it; before the log's oldest epoch start, not rebuilt.
+    @Test func theStateAtEachVersionIsRebuiltFromTheLog() throws {
+        let start = LogEntry(kind: .snapshot, epoch: "E", from: 4, version: 4, node: "a", term: "T",
+                             frame: ServerMessage.snapshot(room: "r", epoch: "E", version: 4, state: ["n0": 0]).encoded())
+        let (merged, _) = LogAppender.batch([Self.step(5), Self.step(6), Self.step(7)], node: "a", term: "T")
+        let (single, _) = LogAppender.batch([Self.step(8)], node: "b", term: "U")
+        let entries = [start, try #require(LogEntry(headers: merged.headers, data: merged.data)), single]
+        for version in 4...8 {
+            #expect(ClusterHistoryReader.state(at: version, entries) == .state(epoch: "E", state: ["n0": .int(version == 4 ? 0 : version)]), "v\(version)")
+        }
+        #expect(ClusterHistoryReader.state(at: 3, entries) == .notKept(oldest: 4, newest: 8))
+        #expect(ClusterHistoryReader.state(at: 9, entries) == .notKept(oldest: 4, newest: 8))
+        #expect(ClusterHistoryReader.state(at: 6, Array(entries.dropFirst())) == .notKept(oldest: 9, newest: 8), "its start trimmed from the log")
+        #expect(ClusterHistoryReader.state(at: 1, []) == .noRoom)
     }
 }
