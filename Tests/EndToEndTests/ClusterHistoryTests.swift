@@ -49,5 +49,22 @@ struct ClusterHistoryTests {
         }
         let future = try HTTPAPITests.curl("http://127.0.0.1:\(cluster.node(reader).port)", "GET", "/rooms/counter%3Ahistory/state?at=9")
         #expect(future.status == 410, "\(future)")
+
+        // A fork at version 5 (made before the failover), on one node; read and acted on on others.
+        let live = ["n1", "n2", "n3"].filter { cluster.nodes[$0]?.isRunning == true }
+        let url = { (node: String) in "http://127.0.0.1:\(cluster.node(node).port)" }
+        let fork = try HTTPAPITests.curl(url(live[0]), "POST", "/rooms/counter%3Ahistory/fork?at=5&to=counter%3Ahistory-fork")
+        #expect(fork.status == 201 && fork.json?["room"] == "counter:history-fork", "\(fork)")
+        let forked = try HTTPAPITests.curl(url(live[1]), "GET", "/rooms/counter%3Ahistory-fork/state?at=0")
+        #expect(forked.json?["state"]?["count"] == 15, "the state at version 5: \(forked)")
+        try await eventually("the fork takes actions", timeout: .seconds(30)) {
+            (try? HTTPAPITests.curl(url(live[1]), "POST", "/rooms/counter%3Ahistory-fork/actions/increment", body: #"{"by": 100}"#).status) == 200
+        }
+        let read = try HTTPAPITests.curl(url(live[0]), "GET", "/rooms/counter%3Ahistory-fork")
+        #expect(read.json?["state"]?["count"] == 115 && read.json?["version"] == 1, "\(read)")
+        let again = try HTTPAPITests.curl(url(live[1]), "POST", "/rooms/counter%3Ahistory/fork?at=5&to=counter%3Ahistory-fork")
+        #expect(again.status == 409, "\(again)")
+        let original = try HTTPAPITests.curl(url(live[1]), "GET", "/rooms/counter%3Ahistory")
+        #expect(original.json?["state"]?["count"] == 36 && original.json?["version"] == 8, "the room itself is untouched: \(original)")
     }
 }

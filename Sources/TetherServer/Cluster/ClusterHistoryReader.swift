@@ -26,20 +26,42 @@ enum ClusterHistoryReader {
     /// before it, then each version's share of the patch entries after it. Versions before the
     /// oldest epoch start the log still holds are not rebuilt.
     static func state(at version: Int, _ entries: [LogEntry]) -> StateAtVersion {
+        switch room(at: version, entries) {
+        case .room(let epoch, let state, _): return .state(epoch: epoch, state: state)
+        case .notKept(let oldest, let newest): return .notKept(oldest: oldest, newest: newest)
+        case .noRoom: return .noRoom
+        }
+    }
+
+    /// A room at a version as its log rebuilds it.
+    enum RoomAtVersion: Equatable {
+        /// `stored`: the ViewModel's stored state then; nil when the log does not tell it apart
+        /// (a version inside a merged entry whose steps changed it).
+        case room(epoch: String, state: JSON, stored: JSON?)
+        case notKept(oldest: Int, newest: Int)
+        case noRoom
+    }
+
+    /// `state(at:_:)` with the stored state: the epoch start's whole, then each entry's operations.
+    static func room(at version: Int, _ entries: [LogEntry]) -> RoomAtVersion {
         guard let last = entries.last else { return .noRoom }
         let current = entries.filter { $0.epoch == last.epoch }
         let oldest = current.first { $0.kind == .snapshot }?.version ?? last.version + 1
-        let notKept = StateAtVersion.notKept(oldest: oldest, newest: last.version)
+        let notKept = RoomAtVersion.notKept(oldest: oldest, newest: last.version)
         guard version <= last.version, let base = current.lastIndex(where: { $0.kind == .snapshot && $0.version <= version }),
               case .snapshot(_, _, let start, var state)? = try? ServerMessage.decode(current[base].frame) else { return notKept }
+        var stored: JSON? = current[base].stored ?? .object([:])
         var reached = start
-        for entry in current[(base + 1)...] where entry.kind == .patch {
+        for entry in current[(base + 1)...] where entry.kind == .patch && entry.from < version {
             for step in split(entry) where step.version > reached && step.version <= version {
                 guard let operations = try? JSONPatch.decode(.array(step.operations ?? [])), (try? state.apply(operations)) != nil else { return notKept }
                 reached = step.version
             }
+            guard let changes = entry.stored else { continue }
+            if entry.version <= version, let operations = try? JSONPatch.decode(changes), stored != nil, (try? stored!.apply(operations)) != nil { continue }
+            stored = nil
         }
-        return reached == version ? .state(epoch: last.epoch, state: state) : notKept
+        return reached == version ? .room(epoch: last.epoch, state: state, stored: stored) : notKept
     }
 
     /// The history of `entries`, oldest first as the log holds them; nil when there are none.

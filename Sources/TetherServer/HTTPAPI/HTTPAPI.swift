@@ -64,8 +64,11 @@ struct HTTPAPI {
             rooms.queue.execute { responder.respond(RoomExportAnswer.answer(room: room, query: request.query, rooms: rooms, clustered: cluster != nil)) }
         case .fork(let room):
             guard administers(request, responder: responder) else { return true }
-            let rooms = self.rooms
-            rooms.queue.execute { rooms.fork(room, query: request.query) { responder.respond($0) } }
+            let rooms = self.rooms, cluster = self.cluster
+            rooms.queue.execute {
+                if let cluster { return ClusterFork.fork(room, query: request.query, rooms: rooms, node: cluster) { responder.respond($0) } }
+                rooms.fork(room, query: request.query) { responder.respond($0) }
+            }
         }
         return true
     }

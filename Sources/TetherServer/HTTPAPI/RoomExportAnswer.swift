@@ -51,8 +51,7 @@ enum RoomExportAnswer {
                 }
                 return APIError.json(200, json(room: room, export))
             case .notKept(let oldest, let newest):
-                let why = newest < (to ?? from) ? "\(room) is at version \(newest)" : "the store rebuilds \(room) from version \(oldest) to \(newest)"
-                return APIError.response(ProtocolError(.unknownRoom, "versions \(from) to \(to ?? newest) are not kept: \(why)", room: room), status: 410)
+                return RoomHistoryAnswer.notKept(room: room, version: newest < (to ?? from) ? (to ?? from) : from, oldest: oldest, newest: newest)
             case .noRoom:
                 return APIError.response(ProtocolError(.unknownRoom, "no stored room \(room)", room: room), status: 404)
             }

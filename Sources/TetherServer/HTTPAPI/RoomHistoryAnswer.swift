@@ -122,16 +122,21 @@ enum RoomHistoryAnswer {
                 return APIError.json(200, ["room": .string(room), "kind": .string(String(room.prefix { $0 != ":" })), "epoch": .string(epoch),
                                            "version": .int(version), "state": state])
             case .notKept(let oldest, let newest):
-                let why = version > newest ? "\(room) is at version \(newest)"
-                    : oldest > newest ? "the log no longer holds the start of \(room)'s epoch"
-                    : "\(room) is rebuilt from version \(oldest) to \(newest)"
-                return APIError.response(ProtocolError(.unknownRoom, "version \(version) is not kept: \(why)", room: room), status: 410)
+                return notKept(room: room, version: version, oldest: oldest, newest: newest)
             case .noRoom:
                 return APIError.response(ProtocolError(.unknownRoom, "no stored room \(room)", room: room), status: 404)
             }
         } catch {
             return APIError.response(ProtocolError(.unavailable, "cannot rebuild \(room) at \(version): \(error.reason)", room: room), status: 503)
         }
+    }
+
+    /// 410: `version` is not rebuilt (its range is `oldest` to `newest`).
+    static func notKept(room: String, version: Int, oldest: Int, newest: Int) -> HTTPResponse {
+        let why = version > newest ? "\(room) is at version \(newest)"
+            : oldest > newest ? "the log no longer holds the start of \(room)'s epoch"
+            : "\(room) is rebuilt from version \(oldest) to \(newest)"
+        return APIError.response(ProtocolError(.unknownRoom, "version \(version) is not kept: \(why)", room: room), status: 410)
     }
 
     /// A server without a store keeps no history.

@@ -1,34 +1,67 @@
 import TetherJSON
 import TetherProtocol
+import TetherState
 import TetherTransport
 
 /// `POST /rooms/{room}/fork` (`tether fork ROOM@V NEW`): a new room of the same kind whose
 /// state is the room's at version V, published and stored, to explore a fix or preview a change
 /// without touching the room. The new room starts its own history at version 0.
 extension RoomService {
-    /// On the service's queue; `answer` gets 201 `{"room", "from", "at", "epoch"}` or the error.
-    func fork(_ source: String, query: String?, answer: @escaping @Sendable (HTTPResponse) -> Void) {
+    /// What a fork asks for, checked: `?at=V&to=NEW`, NEW a room name of the room's kind.
+    struct ForkRequest: Sendable {
+        let source: String
+        let target: String
+        let at: Int
+        let kind: ViewModelKind
+
+        /// 201: the new room, at version 0 of `epoch`.
+        func made(epoch: String) -> HTTPResponse {
+            APIError.json(201, ["room": .string(target), "from": .string(source), "at": .int(at), "epoch": .string(epoch)])
+        }
+
+        /// 409: the new name is taken.
+        var exists: HTTPResponse {
+            APIError.response(ProtocolError(.badMessage, "a room \(target) exists: fork into a new name", room: source), status: 409)
+        }
+    }
+
+    /// The request, or the answer that refuses it.
+    func forkRequest(_ source: String, query: String?) -> Result<ForkRequest, ForkRefusal> {
         let request: (at: Int, target: String)
         switch Self.forkRequest(query) {
         case .success(let parsed): request = parsed
         case .failure(var error):
             error.room = source
-            return answer(APIError.response(error))
+            return .failure(ForkRefusal(APIError.response(error)))
         }
-        guard sharedRoomsAreLocal else {
-            return answer(APIError.response(ProtocolError(.unavailable, "forks are not made on a cluster yet", room: source), status: 501))
+        guard case .success(let kind) = kind(forRoom: source), kind.scope == .shared, !SystemRoom.isSystemKind(kind.name) else {
+            return .failure(ForkRefusal(APIError.response(ProtocolError(.unknownRoom, "no stored room \(source)", room: source), status: 404)))
+        }
+        guard case .success(let targetKind) = self.kind(forRoom: request.target), targetKind.name == kind.name else {
+            return .failure(ForkRefusal(APIError.response(ProtocolError(.badMessage, "a fork is a room of the same kind: to must be \(kind.name) or \(kind.name):NAME, not \(request.target)",
+                                                                        room: source), status: 422)))
+        }
+        return .success(ForkRequest(source: source, target: request.target, at: request.at, kind: kind))
+    }
+
+    struct ForkRefusal: Error {
+        let response: HTTPResponse
+        init(_ response: HTTPResponse) { self.response = response }
+    }
+
+    /// On the service's queue; `answer` gets 201 `{"room", "from", "at", "epoch"}` or the error.
+    /// A cluster node forks through the room's log instead (`ClusterFork`).
+    func fork(_ source: String, query: String?, answer: @escaping @Sendable (HTTPResponse) -> Void) {
+        let request: ForkRequest
+        switch forkRequest(source, query: query) {
+        case .success(let checked): request = checked
+        case .failure(let refusal): return answer(refusal.response)
         }
         guard let store else {
             return answer(APIError.response(ProtocolError(.unknownRoom, "this server keeps no history: it stores no rooms (--memory-only, or no --data)", room: source),
                                             status: 404))
         }
-        guard case .success(let kind) = kind(forRoom: source), kind.scope == .shared, !SystemRoom.isSystemKind(kind.name) else {
-            return answer(APIError.response(ProtocolError(.unknownRoom, "no stored room \(source)", room: source), status: 404))
-        }
-        guard case .success(let targetKind) = self.kind(forRoom: request.target), targetKind.name == kind.name else {
-            return answer(APIError.response(ProtocolError(.badMessage, "a fork is a room of the same kind: to must be \(kind.name) or \(kind.name):NAME, not \(request.target)",
-                                                          room: source), status: 422))
-        }
+        let kind = request.kind
         let read: RoomExportRead
         do { read = try store.export(room: source, from: request.at, to: request.at) } catch {
             return answer(APIError.response(ProtocolError(.unavailable, "cannot read \(source) at \(request.at): \(error)", room: source), status: 503))
@@ -38,8 +71,7 @@ extension RoomService {
         case .export(let found): export = found
         case .noRoom: return answer(APIError.response(ProtocolError(.unknownRoom, "no stored room \(source)", room: source), status: 404))
         case .notKept(let oldest, let newest):
-            let why = request.at > newest ? "\(source) is at version \(newest)" : "the store rebuilds \(source) from version \(oldest) to \(newest)"
-            return answer(APIError.response(ProtocolError(.unknownRoom, "version \(request.at) is not kept: \(why)", room: source), status: 410))
+            return answer(RoomHistoryAnswer.notKept(room: source, version: request.at, oldest: oldest, newest: newest))
         }
         let epoch = RandomID.make(length: 10)
         let now = runtime.clock.secondsSince1970
@@ -48,13 +80,9 @@ extension RoomService {
             store.commit(RoomStore.Commit(room: request.target, kind: kind.name, epoch: epoch, patch: nil, version: 0, state: snapshot,
                                           startsEpoch: true, lastChange: now))
         }
-        guard claimed else {
-            return answer(APIError.response(ProtocolError(.badMessage, "a room \(request.target) exists: fork into a new name", room: source), status: 409))
-        }
+        guard claimed else { return answer(request.exists) }
         logger.info("room \(request.target) forked from \(source) at version \(request.at)")
-        store.afterCommits {
-            answer(APIError.json(201, ["room": .string(request.target), "from": .string(source), "at": .int(request.at), "epoch": .string(epoch)]))
-        }
+        store.afterCommits { answer(request.made(epoch: epoch)) }
     }
 
     /// `?at=VERSION&to=NEW`.
