@@ -1,7 +1,9 @@
 import Foundation
 import Testing
+import TetherDemos
 import TetherJSON
 import TetherTestSupport
+import TetherTesting
 
 /// A room's history on a real cluster: every version in the log says who made it and on which
 /// node, through the owner's `kill -9`, and any node answers.
@@ -66,5 +68,26 @@ struct ClusterHistoryTests {
         #expect(again.status == 409, "\(again)")
         let original = try HTTPAPITests.curl(url(live[1]), "GET", "/rooms/counter%3Ahistory")
         #expect(original.json?["state"]?["count"] == 36 && original.json?["version"] == 8, "the room itself is untouched: \(original)")
+    }
+
+    /// A to-do list acted on through two nodes, exported from a third and replayed as a test.
+    @Test func anExportFromAnyNodeReplaysAsTheRoomRan() async throws {
+        let cluster = try ClusterFixture()
+        defer { cluster.stop() }
+        let url = { (node: String) in "http://127.0.0.1:\(cluster.node(node).port)" }
+        let actions: [(String, String, String)] = [("n1", "add", #"{"title": "milk"}"#), ("n2", "add", #"{"title": "bread"}"#),
+                                                   ("n1", "remove", #"{"id": "t1"}"#), ("n2", "add", #"{"title": "eggs"}"#)]
+        for (index, (node, action, body)) in actions.enumerated() {
+            let answer = try HTTPAPITests.curl(url(node), "POST", "/rooms/todo%3Acluster-replay/actions/\(action)", body: body,
+                                               headers: ["Tether-Client: replay-\(node)", "Idempotency-Key: \(index + 1)"])
+            #expect(answer.status == 200, "\(answer)")
+        }
+        let exported = try HTTPAPITests.curl(url("n3"), "GET", "/rooms/todo%3Acluster-replay/export?from=0")
+        #expect(exported.status == 200, "\(exported)")
+        let export = try RoomExport(json: try #require(exported.json))
+        #expect(export.steps.map { $0["action"]?.stringValue } == ["add", "add", "remove", "add"], "\(export.steps)")
+        #expect(try RoomReplay.run(Todo.self, export) == .reproduced(steps: 4))
+        let counter = try HTTPAPITests.curl(url("n3"), "GET", "/rooms/counter/export?from=0")
+        #expect(counter.status == 404 || counter.status == 409, "\(counter)")
     }
 }

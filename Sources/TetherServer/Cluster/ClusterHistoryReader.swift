@@ -75,6 +75,36 @@ enum ClusterHistoryReader {
         return history
     }
 
+    /// The steps after `from` up to `to` with the room at `from`, from the log (`GET
+    /// /rooms/{room}/export` on a cluster). The stored changes of a merged entry come with its
+    /// last step (the others say `storedLater`); `from` inside such an entry is not exported.
+    static func export(room: String, from: Int, to: Int, _ entries: [LogEntry]) -> RoomExportRead {
+        let start: (epoch: String, state: JSON, stored: JSON)
+        switch self.room(at: from, entries) {
+        case .noRoom: return .noRoom
+        case .notKept(let oldest, let newest): return .notKept(oldest: oldest, newest: newest)
+        case .room(_, _, nil): return .notKept(oldest: from + 1, newest: entries.last?.version ?? from)
+        case .room(let epoch, let state, let stored?): start = (epoch, state, stored)
+        }
+        guard let last = entries.last, to <= last.version else { return .notKept(oldest: from, newest: entries.last?.version ?? from) }
+        var steps: [RoomExport.Step] = []
+        for entry in entries where entry.epoch == start.epoch && entry.kind == .patch && entry.version > from && entry.from < to {
+            let split = split(entry).filter { $0.version > from && $0.version <= to }
+            let storedOperations = entry.stored?.arrayValue ?? []
+            for (index, step) in split.enumerated() {
+                let isLast = index == split.count - 1 && step.version == entry.version
+                var provenance = (try? JSONParser().parse(step.provenance))?.objectValue ?? ["cause": "unknown"]
+                if provenance.isEmpty { provenance = ["cause": "unknown"] }
+                var exported = RoomExport.Step(version: step.version, provenance: .object(provenance), operations: step.operations ?? [],
+                                               storedOperations: isLast ? storedOperations : [])
+                exported.storedLater = !isLast && !storedOperations.isEmpty
+                steps.append(exported)
+            }
+        }
+        return .export(RoomExport(kind: String(room.prefix { $0 != ":" }), epoch: start.epoch, from: from, to: to, state: start.state,
+                                  stored: start.stored, steps: steps))
+    }
+
     /// One step per version the entry's records name, each with its share of the frame's
     /// operations; an entry without records (older than history, or a node that wrote none) is
     /// one step at its last version.

@@ -61,7 +61,7 @@ struct HTTPAPI {
         case .export(let room):
             guard administers(request, responder: responder) else { return true }
             let rooms = self.rooms, cluster = self.cluster
-            rooms.queue.execute { responder.respond(RoomExportAnswer.answer(room: room, query: request.query, rooms: rooms, clustered: cluster != nil)) }
+            rooms.queue.execute { RoomExportAnswer.answer(room: room, query: request.query, rooms: rooms, cluster: cluster) { responder.respond($0) } }
         case .fork(let room):
             guard administers(request, responder: responder) else { return true }
             let rooms = self.rooms, cluster = self.cluster

@@ -85,7 +85,7 @@ enum OpenAPIDocument {
                     "401": error("No token, or one that does not verify."), "403": error("The token has no admin claim."),
                     "404": error("No stored room of that name, or a server that stores none."),
                     "409": error("A step that cannot be replayed: its kind keeps its arguments as a digest, or it predates history."),
-                    "410": error("Versions the store no longer rebuilds."), "429": error("Too many requests."), "501": error("Not on a cluster yet."),
+                    "410": error("Versions the store or the cluster's log no longer rebuilds."), "429": error("Too many requests."),
                     "503": error("The store could not be read."),
                 ]),
             ],

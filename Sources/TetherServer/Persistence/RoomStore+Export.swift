@@ -4,13 +4,15 @@ import TetherProtocol
 /// A stored room's steps between two versions with what a replay needs (`tether export`,
 /// `TestRoom.replay`): the published and the stored state at the first, then each step's
 /// provenance, patch and operations on the stored state.
-struct RoomExport: Sendable {
-    struct Step: Sendable {
+struct RoomExport: Sendable, Equatable {
+    struct Step: Sendable, Equatable {
         let version: Int
         /// `StepProvenance`'s stored form (`{"cause": "unknown"}` for a step older than history).
         let provenance: JSON
         let operations: [JSON]
         let storedOperations: [JSON]
+        /// Its stored changes come with a later step's (one log entry on a cluster held both).
+        var storedLater = false
     }
 
     let kind: String
@@ -23,7 +25,7 @@ struct RoomExport: Sendable {
     let steps: [Step]
 }
 
-enum RoomExportRead: Sendable {
+enum RoomExportRead: Sendable, Equatable {
     case export(RoomExport)
     /// Not rebuildable: the store rebuilds versions from `oldest` to `newest`.
     case notKept(oldest: Int, newest: Int)

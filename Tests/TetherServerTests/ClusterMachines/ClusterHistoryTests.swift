@@ -67,4 +67,26 @@ struct ClusterHistoryRecordTests {
         #expect(ClusterHistoryReader.state(at: 6, Array(entries.dropFirst())) == .notKept(oldest: 9, newest: 8), "its start trimmed from the log")
         #expect(ClusterHistoryReader.state(at: 1, []) == .noRoom)
     }
+
+    /// An export from the log: each version's share of a merged entry; the entry's stored
+    /// changes with its last version, the others marked `storedLater`; a start inside an entry
+    /// whose steps changed the stored state is not exported.
+    @Test func anExportSplitsMergedEntriesAndKeepsTheirStoredChangesWithTheLast() throws {
+        let start = LogEntry(kind: .snapshot, epoch: "E", from: 4, version: 4, node: "a", term: "T",
+                             frame: ServerMessage.snapshot(room: "r", epoch: "E", version: 4, state: ["n0": 0]).encoded(), stored: ["k": 0])
+        let storedChange: [PatchOperation] = [.replace(path: try JSONPointer(parsing: "/k"), value: 7)]
+        guard case .patch(let seven, _, _, _, _, let record) = Self.step(7) else { return }
+        let (merged, _) = LogAppender.batch([Self.step(5), Self.step(6), .patch(seven, stored: storedChange, projections: nil, applied: nil, provenance: record)],
+                                            node: "a", term: "T")
+        let entries = [start, try #require(LogEntry(headers: merged.headers, data: merged.data))]
+        guard case .export(let export) = ClusterHistoryReader.export(room: "todo:x", from: 4, to: 7, entries) else {
+            Issue.record("not exported")
+            return
+        }
+        #expect(export.steps.map(\.version) == [5, 6, 7] && export.stored == ["k": 0] && export.kind == "todo")
+        #expect(export.steps.map(\.storedLater) == [true, true, false] && export.steps[2].storedOperations == storedChange.map(\.json))
+        #expect(export.steps[1].provenance["viewer"] == "v6" && export.steps[1].operations.count == 1)
+        #expect(ClusterHistoryReader.export(room: "todo:x", from: 5, to: 7, entries) == .notKept(oldest: 6, newest: 7), "stored state at 5 unknown")
+        #expect(ClusterHistoryReader.room(at: 7, entries) == .room(epoch: "E", state: ["n0": 7], stored: ["k": 7]))
+    }
 }
