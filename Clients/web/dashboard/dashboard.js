@@ -7,6 +7,7 @@
 
 import { TetherClient } from "/tether.js";
 import { FrameScheduler, measureFrameRate } from "./frame-scheduler.js";
+import { HistoryPanel } from "./history-panel.js";
 import { Overview, roomHref } from "./overview.js";
 import { RoomView } from "./room-view.js";
 import { clockTime, describeConnection, explainError } from "./format.js";
@@ -21,7 +22,8 @@ const client = new TetherClient(serverURL, { token: storedToken });
 const scheduler = new FrameScheduler();
 const serverRoom = client.room(SERVER_ROOM);
 const overview = new Overview({ deleteRoom });
-const roomView = new RoomView({ client, scheduler, describe: describeKind });
+const historyPanel = new HistoryPanel({ getJSON, context: historyContext });
+const roomView = new RoomView({ client, scheduler, describe: describeKind, history: historyPanel });
 
 /** "unknown" until the server answers the join of tether.server; then "granted", "limited" (a
  * valid token without the admin claim: rooms by name only), "refused" (a token is needed) or
@@ -142,6 +144,24 @@ async function deleteRoom(name) {
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(body.error ?? `the server answered HTTP ${response.status}`);
   return body;
+}
+
+// MARK: A room's history (the daemon's HTTP side, with the page's token)
+
+/** GET PATH with the page's token: {status, body}; status 0 when not reached (or aborted). */
+async function getJSON(path, signal) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  try {
+    const response = await fetch(path, { headers: token ? { Authorization: `Bearer ${token}` } : {}, signal });
+    return { status: response.status, body: await response.json().catch(() => ({})) };
+  } catch {
+    return { status: 0, body: {} };
+  }
+}
+
+/** What the page knows before asking for a history: the token's reach and the server's storage. */
+function historyContext() {
+  return { access, storageKind: serverRoom.state?.server?.storage?.kind };
 }
 
 // MARK: The server room and access

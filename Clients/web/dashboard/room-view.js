@@ -1,5 +1,5 @@
 // One room, opened by name: who is in it, its state as a live JSON tree, its recent patches, and
-// a form per action. The mirror follows every patch as it arrives; the screen is redrawn at most
+// a form per action, and its history (history-panel.js). The mirror follows every patch as it arrives; the screen is redrawn at most
 // once per animation frame (FrameScheduler), however fast the patches come. The page watches the
 // room's presence as a spectator: it sees the members and is never listed itself.
 
@@ -47,10 +47,46 @@ export function memberRows(members) {
   }).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
 }
 
+/** A patch's operations as a list (`ul.ops`): the first `shown`, then how many more. */
+export function opsList(ops, shown = SHOWN_OPS) {
+  const list = document.createElement("ul");
+  list.className = "ops";
+  for (const op of ops.slice(0, shown)) {
+    const line = document.createElement("li");
+    const name = document.createElement("span");
+    name.className = `op op-${op.op}`;
+    name.textContent = op.op;
+    const path = document.createElement("code");
+    path.textContent = op.op === "move" || op.op === "copy" ? `${op.from} → ${op.path}` : op.path || "(whole document)";
+    line.append(name, " ", path);
+    if (Object.hasOwn(op, "value")) {
+      const value = document.createElement("code");
+      value.className = "op-value";
+      value.textContent = shortJSON(op.value, 60);
+      line.append(" ", value);
+    }
+    list.append(line);
+  }
+  if (ops.length > shown) {
+    const more = document.createElement("li");
+    more.className = "muted";
+    more.textContent = `and ${ops.length - shown} more operations`;
+    list.append(more);
+  }
+  if (ops.length === 0) {
+    const none = document.createElement("li");
+    none.className = "muted";
+    none.textContent = "no operation (nothing changed)";
+    list.append(none);
+  }
+  return list;
+}
+
 export class RoomView {
   #client;
   #scheduler;
   #describe;
+  #history;
   #tree;
   #forms;
   #room = null;
@@ -68,12 +104,14 @@ export class RoomView {
 
   /**
    * `describe(kind)` resolves with the kind's description ({name, scope, actions}) or null when
-   * the server does not describe kinds.
+   * the server does not describe kinds. `history` (optional) is told when a room opens, moves
+   * (`roomAt(version)`) and closes.
    */
-  constructor({ client, scheduler, describe }) {
+  constructor({ client, scheduler, describe, history = null }) {
     this.#client = client;
     this.#scheduler = scheduler;
     this.#describe = describe;
+    this.#history = history;
     this.#tree = new LiveJsonTree($("room-state"));
     this.#forms = new ActionForms($("room-actions"), {
       send: (action, args) => this.#room.send(action, args),
@@ -145,12 +183,14 @@ export class RoomView {
     );
     if (room.synced) this.#changed(null);
     this.#loadActions(kind);
+    this.#history?.open(name);
   }
 
   close() {
     for (const off of this.#unsubscribe.splice(0)) off();
     clearTimeout(this.#patchListTimer);
     this.#patchListTimer = null;
+    this.#history?.close();
     if (this.#room && !this.#keepRoom) this.#room.leave();
     this.#room = null;
     this.#tree.clear();
@@ -256,6 +296,7 @@ export class RoomView {
     this.#rendered = true;
     $("room-version").textContent = String(room.version);
     $("room-epoch").textContent = room.epoch ?? "—";
+    this.#history?.roomAt(room.version);
     this.#renderPatchesSoon();
   }
 
@@ -294,37 +335,7 @@ export class RoomView {
     const time = document.createElement("time");
     time.textContent = `${clockTime(at)}.${String(at % 1000).padStart(3, "0")}`;
     head.append(versions, time);
-    const list = document.createElement("ul");
-    list.className = "ops";
-    for (const op of ops.slice(0, SHOWN_OPS)) {
-      const line = document.createElement("li");
-      const name = document.createElement("span");
-      name.className = `op op-${op.op}`;
-      name.textContent = op.op;
-      const path = document.createElement("code");
-      path.textContent = op.op === "move" || op.op === "copy" ? `${op.from} → ${op.path}` : op.path || "(whole document)";
-      line.append(name, " ", path);
-      if (Object.hasOwn(op, "value")) {
-        const value = document.createElement("code");
-        value.className = "op-value";
-        value.textContent = shortJSON(op.value, 60);
-        line.append(" ", value);
-      }
-      list.append(line);
-    }
-    if (ops.length > SHOWN_OPS) {
-      const more = document.createElement("li");
-      more.className = "muted";
-      more.textContent = `and ${ops.length - SHOWN_OPS} more operations`;
-      list.append(more);
-    }
-    if (ops.length === 0) {
-      const none = document.createElement("li");
-      none.className = "muted";
-      none.textContent = "no operation (nothing changed)";
-      list.append(none);
-    }
-    item.append(head, list);
+    item.append(head, opsList(ops));
     return item;
   }
 
