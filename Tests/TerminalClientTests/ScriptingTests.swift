@@ -133,7 +133,7 @@ struct ScriptingTests {
     /// restarted daemon runs the action once.
     @Test func sendWaitsForADaemonThatRestartsMidHandshake() async throws {
         let daemon = try Daemon()
-        kill(daemon.pid, SIGSTOP)
+        try daemon.pause()
         let send = try ChildProcess(tetherExecutable, ["send", "--url", daemon.url, "--timeout", "20", "counter:k", "increment", #"{"by":5}"#])
         try await Task.sleep(for: .milliseconds(1500))
         daemon.kill9()

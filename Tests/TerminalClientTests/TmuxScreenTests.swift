@@ -71,10 +71,10 @@ struct TmuxScreenTests {
         try tmux.startTether("login", ["--url", daemon.url, "login"])
         try await tmux.waitFor("login", "the form") { $0.statusConnection == "live" && $0.contains("Sign in (disabled)") }
         // A stopped daemon stands for a slow one: no answer comes during the burst.
-        kill(daemon.pid, SIGSTOP)
+        try daemon.pause()
         try tmux.press("login", "ada@example.com", "Tab", "secret1", "Tab", "Enter")
         try await tmux.waitFor("login", "the presses waiting") { $0.contains("presses waiting for the server") }
-        kill(daemon.pid, SIGCONT)
+        daemon.resume()
         let signedIn = try await tmux.waitFor("login", "signed in") { $0.contains("Signed in as ada@example.com") }
         #expect(!signedIn.contains("✗"), "\(signedIn)")
     }

@@ -118,6 +118,30 @@ public final class Daemon: @unchecked Sendable {
         process.waitUntilExit()
     }
 
+    /// SIGSTOP, then waits until every thread of the daemon has stopped (state `T` in /proc): the
+    /// signal is handled by each thread in turn, and a thread still running could take one more
+    /// message. Throws when it does not stop within 5 s.
+    public func pause() throws {
+        kill(process.processIdentifier, SIGSTOP)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            if processState == "T" { return }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        throw DaemonError.didNotStart(stdout: "", stderr: "tetherd \(pid) did not stop after SIGSTOP (state \(processState ?? "gone"))")
+    }
+
+    /// SIGCONT after `pause`.
+    public func resume() {
+        kill(process.processIdentifier, SIGCONT)
+    }
+
+    /// The process's state letter in /proc/PID/stat (`R`, `S`, `T` stopped…), nil when gone.
+    public var processState: String? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ").first.map(String.init)
+    }
+
     /// Resident memory in bytes, from /proc.
     public func residentBytes() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
