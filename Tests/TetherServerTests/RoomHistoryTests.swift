@@ -33,6 +33,16 @@ struct RoomHistoryTests {
         #expect(StepProvenance(cause: .action("a"), viewer: "", at: 5).json(digestKey: Self.key)["viewer"] == "")
         #expect(StepProvenance(cause: .presence, at: 5).json(digestKey: Self.key)["cause"] == "presence")
         #expect(StepProvenance(cause: .refusedAction("add"), viewer: "bob", at: 5).json(digestKey: Self.key)["cause"] == "refused")
+        // What the turn read, and the presence it heard (an export refuses a step that dropped some).
+        var heard = StepProvenance(cause: .action("vote"), args: ["option": "b"], keepsArgs: true, at: 5)
+        heard.inputs = TurnRecord(milliseconds: 5_001, seed: 42)
+        heard.heard = [["left": "m1"]]
+        let heardJSON = heard.json(digestKey: Self.key)
+        #expect(heardJSON["now"] == 5_001 && heardJSON["seed"] == 42 && heardJSON["heard"] == [["left": "m1"]] && heardJSON["heardDropped"] == nil)
+        #expect(RoomExportAnswer.replayable(heardJSON))
+        heard.heardDropped = 3
+        #expect(heard.json(digestKey: Self.key)["heardDropped"] == 3 && !RoomExportAnswer.replayable(heard.json(digestKey: Self.key)))
+        #expect(!RoomExportAnswer.replayable(StepProvenance(cause: .action("vote"), args: ["option": "b"], at: 5).json(digestKey: Self.key)), "a digest replays nothing")
     }
 
     @Test(arguments: [

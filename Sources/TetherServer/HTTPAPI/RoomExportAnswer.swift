@@ -66,6 +66,7 @@ enum RoomExportAnswer {
             if let unreplayable = export.steps.first(where: { !replayable($0.provenance) }) {
                 let cause = unreplayable.provenance["cause"]?.stringValue ?? "unknown"
                 let why = cause == "unknown" ? "was stored before history was recorded"
+                    : unreplayable.provenance["heardDropped"] != nil ? "came after more presence changes than a step keeps (8 KiB of them)"
                     : "keeps its arguments as a digest: declare the kind with .keepingArgumentsInHistory() to export its actions"
                 return APIError.response(ProtocolError(.badMessage, "version \(unreplayable.version) of \(room) cannot be replayed: it \(why)", room: room),
                                          status: 409)
@@ -80,6 +81,7 @@ enum RoomExportAnswer {
 
     /// An action's step replays only with its arguments; one stored before history never.
     static func replayable(_ provenance: JSON) -> Bool {
+        guard provenance["heardDropped"] == nil else { return false }
         switch provenance["cause"]?.stringValue {
         case "action", "refused": return provenance["args"] != nil
         case "unknown", nil: return false

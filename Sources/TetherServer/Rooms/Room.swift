@@ -45,8 +45,11 @@ actor Room: RoomFront {
     /// sees every version this one committed.
     nonisolated let stopped = DispatchGroup()
     private var isStopped = false
-    /// Presence changes heard since the last step (`hear`).
+    /// Presence changes heard since the last step (`hear`), their encoded bytes, and how many
+    /// were dropped past `StepProvenance.maxHeardBytes`.
     private var heardPresence: [JSON] = []
+    private var heardBytes = 0
+    private var heardDropped = 0
 
     init(name: String, kind: ViewModelKind, environment: RoomEnvironment, log: any RoomLog) {
         self.name = name
@@ -220,8 +223,17 @@ actor Room: RoomFront {
     /// replay gives them to the ViewModel in the same order).
     private func hear(listed: [PresenceMember], left: [String]) {
         guard kind.historyArguments else { return }
-        heardPresence += left.map { ["left": .string($0)] }
+        let changes: [JSON] = left.map { ["left": .string($0)] }
             + listed.map { ["listed": ["id": .string($0.id), "user": .string($0.user), "data": $0.data]] }
+        for change in changes {
+            let bytes = change.encoded().count
+            guard heardDropped == 0, heardBytes + bytes <= StepProvenance.maxHeardBytes else {
+                heardDropped += 1
+                continue
+            }
+            heardPresence.append(change)
+            heardBytes += bytes
+        }
     }
 
     /// What the ViewModel changed in reaction to presence: one version step like an action's.
@@ -357,7 +369,8 @@ actor Room: RoomFront {
         guard !operations.isEmpty || evenIfEmpty else { return [] }
         var provenance = provenance
         provenance.heard = heardPresence
-        heardPresence = []
+        provenance.heardDropped = heardDropped
+        (heardPresence, heardBytes, heardDropped) = ([], 0, 0)
         let patch = PatchFrame(room: name, epoch: epoch, from: version, version: version + 1, operations: operations,
                                compressAbove: environment.configuration.compressionThreshold)
         published.lastChange = now

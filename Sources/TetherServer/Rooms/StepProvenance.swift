@@ -36,6 +36,12 @@ struct StepProvenance: Sendable, Equatable {
     /// Presence changes the ViewModel heard since the step before (`{"listed": member}` or
     /// `{"left": id}`), kept only where the kind keeps arguments: a replay needs them.
     var heard: [JSON] = []
+    /// Presence changes past `maxHeardBytes` since the step before, not kept: a replay of this
+    /// step cannot be exact (the export refuses it).
+    var heardDropped = 0
+    /// The most a step keeps of presence changes heard before it (a room whose members churn
+    /// while nothing else happens must not grow one record without bound).
+    static let maxHeardBytes = 8 * 1024
 
     /// As stored: `{"cause", "action"?, "timer"?, "viewer"?, "client"?, "seq"?, "args"? |
     /// "argsDigest"?, "at", "node"?, "now"?, "seed"?, "heard"?}`. The digest is an HMAC of the arguments' canonical encoding
@@ -66,6 +72,7 @@ struct StepProvenance: Sendable, Equatable {
         if let milliseconds = inputs.milliseconds { object["now"] = .int(milliseconds) }
         if let seed = inputs.seed { object["seed"] = .int(Int(seed)) }
         if !heard.isEmpty { object["heard"] = .array(heard) }
+        if heardDropped > 0 { object["heardDropped"] = .int(heardDropped) }
         return .object(object)
     }
 
