@@ -161,14 +161,11 @@ extension ClusteredRoom {
     }
 
     /// A step's operations on the stored state. A replica that holds none (the log began before
-    /// tetherd stored any) starts from the step that sets it whole (`RoomState.storedReplay`).
+    /// tetherd stored any) starts from the step that sets it whole (`RoomState.stored(after:onto:)`).
     private func applyStored(_ json: JSON?, at sequence: UInt64) {
         guard let json else { return }
         do {
-            guard let (base, operations) = RoomState.storedReplay(try JSONPatch.decode(json), onto: storedDocument) else { return }
-            var stored = base
-            try stored.apply(operations)
-            storedDocument = stored
+            storedDocument = try RoomState.stored(after: JSONPatch.decode(json), onto: storedDocument)
         } catch {
             logger.error("cluster: room \(name): log message \(sequence)'s stored state change does not apply (\(error)); its stored state is dropped")
             storedDocument = nil

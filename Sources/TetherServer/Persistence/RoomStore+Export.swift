@@ -71,11 +71,7 @@ extension RoomStore {
                     do {
                         try state.apply(operations)
                         if !patch.blob(1).isEmpty { storedOperations = try JSONPatch.decode(JSONParser().parse(patch.blob(1))) }
-                        if let whole = RoomState.storedReplay(storedOperations, onto: stored) {
-                            var replayed = whole.base
-                            try replayed.apply(whole.operations)
-                            stored = replayed
-                        }
+                        stored = try RoomState.stored(after: storedOperations, onto: stored)
                     } catch {
                         throw .corrupt("\(room): stored step \(start)->\(version) does not apply: \(error)")
                     }

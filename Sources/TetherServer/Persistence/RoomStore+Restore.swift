@@ -40,13 +40,8 @@ extension RoomStore {
             let storedBytes = hasStoredState ? row.blob(1) : []
             if !storedBytes.isEmpty {
                 do {
-                    let operations = try JSONPatch.decode(JSONParser().parse(storedBytes))
                     // None kept yet (a room from before stored state): only its whole value starts it.
-                    if let whole = RoomState.storedReplay(operations, onto: storedState) {
-                        var replayed = whole.base
-                        try replayed.apply(whole.operations)
-                        storedState = replayed
-                    }
+                    storedState = try RoomState.stored(after: JSONPatch.decode(JSONParser().parse(storedBytes)), onto: storedState)
                 } catch {
                     throw .corrupt("\(name): stored state's change \(from)->\(version) does not apply: \(error)")
                 }

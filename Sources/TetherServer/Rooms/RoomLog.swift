@@ -39,13 +39,19 @@ struct RoomState: Sendable {
     var published: JSON
     var stored: JSON
 
-    /// What replaying a step's stored `operations` starts from: the stored state held, or, when
-    /// none is (a log begun before stored state existed), nothing unless the step sets it whole
-    /// (`replace ""`, the first stored change of a room restored without it); nil: skip them.
-    static func storedReplay(_ operations: [PatchOperation], onto held: JSON?) -> (base: JSON, operations: [PatchOperation])? {
-        if let held { return (held, operations) }
-        guard case .replace(let path, _)? = operations.first, path.isRoot else { return nil }
-        return (.null, operations)
+    /// The stored state after a step's stored `operations`: applied to the stored state held,
+    /// or, when none is (a log begun before stored state existed), none unless the step sets it
+    /// whole (`replace ""`, the first stored change of a room restored without it).
+    static func stored(after operations: [PatchOperation], onto held: JSON?) throws(JSONPatchError) -> JSON? {
+        var stored: JSON
+        if let held {
+            stored = held
+        } else {
+            guard case .replace(let path, _)? = operations.first, path.isRoot else { return nil }
+            stored = .null
+        }
+        try stored.apply(operations)
+        return stored
     }
 }
 
