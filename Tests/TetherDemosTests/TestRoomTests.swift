@@ -128,3 +128,30 @@ final class Drifting: ViewModel {
         .on("bump") { model in model.box.value.n += 1 }
         .on("bumpStored") { model in model.hidden.value.n += 1 }
 }
+
+/// Time and chance through the context: a test fixes them as the server's history records them.
+@Suite("TestRoom: context.now and context.random")
+struct TurnInputsTests {
+    static func roll(seed: UInt64) throws -> (operations: [PatchOperation], read: TurnRecord) {
+        let room = TestRoom(Dice.self)
+        room.host.setClock { 1_800_000_000_123 }
+        room.host.replayTurnInputs(TurnRecord(seed: seed))
+        let operations = try room.send("roll", produces: { state in
+            [.add(path: try! JSONPointer(parsing: "/rolls/0"), value: state["rolls"]?.arrayValue?.first ?? .null),
+             .replace(path: try! JSONPointer(parsing: "/rolledAt"), value: 1_800_000_000_123)]
+        })
+        return (operations, room.host.lastTurnInputs)
+    }
+
+    @Test func aTurnReadsTheClockItIsGivenAndTheSeedItIsHanded() throws {
+        let first = try Self.roll(seed: 7)
+        #expect(first.read == TurnRecord(milliseconds: 1_800_000_000_123, seed: 7), "what the turn read, for its step's history")
+        #expect(try Self.roll(seed: 7).operations == first.operations, "the same seed, the same roll")
+        let rolls = try (1...20).map { try Self.roll(seed: $0).operations[0] }
+        #expect(Set(rolls.map { "\($0)" }).count > 1, "other seeds, other rolls")
+        // A turn that reads neither records nothing.
+        let room = TestRoom(Counter.self)
+        try room.send("increment", ["by": 1], produces: [.replace(path: try JSONPointer(parsing: "/count"), value: 1)])
+        #expect(room.host.lastTurnInputs == TurnRecord())
+    }
+}
