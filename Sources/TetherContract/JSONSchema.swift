@@ -114,7 +114,10 @@ public final class JSONSchemaRecorder {
         if let value = false as? T { return (value, ["type": "boolean"]) }
         if let value = 0.0 as? T { return (value, ["type": "number"]) }
         if let value = Float(0) as? T { return (value, ["type": "number"]) }
-        if let integer = T.self as? any FixedWidthInteger.Type, let value = integer.init(0) as? T { return (value, ["type": "integer"]) }
+        if let integer = T.self as? any FixedWidthInteger.Type, let value = integer.init(0) as? T {
+            // The bounds are part of the contract: a larger number is refused for its shape.
+            return (value, ["type": "integer", "minimum": .int(Int(clamping: integer.min)), "maximum": .int(Int(clamping: integer.max))])
+        }
         return nil
     }
 

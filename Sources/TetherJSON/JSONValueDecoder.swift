@@ -141,11 +141,14 @@ final class _JSONValueDecoder: Decoder {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: path, debugDescription: "number \(i)\(_at(path)) does not fit in \(T.self)"))
         case .double(let d):
-            if let exact = T(exactly: d) { return exact }
+            // An integer literal beyond Int arrives as a double, rounded: -2^63-1 reads as
+            // -2^63. Only a double strictly inside Int's range is taken, so none is changed.
+            if d > -0x1p63, d < 0x1p63, let exact = T(exactly: d) { return exact }
             let path = path()
             if d.isFinite && d == d.rounded(.towardZero) {
                 // Not the digits as sent: a number beyond 64 bits arrives as a double (1e+20).
-                let bound = d > 0 ? "too large for an integer (at most \(T.max))" : "too small for an integer (at least \(T.min))"
+                let (low, high) = (Int(clamping: T.min), Int(clamping: T.max))
+                let bound = d > 0 ? "too large for an integer (at most \(high))" : "too small for an integer (at least \(low))"
                 throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "the number\(_at(path)) is \(bound)"))
             }
             throw DecodingError.typeMismatch(

@@ -45,7 +45,9 @@ def value_strategy(schema, defs, strings):
     if types == "boolean":
         return st.booleans()
     if types == "integer":
-        return st.one_of(st.integers(-3, 12), st.integers())
+        # The bounds and one past them, drawn often: a schema without them once let 2**63 through.
+        low, high = schema.get("minimum", -2**63), schema.get("maximum", 2**63 - 1)
+        return st.one_of(st.integers(-3, 12), st.sampled_from([low, high, low - 1, high + 1]), st.integers())
     if types == "number":
         return st.one_of(st.floats(-10, 10, allow_nan=False), st.integers(-5, 5))
     if types == "string":

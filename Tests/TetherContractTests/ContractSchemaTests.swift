@@ -33,6 +33,9 @@ enum TallyContract: Contract {
 
 @Suite("A contract's schema document and fingerprint")
 struct ContractSchemaTests {
+    static let int64: JSON = ["type": "integer", "minimum": .int(Int.min), "maximum": .int(Int.max)]
+    static let optionalInt64: JSON = ["type": ["integer", "null"], "minimum": .int(Int.min), "maximum": .int(Int.max)]
+
     @Test func theDocumentDescribesStateViewsPresenceActionsAndErrors() {
         let schema = ContractSchema(TallyContract.self)
         #expect(schema.document == [
@@ -40,15 +43,15 @@ struct ContractSchemaTests {
             "state": [
                 "type": "object", "additionalProperties": false, "required": ["count", "history", "label"],
                 "properties": [
-                    "count": ["type": "integer", "default": 0],
+                    "count": ["type": "integer", "minimum": .int(Int.min), "maximum": .int(Int.max), "default": 0],
                     "label": ["type": ["string", "null"]],
-                    "history": ["type": "array", "items": ["type": "integer"], "default": []],
+                    "history": ["type": "array", "items": Self.int64, "default": []],
                 ],
             ],
-            "views": ["type": "object", "additionalProperties": false, "properties": ["mine": ["type": ["integer", "null"]]]],
+            "views": ["type": "object", "additionalProperties": false, "properties": ["mine": Self.optionalInt64]],
             "presence": ["type": "object", "additionalProperties": false, "properties": ["name": ["type": ["string", "null"]]]],
             "actions": [
-                "add": ["type": "object", "additionalProperties": false, "properties": ["by": ["type": ["integer", "null"]]]],
+                "add": ["type": "object", "additionalProperties": false, "properties": ["by": Self.optionalInt64]],
                 "reset": ["type": "object", "additionalProperties": false, "properties": [:]],
             ],
             "errors": ["overflow": ["code": "invalid_args"], "full": ["code": "too_large"]],
@@ -62,7 +65,7 @@ struct ContractSchemaTests {
         let schema = ContractSchema(TallyContract.self)
         #expect(schema.fingerprint == "sha256:" + SHA256.hex(JSONWriter.encode(CanonicalSchema.canonical(schema.document))))
         #expect(schema.fingerprint.count == 7 + 64)
-        #expect(CanonicalSchema.canonical(schema.document)["state"]?["properties"]?["count"] == ["type": "integer"], "no default")
+        #expect(CanonicalSchema.canonical(schema.document)["state"]?["properties"]?["count"] == Self.int64, "no default")
     }
 
     @Test func aContractWithoutViewsPresenceOrFailuresHasTheirNeutralSchemas() {

@@ -16,12 +16,18 @@ struct SchemaTests {
         var open: Bool
     }
 
+    /// An `Int`: a larger number is refused for its shape, so the schema says so.
+    static let int64: JSON = ["type": "integer", "minimum": .int(Int.min), "maximum": .int(Int.max)]
+
+    /// Integers carry their type's bounds; a UInt64 stops at Int.max, the largest integer JSON
+    /// decoding keeps exact.
     @Test func scalarsAreTheirJSONTypes() {
         let schema = JSONSchemaRecorder().schema(of: Scalars.self)
         #expect(schema == [
             "type": "object", "additionalProperties": false,
             "properties": [
-                "count": ["type": "integer"], "small": ["type": "integer"], "large": ["type": "integer"],
+                "count": Self.int64, "small": ["type": "integer", "minimum": -128, "maximum": 127],
+                "large": ["type": "integer", "minimum": 0, "maximum": .int(Int.max)],
                 "ratio": ["type": "number"], "single": ["type": "number"],
                 "name": ["type": "string"], "open": ["type": "boolean"],
             ],
@@ -42,8 +48,8 @@ struct SchemaTests {
         let properties = JSONSchemaRecorder().schema(of: Collections.self)["properties"]
         #expect(properties?["names"] == ["type": "array", "items": ["type": "string"]])
         #expect(properties?["gaps"] == ["type": "array", "items": ["type": ["string", "null"]]])
-        #expect(properties?["grid"] == ["type": "array", "items": ["type": "array", "items": ["type": "integer"]]])
-        #expect(properties?["totals"] == ["type": "object", "additionalProperties": ["type": "integer"]])
+        #expect(properties?["grid"] == ["type": "array", "items": ["type": "array", "items": Self.int64]])
+        #expect(properties?["totals"] == ["type": "object", "additionalProperties": Self.int64])
         #expect(properties?["byNumber"] == ["type": "object", "additionalProperties": ["type": "boolean"]], "Int keys are member names too")
         #expect(properties?["free"] == [:], "a JSON member is any value")
     }

@@ -159,7 +159,9 @@ struct JSONCodingTests {
         #expect(try decoder.decode(Int64.self, from: .double(-4)) == -4)
         #expect(try decoder.decode(Float.self, from: 2) == 2)
         #expect(try decoder.decode(Double.self, from: 2) == 2)
-        #expect(try decoder.decode(UInt64.self, from: .double(1e19)) == 10_000_000_000_000_000_000)
+        // Beyond Int a double may be a rounded literal (9223372036854775809 reads as 2^63): refused,
+        // as the encoder refuses a UInt64 past Int.max.
+        #expect(throws: DecodingError.self) { try decoder.decode(UInt64.self, from: .double(1e19)) }
     }
 
     @Test func encodingErrors() {
@@ -207,6 +209,9 @@ struct JSONCodingTests {
             (["by": 1e30], "the number at args.by is too large for an integer (at most 9223372036854775807)", "args.by"),
             (["by": .double(1e20)], "the number at args.by is too large for an integer (at most 9223372036854775807)", "args.by"),
             (["by": -1e30], "the number at args.by is too small for an integer (at least -9223372036854775808)", "args.by"),
+            // One past Int's ends rounds to them as a double (-2^63-1 to -2^63): refused, not changed.
+            (try! JSONParser().parse(#"{"by": -9223372036854775809}"#), "the number at args.by is too small for an integer (at least -9223372036854775808)", "args.by"),
+            (try! JSONParser().parse(#"{"by": 9223372036854775808}"#), "the number at args.by is too large for an integer (at most 9223372036854775807)", "args.by"),
             ([1], "expected object at args, got array", "args"),
             ("x", "expected object at args, got string", "args"),
         ]
@@ -249,6 +254,10 @@ struct JSONCodingTests {
         do { _ = try decoder.decode([Int8].self, from: [1, 300]) } catch {
             #expect(decodingMessage(error) == "number 300 at [1] does not fit in Int8")
         }
+        // A UInt64 takes what JSON keeps exact: up to Int.max.
+        #expect((try? decoder.decode(UInt64.self, from: .double(0x1p62))) == 1 << 62)
+        let past = #expect(throws: DecodingError.self) { try decoder.decode(UInt64.self, from: JSONParser().parse("9223372036854775809")) }
+        #expect(past.map(decodingMessage) == "the number is too large for an integer (at most 9223372036854775807)")
         do { _ = try decoder.decode(UInt.self, from: -1) } catch {
             #expect(decodingMessage(error) == "number -1 does not fit in UInt")
         }

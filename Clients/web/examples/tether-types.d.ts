@@ -42,7 +42,7 @@ export type ClockError = never;
 export type ClockActions = {};
 export type ClockRoom = RemoteRoom<ClockState & ClockViews, ClockActions, ClockPresence, ClockError>;
 
-// counter (shared), schema sha256:96b5f72ffee754016602f5cac4531eb177ba34f1ba7edf57e363d84330c16af6
+// counter (shared), schema sha256:09b9c8d091e9dafcca9f9a5e8dc1ba08411b0f45c658b71c555e8cba2e63983b
 export interface CounterState {
   count: number;
 }
@@ -85,7 +85,7 @@ export type ExchangeActions = {
 };
 export type ExchangeRoom = RemoteRoom<ExchangeState & ExchangeViews, ExchangeActions, ExchangePresence, ExchangeError>;
 
-// gallery (shared), schema sha256:32b54c259a2bd5316480ef0e79f4da4b5b638fe6ed27b28e8bd225689d6ba3a3
+// gallery (shared), schema sha256:24440fcb215fb95cf0fea63238a44ac140d3cee219e698f8d4771a569efc3973
 export interface GalleryState {
   count: number;
   index: number;
@@ -101,7 +101,7 @@ export type GalleryActions = {
 };
 export type GalleryRoom = RemoteRoom<GalleryState & GalleryViews, GalleryActions, GalleryPresence, GalleryError>;
 
-// login (per-session), schema sha256:ed8b58b542d6931ca46e9c120dd1fc2b86bc6d208fc9709ca2361e5b4fe90e3a
+// login (per-session), schema sha256:2a4ac14c9d89ec1d1c3f3f78075618d933e04c5f06ad38c847bd3b39290ef17e
 export interface LoginState {
   email: string;
   errorMessage: string | null;
@@ -162,7 +162,7 @@ export declare namespace TodoDefs {
   }
 }
 
-// vote (shared), schema sha256:f9fbd22ea67c8e9adb8eee3369248c8c22ef73c12fd9196aa927fa6114cb3f9e
+// vote (shared), schema sha256:0bd2e5c99f74561cd21a2b18392a8120b5d7a8f945a203107fe3cb90a1fd6e5d
 export interface VoteState {
   ballots: { [member: string]: string } | null;
   open: boolean;
