@@ -71,6 +71,32 @@ struct ClusterHistoryTests {
     }
 
     /// A to-do list acted on through two nodes, exported from a third and replayed as a test.
+    /// More steps than the log keeps (2,000 entries per room): the epoch's start has left it, and
+    /// the versions from its oldest checkpoint (one every 500 versions) on still rebuild.
+    @Test func versionsRebuildFromACheckpointOnceTheStartHasLeftTheLog() async throws {
+        let cluster = try ClusterFixture()
+        defer { cluster.stop() }
+        let socket = try RawWebSocket(port: cluster.node("n1").port)
+        _ = try socket.receiveJSON()  // hello
+        try socket.send(json: ["type": "join", "room": "counter:checkpoints"])
+        _ = try socket.receiveJSON(until: { $0["type"] == "snapshot" })
+        // One action at a time, so that each version is an entry of its own.
+        for id in 1...2_120 {
+            try socket.send(json: ["type": "action", "room": "counter:checkpoints", "name": "increment", "id": .int(id)])
+            let answer = try socket.receiveJSON(timeout: .seconds(10), until: { $0["id"] == .int(id) })
+            guard answer["type"] == "ack" else { return #expect(answer["type"] == "ack", "action \(id): \(answer)") }
+        }
+        let url = "http://127.0.0.1:\(cluster.node("n3").port)"
+        for version in [500, 1_234, 2_000, 2_050, 2_120] {
+            let state = try HTTPAPITests.curl(url, "GET", "/rooms/counter%3Acheckpoints/state?at=\(version)")
+            #expect(state.status == 200 && state.json?["state"]?["count"]?.intValue == version, "v\(version): \(state)")
+        }
+        let beforeCheckpoints = try HTTPAPITests.curl(url, "GET", "/rooms/counter%3Acheckpoints/state?at=499")
+        #expect(beforeCheckpoints.status == 410 && beforeCheckpoints.body.contains("rebuilt from version 500 to 2120"), "\(beforeCheckpoints)")
+        let history = try HTTPAPITests.curl(url, "GET", "/rooms/counter%3Acheckpoints/history?limit=1000")
+        #expect(history.json?["steps"]?.arrayValue?.first?["version"] == 2_120, "a checkpoint is no step: \(history.status)")
+    }
+
     @Test func anExportFromAnyNodeReplaysAsTheRoomRan() async throws {
         let cluster = try ClusterFixture()
         defer { cluster.stop() }

@@ -46,9 +46,9 @@ enum ClusterHistoryReader {
     static func room(at version: Int, _ entries: [LogEntry]) -> RoomAtVersion {
         guard let last = entries.last else { return .noRoom }
         let current = entries.filter { $0.epoch == last.epoch }
-        let oldest = current.first { $0.kind == .snapshot }?.version ?? last.version + 1
+        let oldest = current.first { $0.kind.holdsState }?.version ?? last.version + 1
         let notKept = RoomAtVersion.notKept(oldest: oldest, newest: last.version)
-        guard version <= last.version, let base = current.lastIndex(where: { $0.kind == .snapshot && $0.version <= version }),
+        guard version <= last.version, let base = current.lastIndex(where: { $0.kind.holdsState && $0.version <= version }),
               case .snapshot(_, _, let start, var state)? = try? ServerMessage.decode(current[base].frame) else { return notKept }
         var stored: JSON? = current[base].stored ?? .object([:])
         var reached = start

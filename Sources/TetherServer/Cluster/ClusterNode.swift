@@ -55,6 +55,8 @@ final class ClusterNode: Sendable {
     /// Log messages kept per room: enough to rebuild from the latest snapshot (one every
     /// `snapshotInterval` versions, or every `snapshotInterval` merged appends) with room to spare.
     static let logMessagesPerRoom: Int64 = 2_000
+    /// A checkpoint entry (the room's state) every this many versions, for its history.
+    static let checkpointInterval = 500
     static let snapshotInterval = 100
 
     init(name: String, messaging: any ClusterMessaging, log: any ClusterLog, owners: any ClusterKeyValue, snapshots: any ClusterKeyValue,

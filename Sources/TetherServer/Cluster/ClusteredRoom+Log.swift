@@ -110,6 +110,8 @@ extension ClusteredRoom {
             serveWaiting()
         case .patch:
             guard applyPatch(entry, at: sequence) else { return reload() }
+        case .checkpoint:
+            replica.applied(sequence)  // the state this replica holds already; for the room's history
         }
         if !entry.webhooks.isEmpty || entry.webhooksCopied != nil { loggedWebhooks(entry) }
         send(gate.replicaMoved(position))

@@ -23,11 +23,13 @@ struct LogAppender {
         case patch(PatchFrame, stored: [PatchOperation], projections: JSON?, applied: ActionNumber?, webhooks: [WebhookDelivery] = [],
                    provenance: [UInt8]? = nil)
         case epochStart(epoch: String, version: Int, frame: [UInt8], stored: JSON)
+        /// The state the steps up to `version` made (`frame` a snapshot), for the room's history.
+        case checkpoint(epoch: String, version: Int, frame: [UInt8], stored: JSON)
 
         var version: Int {
             switch self {
             case .patch(let patch, _, _, _, _, _): patch.version
-            case .epochStart(_, let version, _, _): version
+            case .epochStart(_, let version, _, _), .checkpoint(_, let version, _, _): version
             }
         }
     }
@@ -231,6 +233,9 @@ struct LogAppender {
         switch queue[0] {
         case .epochStart(let epoch, let version, let frame, let stored):
             return (LogEntry(kind: .snapshot, epoch: epoch, from: version, version: version, node: node, term: term, frame: frame,
+                             stored: stored), 1)
+        case .checkpoint(let epoch, let version, let frame, let stored):
+            return (LogEntry(kind: .checkpoint, epoch: epoch, from: version, version: version, node: node, term: term, frame: frame,
                              stored: stored), 1)
         case .patch(let first, let firstStored, let firstProjections, let firstApplied, let firstWebhooks, let firstProvenance):
             var last = first

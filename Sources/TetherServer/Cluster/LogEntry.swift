@@ -4,7 +4,9 @@ import TetherProtocol
 import TetherState
 
 /// One message of a room's log in the cluster: a version step (a patch frame, possibly
-/// spanning several versions) or the start of an epoch (a snapshot frame). The data is the
+/// spanning several versions), the start of an epoch (a snapshot frame), or a checkpoint (a
+/// snapshot frame of the state the steps before it made, for the room's history: rebuilding a
+/// version needs one at or before it once the epoch's start has left the log). The data is the
 /// frame exactly as clients receive it; the headers say what it is without parsing it.
 ///
 /// In a room with per-viewer values, a version step that changed what some viewers see beyond
@@ -18,7 +20,12 @@ import TetherState
 /// (Cluster/PendingWebhooks.swift; `Tether-Webhooks-Copied` names the last it copied). Without
 /// any of these (every plain room), the data is the frame alone.
 struct LogEntry: Sendable {
-    enum Kind: String, Sendable { case patch, snapshot }
+    enum Kind: String, Sendable {
+        case patch, snapshot, checkpoint
+
+        /// A whole state (`snapshot` or `checkpoint`): where rebuilding a version may start.
+        var holdsState: Bool { self != .patch }
+    }
 
     var kind: Kind
     var epoch: String
@@ -76,7 +83,11 @@ struct LogEntry: Sendable {
     /// Every append of one slot (room, epoch, first version) carries the same id, so of two
     /// owners continuing the same version only one append is stored (see docs/CLUSTER.md).
     func messageID(room: String) -> String {
-        "\(room)/\(epoch)/\(kind == .snapshot ? "start-" : "")\(from)"
+        switch kind {
+        case .patch: "\(room)/\(epoch)/\(from)"
+        case .snapshot: "\(room)/\(epoch)/start-\(from)"
+        case .checkpoint: "\(room)/\(epoch)/checkpoint-\(from)"
+        }
     }
 
     /// Whether `other` is this very append (not another owner's entry for the same slot).

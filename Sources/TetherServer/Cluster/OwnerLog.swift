@@ -29,6 +29,17 @@ struct OwnerLog: RoomLog {
         fields["ops"] = .int(step.operations.count)
         hand(.patch(step, stored: stored, projections: projections, applied: applied, webhooks: webhooks,
                     provenance: JSON.object(fields).encoded()))
+        if step.version % checkpointInterval == 0 {
+            let state = state()
+            let frame = ServerMessage.snapshot(room: room.name, epoch: step.epoch, version: step.version, state: state.published).encoded()
+            hand(.checkpoint(epoch: step.epoch, version: step.version, frame: frame, stored: state.stored))
+        }
+    }
+
+    /// Versions between checkpoints: the log keeps `ClusterNode.logMessagesPerRoom` entries, so
+    /// every version in its newer three quarters rebuilds from one in it; closer if the kind asks.
+    var checkpointInterval: Int {
+        min(ClusterNode.checkpointInterval, room.kind.historyRetention.snapshotEvery ?? Int.max)
     }
 
     private func hand(_ step: LogAppender.Step) {

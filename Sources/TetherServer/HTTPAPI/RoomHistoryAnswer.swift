@@ -134,7 +134,7 @@ enum RoomHistoryAnswer {
     /// 410: `version` is not rebuilt (its range is `oldest` to `newest`).
     static func notKept(room: String, version: Int, oldest: Int, newest: Int) -> HTTPResponse {
         let why = version > newest ? "\(room) is at version \(newest)"
-            : oldest > newest ? "the log no longer holds the start of \(room)'s epoch"
+            : oldest > newest ? "the log holds no state of \(room)'s epoch to rebuild it from (its start or a checkpoint)"
             : "\(room) is rebuilt from version \(oldest) to \(newest)"
         return APIError.response(ProtocolError(.unknownRoom, "version \(version) is not kept: \(why)", room: room), status: 410)
     }

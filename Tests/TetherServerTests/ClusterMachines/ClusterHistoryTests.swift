@@ -68,6 +68,22 @@ struct ClusterHistoryRecordTests {
         #expect(ClusterHistoryReader.state(at: 1, []) == .noRoom)
     }
 
+    /// Once the epoch's start has left the log, a checkpoint rebuilds the versions from its own
+    /// on (with the stored state it carries); the versions before it are not kept.
+    @Test func aCheckpointRebuildsTheVersionsAfterItWhenTheStartIsGone() throws {
+        let checkpoint = LogEntry(kind: .checkpoint, epoch: "E", from: 6, version: 6, node: "a", term: "T",
+                                  frame: ServerMessage.snapshot(room: "r", epoch: "E", version: 6, state: ["n0": 6]).encoded(), stored: ["s": 6])
+        let entries = [LogAppender.batch([Self.step(5)], node: "a", term: "T").0, LogAppender.batch([Self.step(6)], node: "a", term: "T").0,
+                       checkpoint, LogAppender.batch([Self.step(7), Self.step(8)], node: "a", term: "T").0]
+        let read = try entries.map { try #require(LogEntry(headers: $0.headers, data: $0.data), "through the message's headers") }
+        #expect(read[2].kind == .checkpoint && read[2].stored == ["s": 6])
+        for version in 6...8 {
+            #expect(ClusterHistoryReader.room(at: version, read) == .room(epoch: "E", state: ["n0": .int(version)], stored: ["s": 6]), "v\(version)")
+        }
+        #expect(ClusterHistoryReader.state(at: 5, read) == .notKept(oldest: 6, newest: 8), "before the oldest checkpoint")
+        #expect(ClusterHistoryReader.history(read)?.steps.map(\.version) == [8, 7, 6, 5], "a checkpoint is no step")
+    }
+
     /// An export from the log: each version's share of a merged entry; the entry's stored
     /// changes with its last version, the others marked `storedLater`; a start inside an entry
     /// whose steps changed the stored state is not exported.

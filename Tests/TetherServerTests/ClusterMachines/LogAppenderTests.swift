@@ -54,6 +54,23 @@ struct LogAppenderTests {
         #expect(appender.producedVersion == 7)
     }
 
+    /// A checkpoint is an entry of its own between the patches around it, at the version they
+    /// reached, with a message id of its own (the patch after it starts at the same version).
+    @Test func aCheckpointGoesAloneBetweenThePatchesAroundIt() {
+        var appender = Self.owner()
+        guard case .append(let first, _)? = appender.produced(Self.step(5), term: "T1", now: Self.at(0)).first else { return }
+        _ = appender.produced(.checkpoint(epoch: "E", version: 5, frame: [1], stored: ["s": 1]), term: "T1", now: Self.at(0))
+        _ = appender.produced(Self.step(6), term: "T1", now: Self.at(0))
+        let afterPatch = appender.appendFinished(.success(11), entry: first, now: Self.at(0.001))
+        #expect(Self.describe(afterPatch) == ["stored v5 at 11", "append 5->5 after 11"])
+        guard case .append(let checkpoint, _)? = afterPatch.last else { return }
+        #expect(checkpoint.kind == .checkpoint && checkpoint.stored == ["s": 1] && checkpoint.frame == [1])
+        let afterCheckpoint = appender.appendFinished(.success(12), entry: checkpoint, now: Self.at(0.002))
+        #expect(Self.describe(afterCheckpoint) == ["stored v5 at 12", "append 5->6 after 12"])
+        guard case .append(let next, _)? = afterCheckpoint.last else { return }
+        #expect(Set([first, checkpoint, next].map { $0.messageID(room: "r") }) == ["r/E/4", "r/E/checkpoint-5", "r/E/5"])
+    }
+
     @Test func aTermThatEndedAppendsNothing() {
         var appender = Self.owner()
         #expect(appender.produced(Self.step(5), term: "T0", now: Self.at(0)).isEmpty)
