@@ -57,6 +57,9 @@ struct ClusterHistoryTests {
         let url = { (node: String) in "http://127.0.0.1:\(cluster.node(node).port)" }
         let fork = try HTTPAPITests.curl(url(live[0]), "POST", "/rooms/counter%3Ahistory/fork?at=5&to=counter%3Ahistory-fork")
         #expect(fork.status == 201 && fork.json?["room"] == "counter:history-fork", "\(fork)")
+        let listed = try HTTPAPITests.curl(url(live[1]), "GET", "/rooms")
+        let listedFork = listed.json?["rooms"]?.arrayValue?.first { $0["name"] == "counter:history-fork" }
+        #expect(listedFork?["version"] == 0, "listed before any node loads it: \(listed)")
         let forked = try HTTPAPITests.curl(url(live[1]), "GET", "/rooms/counter%3Ahistory-fork/state?at=0")
         #expect(forked.json?["state"]?["count"] == 15, "the state at version 5: \(forked)")
         try await eventually("the fork takes actions", timeout: .seconds(30)) {

@@ -4,8 +4,8 @@ import TetherTransport
 
 /// `POST /rooms/{room}/fork` on a cluster node: the room at the version, rebuilt from its log
 /// (`ClusterHistoryReader.room`), becomes the first entry of the new room's log, an epoch start
-/// appended only while that log is empty (a checked append), so a fork never overwrites a room.
-/// Any node then loads the new room from its log, as a room another node started.
+/// appended only while that log is empty (a checked append), so a fork never overwrites a room,
+/// and its snapshot. Any node then loads the new room from its log, as a room another node started.
 enum ClusterFork {
     static func fork(_ source: String, query: String?, rooms: RoomService, node: ClusterNode, answer: @escaping @Sendable (HTTPResponse) -> Void) {
         let request: RoomService.ForkRequest
@@ -40,7 +40,11 @@ enum ClusterFork {
         node.log.append(node.logSubject(request.target), entry.data, headers: entry.headers, messageID: entry.messageID(room: request.target),
                         expectedLastSubjectSequence: 0, timeout: .seconds(5)) { result in
             switch result {
-            case .success: answer(request.made(epoch: epoch))
+            case .success(let sequence):
+                // Its snapshot too, so that the room list (read from the snapshots bucket) shows it
+                // before any node loads it; create-only: a node that loaded it may have written one.
+                let snapshot = ClusterSnapshot(epoch: epoch, version: 0, sequence: sequence, state: state, stored: stored)
+                node.snapshots.create(node.token(request.target), snapshot.encoded) { _ in answer(request.made(epoch: epoch)) }
             case .failure(.wrongLastSequence): answer(request.exists)
             case .failure(let error):
                 answer(APIError.response(ProtocolError(.unavailable, "cannot start \(request.target): \(error)", room: request.source), status: 503))
